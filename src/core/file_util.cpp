@@ -1,0 +1,66 @@
+#include "trtutils/file_util.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "core/check.h"
+
+namespace trtutils {
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view data) {
+  namespace fs = std::filesystem;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  TRT_CHECK(fs::is_directory(dir, ec), ErrorCode::kIO, "cannot write '{}': folder '{}' does not exist",
+            path.string(), dir.string());
+  std::random_device rd;
+  const fs::path tmp = dir / fmt::format(".{}.tmp{:08x}", path.filename().string(), rd());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  TRT_CHECK(fd >= 0, ErrorCode::kIO, "cannot write '{}': {}", path.string(), std::strerror(errno));
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      TRT_THROW(ErrorCode::kIO, "cannot write '{}': {}", path.string(), std::strerror(err));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    TRT_THROW(ErrorCode::kIO, "cannot write '{}': {}", path.string(), std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    TRT_THROW(ErrorCode::kIO, "cannot write '{}': {}", path.string(), std::strerror(err));
+  }
+}
+
+std::string read_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  std::error_code ec;
+  TRT_CHECK(std::filesystem::is_regular_file(path, ec), ErrorCode::kIO,
+            "cannot read '{}': no such file", path.string());
+  const auto size = std::filesystem::file_size(path, ec);
+  TRT_CHECK(!ec, ErrorCode::kIO, "cannot read '{}': {}", path.string(), ec.message());
+  TRT_CHECK(max_bytes == 0 || size <= max_bytes, ErrorCode::kOutOfRange,
+            "'{}' is {} bytes, over the limit of {} bytes", path.string(), size, max_bytes);
+  std::ifstream f(path, std::ios::binary);
+  TRT_CHECK(f.good(), ErrorCode::kIO, "cannot open '{}'", path.string());
+  std::string data(size, '\0');
+  f.read(data.data(), static_cast<std::streamsize>(size));
+  TRT_CHECK(f.gcount() == static_cast<std::streamsize>(size), ErrorCode::kIO,
+            "cannot read '{}': short read", path.string());
+  return data;
+}
+
+}  // namespace trtutils

@@ -1,0 +1,212 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/check.h"
+
+namespace trtutils::ir {
+
+std::string sym_shape_str(const SymShape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ", ";
+    r += s[i].is_static() ? std::to_string(s[i].value) : (s[i].param.empty() ? "?" : s[i].param);
+  }
+  return r + "]";
+}
+
+bool sym_shape_is_static(const SymShape& s) {
+  return std::all_of(s.begin(), s.end(), [](const Dim& d) { return d.is_static(); });
+}
+
+Shape sym_shape_to_static(const SymShape& s) {
+  Shape r;
+  r.reserve(s.size());
+  for (const auto& d : s) {
+    TRT_CHECK(d.is_static(), ErrorCode::kInvalidArgument, "shape {} is not static", sym_shape_str(s));
+    r.push_back(d.value);
+  }
+  return r;
+}
+
+SymShape sym_shape_from_static(const Shape& s) { return SymShape(s.begin(), s.end()); }
+
+const Attribute* Node::attr(const std::string& n) const {
+  auto it = attributes.find(n);
+  return it == attributes.end() ? nullptr : &it->second;
+}
+
+namespace {
+const Attribute* typed_attr(const Node& node, const std::string& n, Attribute::Kind kind) {
+  const Attribute* a = node.attr(n);
+  if (!a) return nullptr;
+  TRT_CHECK(a->kind == kind, ErrorCode::kInvalidArgument, "{}: attribute '{}' has the wrong type",
+            node.describe(), n);
+  return a;
+}
+}  // namespace
+
+int64_t Node::attr_int(const std::string& n, int64_t def) const {
+  const Attribute* a = typed_attr(*this, n, Attribute::Kind::kInt);
+  return a ? a->i : def;
+}
+float Node::attr_float(const std::string& n, float def) const {
+  const Attribute* a = attr(n);
+  if (a && a->kind == Attribute::Kind::kInt) return static_cast<float>(a->i);
+  a = typed_attr(*this, n, Attribute::Kind::kFloat);
+  return a ? a->f : def;
+}
+std::string Node::attr_string(const std::string& n, const std::string& def) const {
+  const Attribute* a = typed_attr(*this, n, Attribute::Kind::kString);
+  return a ? a->s : def;
+}
+std::vector<int64_t> Node::attr_ints(const std::string& n, const std::vector<int64_t>& def) const {
+  const Attribute* a = typed_attr(*this, n, Attribute::Kind::kInts);
+  return a ? a->ints : def;
+}
+std::vector<float> Node::attr_floats(const std::string& n, const std::vector<float>& def) const {
+  const Attribute* a = typed_attr(*this, n, Attribute::Kind::kFloats);
+  return a ? a->floats : def;
+}
+
+size_t Node::num_inputs() const {
+  size_t n = inputs.size();
+  while (n > 0 && inputs[n - 1].empty()) --n;
+  return n;
+}
+
+std::string Node::describe() const {
+  return name.empty() ? fmt::format("{} node (output '{}')", op_type,
+                                    outputs.empty() ? std::string() : outputs[0])
+                      : fmt::format("{} '{}'", op_type, name);
+}
+
+const Tensor* Graph::initializer(const std::string& n) const {
+  auto it = initializers.find(n);
+  return it == initializers.end() ? nullptr : &it->second;
+}
+
+std::optional<ValueInfo> Graph::find_value_info(const std::string& n) const {
+  for (const auto& v : inputs)
+    if (v.name == n) return v;
+  if (auto it = initializers.find(n); it != initializers.end())
+    return ValueInfo{n, it->second.dtype(), sym_shape_from_static(it->second.shape()), {}};
+  if (auto it = value_info.find(n); it != value_info.end()) return it->second;
+  for (const auto& v : outputs)
+    if (v.name == n) return v;
+  return std::nullopt;
+}
+
+void Graph::topological_sort() {
+  // Kahn's algorithm, iterative (no recursion: deep graphs must not overflow the stack), stable:
+  // among ready nodes the one that came first in the file goes first.
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const auto& o : nodes[i].outputs)
+      if (!o.empty()) {
+        TRT_CHECK(producer.emplace(o, i).second, ErrorCode::kInvalidArgument,
+                  "value '{}' is produced by more than one node ({} and {})", o,
+                  nodes[producer[o]].describe(), nodes[i].describe());
+      }
+  std::unordered_set<std::string> available;
+  for (const auto& v : inputs) available.insert(v.name);
+  for (const auto& [n, t] : initializers) available.insert(n);
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<size_t>> consumers(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::set<size_t> deps;
+    for (const auto& in : nodes[i].inputs) {
+      if (in.empty()) continue;
+      auto it = producer.find(in);
+      if (it != producer.end()) {
+        deps.insert(it->second);
+      } else {
+        TRT_CHECK(available.count(in), ErrorCode::kInvalidArgument,
+                  "{}: input '{}' is neither a graph input, an initializer nor produced by a node",
+                  nodes[i].describe(), in);
+      }
+    }
+    pending[i] = static_cast<int>(deps.size());
+    for (size_t d : deps) consumers[d].push_back(i);
+  }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (pending[i] == 0) ready.insert(i);
+  std::vector<size_t> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (size_t c : consumers[i])
+      if (--pending[c] == 0) ready.insert(c);
+  }
+  TRT_CHECK(order.size() == nodes.size(), ErrorCode::kInvalidArgument,
+            "the graph has a cycle ({} of {} nodes cannot be ordered)", nodes.size() - order.size(),
+            nodes.size());
+  std::vector<Node> sorted;
+  sorted.reserve(nodes.size());
+  for (size_t i : order) sorted.push_back(std::move(nodes[i]));
+  nodes = std::move(sorted);
+}
+
+void Graph::remove_dead_nodes() {
+  std::unordered_set<std::string> needed;
+  for (const auto& o : outputs) needed.insert(o.name);
+  std::vector<bool> keep(nodes.size(), false);
+  for (size_t k = nodes.size(); k-- > 0;) {
+    const Node& n = nodes[k];
+    const bool used = std::any_of(n.outputs.begin(), n.outputs.end(),
+                                  [&](const std::string& o) { return !o.empty() && needed.count(o); });
+    if (!used) continue;
+    keep[k] = true;
+    for (const auto& in : n.inputs)
+      if (!in.empty()) needed.insert(in);
+  }
+  std::vector<Node> kept;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (keep[k]) kept.push_back(std::move(nodes[k]));
+  nodes = std::move(kept);
+  for (auto it = initializers.begin(); it != initializers.end();) {
+    const bool is_input = std::any_of(inputs.begin(), inputs.end(),
+                                      [&](const ValueInfo& v) { return v.name == it->first; });
+    if (!needed.count(it->first) && !is_input) {
+      it = initializers.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = value_info.begin(); it != value_info.end();) {
+    if (!needed.count(it->first)) {
+      it = value_info.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::string Graph::unique_name(const std::string& prefix) const {
+  std::unordered_set<std::string> used;
+  for (const auto& n : nodes) {
+    used.insert(n.name);
+    for (const auto& o : n.outputs) used.insert(o);
+  }
+  for (const auto& v : inputs) used.insert(v.name);
+  for (const auto& [n, t] : initializers) used.insert(n);
+  if (!used.count(prefix)) return prefix;
+  for (int i = 1;; ++i) {
+    std::string c = prefix + "_" + std::to_string(i);
+    if (!used.count(c)) return c;
+  }
+}
+
+int64_t Model::opset() const {
+  for (const auto& o : opset_imports)
+    if (o.domain.empty() || o.domain == "ai.onnx") return o.version;
+  return 0;
+}
+
+}  // namespace trtutils::ir

@@ -1,0 +1,42 @@
+// Reading and writing ONNX models (protobuf, Debian's libonnx generated classes) to and from
+// the IR. Loading folds `Constant` nodes into initializers and resolves external data only
+// inside the model's folder. Saving writes a temporary file in the target folder and renames
+// it into place; weights round-trip bit-exactly.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "ir/graph.h"
+
+namespace trtutils::onnx_io {
+
+struct LoadOptions {
+  // Refuse models (protobuf + external data) larger than this many bytes. 0 = no limit.
+  uint64_t max_bytes = 0;
+};
+
+// Loads `path`. External data is resolved relative to the model's folder and must stay inside
+// it ('..', absolute paths and symlinks leaving the folder are refused). Throws trtutils::Error
+// (kIO: unreadable; kInvalidArgument: not an ONNX model / malformed; kNotSupported: opset
+// outside 7..21 or unknown dtype) naming the file and the tensor or node at fault.
+ir::Model load_model(const std::filesystem::path& path, const LoadOptions& options = {});
+// Parses serialized ModelProto bytes; `base_dir` resolves external data ("" = none allowed).
+ir::Model load_model_from_bytes(std::string_view bytes, const std::filesystem::path& base_dir,
+                                const LoadOptions& options = {});
+
+struct SaveOptions {
+  // Write initializers larger than this to "<model file name>.data" next to the model
+  // (ONNX external data). 0 = always inline (protobuf is limited to 2 GiB).
+  uint64_t external_data_threshold = 0;
+};
+void save_model(const ir::Model& model, const std::filesystem::path& path,
+                const SaveOptions& options = {});
+std::string serialize_model(const ir::Model& model);
+
+// A TensorProto (serialized bytes, as in ONNX's test_data_set_*/input_*.pb) to a Tensor.
+Tensor tensor_from_proto_bytes(std::string_view bytes, std::string* name = nullptr);
+
+}  // namespace trtutils::onnx_io
