@@ -13,12 +13,19 @@
 
 namespace trtutils::onnx_io {
 
+// Default-domain opsets load_model accepts; others are refused with Error(kNotSupported).
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 21;
+
 struct LoadOptions {
   // Refuse models (protobuf + external data) larger than this many bytes. 0 = no limit.
   uint64_t max_bytes = 0;
 };
 
-// Loads `path`. External data is resolved relative to the model's folder and must stay inside
+// Loads `path`. `Constant` nodes become initializers; graph inputs that also have an initializer
+// (IR < 4 exporters) are kept only as initializers, i.e. treated as constants. Nodes are checked
+// (topological_sort) so every input has a producer. Subgraphs (If/Loop/Scan) are converted too,
+// but their references to outer-scope values are not validated here. External data is resolved relative to the model's folder and must stay inside
 // it ('..', absolute paths and symlinks leaving the folder are refused). Throws trtutils::Error
 // (kIO: unreadable; kInvalidArgument: not an ONNX model / malformed; kNotSupported: opset
 // outside 7..21 or unknown dtype) naming the file and the tensor or node at fault.
@@ -37,6 +44,9 @@ void save_model(const ir::Model& model, const std::filesystem::path& path,
 std::string serialize_model(const ir::Model& model);
 
 // A TensorProto (serialized bytes, as in ONNX's test_data_set_*/input_*.pb) to a Tensor.
+// Throws Error(kInvalidArgument) if the bytes are not a valid TensorProto or use external data.
 Tensor tensor_from_proto_bytes(std::string_view bytes, std::string* name = nullptr);
+// The reverse (raw_data), e.g. to write test data sets.
+std::string tensor_to_proto_bytes(const Tensor& tensor, const std::string& name = "");
 
 }  // namespace trtutils::onnx_io

@@ -1,8 +1,208 @@
-// Shape/type inference for the nn op family.
+// Shape/type inference for the nn op family: Conv, ConvTranspose, Gemm, MatMul, the pools and
+// the normalisations. Window geometry comes from ops/nn_geometry.h, shared with the kernels.
+#include "core/check.h"
+#include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
 
 namespace trtutils::ops {
 
-void register_nn_ops(OpRegistry& r) { (void)r; }
+namespace {
+
+using ir::Dim;
+using ir::SymShape;
+
+bool known(const Dim& d) { return d.is_static(); }
+
+// Input shape of rank >= min_rank, or nullptr when the rank is unknown.
+const SymShape* shape_of(InferContext& ctx, size_t i, size_t min_rank, const char* what) {
+  const auto& s = ctx.input_shape(i);
+  if (!s) return nullptr;
+  TRT_CHECK_ARG(s->size() >= min_rank, "{}: {} must have rank >= {}, got shape {}",
+                ctx.node.describe(), what, min_rank, ir::sym_shape_str(*s));
+  return &*s;
+}
+
+void check_dims_match(const ir::Node& node, const Dim& a, const Dim& b, const char* what) {
+  TRT_CHECK_ARG(!known(a) || !known(b) || a.value == b.value, "{}: {} mismatch ({} vs {})",
+                node.describe(), what, a.value, b.value);
+}
+
+void infer_conv(InferContext& ctx, bool transpose) {
+  const ir::Node& node = ctx.node;
+  const DataType dt = ctx.input_dtype(0);
+  TRT_CHECK_ARG(ctx.has_input(1), "{}: weights input W is required", node.describe());
+  const SymShape* x = shape_of(ctx, 0, 3, "input X");
+  const SymShape* w = shape_of(ctx, 1, 3, "weights W");
+  const int64_t group = node.attr_int("group", 1);
+  TRT_CHECK_ARG(group >= 1, "{}: group {} must be positive", node.describe(), group);
+  size_t nsp = x ? x->size() - 2 : (w ? w->size() - 2 : 0);
+  if (x && w)
+    TRT_CHECK_ARG(x->size() == w->size(), "{}: X {} and W {} must have the same rank",
+                  node.describe(), ir::sym_shape_str(*x), ir::sym_shape_str(*w));
+  std::vector<int64_t> wk(nsp, -1);
+  if (w)
+    for (size_t i = 0; i < nsp; ++i) wk[i] = (*w)[2 + i].is_static() ? (*w)[2 + i].value : -1;
+  if (!x) {
+    if (nsp) (void)read_window_spec(node, nsp, &wk);  // validates the attributes
+    ctx.set_output(0, dt, std::nullopt);
+    return;
+  }
+  const WindowSpec ws = read_window_spec(node, nsp, &wk);
+  SymShape out(nsp + 2);
+  out[0] = (*x)[0];
+  if (w) {
+    const Dim& wc = transpose ? (*w)[0] : (*w)[1];  // input channels (per group for Conv)
+    if (transpose) {
+      check_dims_match(node, (*x)[1], wc, "input channels of X and W");
+      if (known((*w)[1])) out[1] = Dim((*w)[1].value * group);
+    } else {
+      if (known((*x)[1]) && known(wc))
+        TRT_CHECK_ARG((*x)[1].value == wc.value * group,
+                      "{}: X has {} channels but W expects {} x group {}", node.describe(),
+                      (*x)[1].value, wc.value, group);
+      out[1] = (*w)[0];
+      if (known((*w)[0]))
+        TRT_CHECK_ARG((*w)[0].value % group == 0,
+                      "{}: output channels {} are not divisible by group {}", node.describe(),
+                      (*w)[0].value, group);
+    }
+  }
+  for (size_t i = 0; i < nsp; ++i) {
+    const Dim& in = (*x)[2 + i];
+    if (transpose && !ws.output_shape.empty()) {
+      out[2 + i] = Dim(ws.output_shape[i]);
+    } else if (in.is_static() && ws.kernel[i] > 0) {
+      out[2 + i] = Dim(transpose ? conv_transpose_axis(ws, i, in.value, node).out
+                                 : conv_axis(ws, i, in.value, node).out);
+    }
+  }
+  ctx.set_output(0, dt, out);
+}
+
+void infer_pool(InferContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const DataType dt = ctx.input_dtype(0);
+  const SymShape* x = shape_of(ctx, 0, 3, "input X");
+  std::optional<SymShape> out;
+  if (x) {
+    const size_t nsp = x->size() - 2;
+    const WindowSpec ws = read_window_spec(node, nsp, nullptr);
+    out = SymShape{(*x)[0], (*x)[1]};
+    for (size_t i = 0; i < nsp; ++i) {
+      const Dim& in = (*x)[2 + i];
+      out->push_back(in.is_static() ? Dim(conv_axis(ws, i, in.value, node).out) : Dim());
+    }
+  }
+  ctx.set_output(0, dt, out);
+  if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool Indices
+}
+
+void infer_global_pool(InferContext& ctx) {
+  const SymShape* x = shape_of(ctx, 0, 3, "input X");
+  std::optional<SymShape> out;
+  if (x) {
+    out = SymShape(x->size(), Dim(1));
+    (*out)[0] = (*x)[0];
+    (*out)[1] = (*x)[1];
+  }
+  ctx.set_output(0, ctx.input_dtype(0), out);
+}
+
+void infer_same_as_input(InferContext& ctx) {
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+}
+
+void infer_batchnorm(InferContext& ctx) {
+  TRT_CHECK(ctx.node.attr_int("training_mode", 0) == 0, ErrorCode::kNotSupported,
+            "{}: training_mode=1 is not supported (inference only); export the model in eval "
+            "mode",
+            ctx.node.describe());
+  (void)shape_of(ctx, 0, 2, "input X");
+  infer_same_as_input(ctx);
+  // Optional running/saved mean and var outputs mirror the mean/var inputs.
+  for (size_t o = 1; o < ctx.outputs.size(); ++o) {
+    const size_t src = (o % 2 == 1) ? 3 : 4;
+    if (ctx.has_input(src))
+      ctx.set_output(o, ctx.input_dtype(src), ctx.input_shape(src));
+  }
+}
+
+void infer_layernorm(InferContext& ctx) {
+  const ir::Node& node = ctx.node;
+  infer_same_as_input(ctx);
+  const auto stash = dtype_from_onnx(static_cast<int32_t>(node.attr_int("stash_type", 1)));
+  TRT_CHECK(stash && (*stash == DataType::kFloat32 || *stash == DataType::kFloat64),
+            ErrorCode::kNotSupported, "{}: stash_type {} is not supported (float32 or float64)",
+            node.describe(), node.attr_int("stash_type", 1));
+  const auto& x = ctx.input_shape(0);
+  std::optional<SymShape> stat;
+  if (x) {
+    const int64_t r = static_cast<int64_t>(x->size());
+    const int64_t axis = normalize_axis(node.attr_int("axis", -1), r, node);
+    stat = SymShape(x->begin(), x->end());
+    for (int64_t i = axis; i < r; ++i) (*stat)[i] = Dim(1);
+  }
+  for (size_t o = 1; o < ctx.outputs.size() && o < 3; ++o) ctx.set_output(o, *stash, stat);
+}
+
+void infer_gemm(InferContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const auto& a = ctx.input_shape(0);
+  const auto& b = ctx.input_shape(1);
+  const bool ta = node.attr_int("transA", 0) != 0;
+  const bool tb = node.attr_int("transB", 0) != 0;
+  if (a) TRT_CHECK_ARG(a->size() == 2, "{}: A must be 2-D, got {}", node.describe(), ir::sym_shape_str(*a));
+  if (b) TRT_CHECK_ARG(b->size() == 2, "{}: B must be 2-D, got {}", node.describe(), ir::sym_shape_str(*b));
+  if (a && b)
+    check_dims_match(node, ta ? (*a)[0] : (*a)[1], tb ? (*b)[1] : (*b)[0], "inner dimension K");
+  const Dim m = a ? (ta ? (*a)[1] : (*a)[0]) : Dim();
+  const Dim n = b ? (tb ? (*b)[0] : (*b)[1]) : Dim();
+  if (ctx.has_input(2) && ctx.input_shape(2) && known(m) && known(n)) {
+    const SymShape& c = *ctx.input_shape(2);
+    const SymShape y{m, n};
+    TRT_CHECK_ARG(c.size() <= 2 && broadcast_shapes(c, y, node) == y,
+                  "{}: C {} cannot be broadcast to the output {}", node.describe(),
+                  ir::sym_shape_str(c), ir::sym_shape_str(y));
+  }
+  ctx.set_output(0, ctx.input_dtype(0), SymShape{m, n});
+}
+
+void infer_matmul(InferContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const auto& a = ctx.input_shape(0);
+  const auto& b = ctx.input_shape(1);
+  if (!a || !b) {
+    ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
+    return;
+  }
+  TRT_CHECK_ARG(!a->empty() && !b->empty(), "{}: MatMul operands must have rank >= 1",
+                node.describe());
+  SymShape sa = *a, sb = *b;
+  const bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+  if (a1) sa.insert(sa.begin(), Dim(1));
+  if (b1) sb.push_back(Dim(1));
+  check_dims_match(node, sa[sa.size() - 1], sb[sb.size() - 2], "inner dimension K");
+  const SymShape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  SymShape out = broadcast_shapes(ba, bb, node);
+  if (!a1) out.push_back(sa[sa.size() - 2]);
+  if (!b1) out.push_back(sb.back());
+  ctx.set_output(0, ctx.input_dtype(0), out);
+}
+
+}  // namespace
+
+void register_nn_ops(OpRegistry& r) {
+  r.add({"Conv", "", [](InferContext& c) { infer_conv(c, false); }});
+  r.add({"ConvTranspose", "", [](InferContext& c) { infer_conv(c, true); }});
+  r.add({"MaxPool", "", infer_pool});
+  r.add({"AveragePool", "", infer_pool});
+  r.add({"GlobalAveragePool", "", infer_global_pool});
+  r.add({"GlobalMaxPool", "", infer_global_pool});
+  r.add({"BatchNormalization", "", infer_batchnorm});
+  r.add({"InstanceNormalization", "", infer_same_as_input});
+  r.add({"LayerNormalization", "", infer_layernorm});
+  r.add({"Gemm", "", infer_gemm});
+  r.add({"MatMul", "", infer_matmul});
+}
 
 }  // namespace trtutils::ops

@@ -1,0 +1,47 @@
+// Session: runs an ONNX model (IR) on the CPU backend. Construction validates the graph, runs
+// the pass pipeline (shape inference, constant folding, dead-code elimination) and resolves a
+// kernel for every node, so that unsupported ops are reported before any input is seen.
+// run() checks each feed's dtype and shape against the graph inputs (binding symbolic dims such
+// as "batch" consistently across inputs), executes nodes in order and frees every intermediate
+// tensor after its last use. A Session may be run from one thread at a time.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace trtutils {
+
+struct SessionOptions {
+  int num_threads = 0;          // 0: OpenMP's default (all cores)
+  bool use_reference = false;   // plain reference kernels only (no oneDNN fast paths)
+  bool fold_constants = true;   // run the constant-folding pass at construction
+};
+
+class Session {
+ public:
+  explicit Session(ir::Model model, SessionOptions options = {});
+  static Session from_file(const std::filesystem::path& onnx, SessionOptions options = {});
+
+  const std::vector<ir::ValueInfo>& inputs() const { return model_.graph.inputs; }
+  const std::vector<ir::ValueInfo>& outputs() const { return model_.graph.outputs; }
+  const ir::Model& model() const { return model_; }
+
+  // Throws Error(kInvalidArgument) for unknown/missing inputs or a dtype/shape mismatch, naming
+  // the input, the expected and the given type/shape.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
+
+ private:
+  void check_feeds(const std::map<std::string, Tensor>& feeds) const;
+
+  ir::Model model_;
+  SessionOptions options_;
+  int64_t opset_ = 0;
+  // last_use_[i]: values whose last reader is node i (freed right after it runs).
+  std::vector<std::vector<std::string>> last_use_;
+};
+
+}  // namespace trtutils

@@ -1,0 +1,110 @@
+// Argument decoding and output-shape rules of the tensor op family, shared by shape inference
+// (src/ops/tensor_ops.cpp, which sees constant inputs only) and the CPU kernels (which see every
+// input). Each helper takes the node (for messages and attributes), the opset, and the input
+// tensors that carry arguments (nullptr when omitted or not constant); they throw
+// Error(kInvalidArgument) naming the node on malformed arguments.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace trtutils::ops {
+
+// Normalises axes against `rank` and rejects duplicates.
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank,
+                                    const ir::Node& node);
+
+// ---- Slice ---------------------------------------------------------------------------------
+struct SliceArgs {
+  std::vector<int64_t> starts, ends, axes, steps;  // axes not yet normalised
+};
+// opset < 10: attributes starts/ends/axes; >= 10: inputs 1..4 (starts, ends, axes, steps).
+// Returns nullopt when a needed input tensor is not available (nullptr).
+std::optional<SliceArgs> slice_args(const ir::Node& node, int64_t opset, const Tensor* starts,
+                                    const Tensor* ends, const Tensor* axes, const Tensor* steps);
+struct SliceRange {
+  int64_t start = 0;
+  int64_t step = 1;
+  int64_t count = 0;
+};
+// Numpy/ONNX clamping for one axis of size `dim`.
+SliceRange slice_range(int64_t dim, int64_t start, int64_t end, int64_t step);
+
+// ---- Reshape / Flatten ----------------------------------------------------------------------
+// Target shape with 0 (copy, unless allowzero) and -1 (inferred) resolved. Symbolic input dims
+// are carried through; a -1 is inferred when the symbolic dims it would contain cancel out,
+// else it becomes an unknown Dim.
+ir::SymShape reshape_output(const ir::SymShape& in, const std::vector<int64_t>& target,
+                            bool allowzero, const ir::Node& node);
+// Product of dims [begin, end) as a Dim: static if all static, the symbol if exactly one dim is
+// non-static and the rest multiply to 1, else unknown.
+ir::Dim dims_product(const ir::SymShape& s, size_t begin, size_t end);
+
+// ---- Split -----------------------------------------------------------------------------------
+// Sizes of the chunks along an axis of size `dim` (split attribute < 13, input >= 13,
+// num_outputs >= 18, else equal parts). `split` is nullptr when the input is omitted.
+std::vector<int64_t> split_sizes(const ir::Node& node, int64_t opset, const Tensor* split,
+                                 int64_t dim, size_t num_outputs);
+
+// ---- Squeeze / Unsqueeze ------------------------------------------------------------------
+// The axes argument (attribute < 13, input 1 >= 13); nullopt when absent. `available` is false
+// when the input exists but its value is unknown (inference without a constant).
+std::optional<std::vector<int64_t>> squeeze_axes(const ir::Node& node, int64_t opset,
+                                                 const Tensor* axes_input, bool* available);
+
+// ---- Pad -------------------------------------------------------------------------------------
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+PadMode pad_mode(const ir::Node& node, int64_t opset);
+// Pads in ONNX layout [begin_0..begin_{r-1}, end_0..end_{r-1}] for all `rank` axes (axes input
+// of opset 18 expanded). nullopt when `pads` (>= 11) is not available.
+std::optional<std::vector<int64_t>> pad_amounts(const ir::Node& node, int64_t opset, int64_t rank,
+                                                const Tensor* pads, const Tensor* axes,
+                                                bool axes_given);
+
+// ---- Resize / Upsample --------------------------------------------------------------------
+enum class ResizeMode { kNearest, kLinear, kCubic };
+enum class CoordMode {
+  kHalfPixel,
+  kHalfPixelSymmetric,
+  kPytorchHalfPixel,
+  kAlignCorners,
+  kAsymmetric,
+  kTfHalfPixelForNN,
+  kTfCropAndResize
+};
+enum class NearestMode { kSimple, kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeAttrs {
+  ResizeMode mode = ResizeMode::kNearest;
+  CoordMode coord = CoordMode::kAsymmetric;
+  NearestMode nearest = NearestMode::kSimple;
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+  float extrapolation_value = 0.0f;
+};
+// Validated attributes of Resize (opset 10..19+) or Upsample (opset 7..9).
+ResizeAttrs resize_attrs(const ir::Node& node, int64_t opset);
+// Index of the scales / sizes / roi input for this node and opset (-1: none).
+struct ResizeInputs {
+  int roi = -1, scales = -1, sizes = -1;
+};
+ResizeInputs resize_inputs(const ir::Node& node, int64_t opset);
+struct ResizePlan {
+  Shape out;                    // output shape
+  std::vector<double> scales;   // per axis, used by the coordinate transform
+  std::vector<float> roi_start, roi_end;  // per axis (tf_crop_and_resize), defaults 0 / 1
+};
+// Output shape and effective scales for a static input shape. scales/sizes/roi are nullptr or
+// empty tensors when not given; at least one of scales/sizes must be non-empty.
+ResizePlan resize_plan(const ir::Node& node, int64_t opset, const Shape& in, const Tensor* roi,
+                       const Tensor* scales, const Tensor* sizes);
+// Maps an output coordinate to the input coordinate space.
+double resize_coordinate(CoordMode mode, double x, double scale, int64_t len_out, int64_t len_in,
+                         float roi_start, float roi_end);
+// Nearest input index (unclamped) for an input coordinate.
+int64_t resize_nearest_index(NearestMode mode, double x, bool downsample);
+
+}  // namespace trtutils::ops

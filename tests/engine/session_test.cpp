@@ -1,0 +1,124 @@
+#include "engine/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "trtutils/npy.h"
+#include "trtutils/status.h"
+
+namespace trtutils {
+namespace {
+
+ir::Attribute attr_ints(const std::string& name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+ir::Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
+  ir::Node n;
+  n.op_type = std::move(op);
+  n.name = n.op_type + "_" + out[0];
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+// y = reshape(x + b, shape_of(x)[0], -1): the Shape -> Gather -> Concat chain folds when the
+// batch is static, and is computed at run time when it is symbolic.
+ir::Model add_reshape_model(ir::Dim batch) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = m.graph;
+  g.inputs.push_back({"x", DataType::kFloat32, ir::SymShape{batch, 2, 3}, {}});
+  g.initializers["b"] = Tensor::from_vector<float>(DataType::kFloat32, {3}, {1, 2, 3});
+  g.initializers["zero"] = Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {0});
+  g.initializers["minus1"] = Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {-1});
+  g.nodes.push_back(make_node("Add", {"x", "b"}, {"sum"}));
+  g.nodes.push_back(make_node("Shape", {"x"}, {"shape"}));
+  g.nodes.push_back(make_node("Gather", {"shape", "zero"}, {"n"}));
+  auto concat = make_node("Concat", {"n", "minus1"}, {"target"});
+  ir::Attribute axis;
+  axis.name = "axis";
+  axis.kind = ir::Attribute::Kind::kInt;
+  axis.i = 0;
+  concat.attributes["axis"] = axis;
+  g.nodes.push_back(concat);
+  g.nodes.push_back(make_node("Reshape", {"sum", "target"}, {"y"}));
+  g.outputs.push_back({"y", DataType::kFloat32, std::nullopt, {}});
+  return m;
+}
+
+Tensor iota(Shape shape) {
+  Tensor t(DataType::kFloat32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+TEST(Session, RunsAndFoldsShapeChainWhenStatic) {
+  Session s(add_reshape_model(ir::Dim(2)));
+  EXPECT_EQ(s.model().graph.nodes.size(), 2u) << "Shape/Gather/Concat should fold";
+  auto out = s.run({{"x", iota({2, 2, 3})}});
+  const Tensor& y = out.at("y");
+  EXPECT_EQ(y.shape(), (Shape{2, 6}));
+  for (int64_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], static_cast<float>(i + 1 + i % 3));
+}
+
+TEST(Session, KeepsSymbolicBatchAndBindsItAtRunTime) {
+  Session s(add_reshape_model(ir::Dim(std::string("batch"))));
+  EXPECT_EQ(s.model().graph.nodes.size(), 5u);
+  for (int64_t n : {1, 3}) {
+    auto out = s.run({{"x", iota({n, 2, 3})}});
+    EXPECT_EQ(out.at("y").shape(), (Shape{n, 6}));
+  }
+}
+
+TEST(Session, RejectsBadFeedsWithClearMessages) {
+  Session s(add_reshape_model(ir::Dim(2)));
+  auto expect_error = [&](const std::map<std::string, Tensor>& feeds, const std::string& needle) {
+    try {
+      s.run(feeds);
+      FAIL() << "expected an error containing '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({}, "input 'x' (float32 [2, 2, 3]) is not given");
+  expect_error({{"x", Tensor(DataType::kInt32, {2, 2, 3})}}, "input 'x' must be float32, got int32");
+  expect_error({{"x", iota({2, 3, 3})}}, "input 'x' must have shape [2, 2, 3], got [2, 3, 3]");
+  expect_error({{"x", iota({2, 2, 3})}, {"z", iota({1})}}, "unknown input 'z'");
+}
+
+TEST(Session, UnsupportedOpIsReportedWithNodeAndOp) {
+  ir::Model m = add_reshape_model(ir::Dim(2));
+  m.graph.nodes.push_back(make_node("NoSuchOp", {"y"}, {"z"}));
+  m.graph.outputs = {{"z", DataType::kFloat32, std::nullopt, {}}};
+  try {
+    Session s(std::move(m));
+    FAIL() << "expected kNotSupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotSupported);
+    EXPECT_NE(std::string(e.what()).find("NoSuchOp"), std::string::npos) << e.what();
+  }
+}
+
+// The bundled example against PyTorch's own output (examples/make_tiny_cnn.py).
+TEST(Session, TinyCnnExampleMatchesPyTorch) {
+  const std::string dir = std::string(TRTUTILS_TEST_DATA_DIR) + "/../../examples/";
+  for (bool reference : {false, true}) {
+    Session s = Session::from_file(dir + "tiny_cnn.onnx", {.use_reference = reference});
+    auto out = s.run({{"input", npy_load(dir + "tiny_cnn_input.npy")}});
+    const Tensor expected = npy_load(dir + "tiny_cnn_expected.npy");
+    const Tensor& got = out.at("probabilities");
+    ASSERT_EQ(got.shape(), expected.shape());
+    for (int64_t i = 0; i < got.numel(); ++i)
+      EXPECT_NEAR(got.data<float>()[i], expected.data<float>()[i], 1e-5) << "reference=" << reference;
+  }
+}
+
+}  // namespace
+}  // namespace trtutils

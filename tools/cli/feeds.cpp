@@ -1,0 +1,109 @@
+#include <random>
+
+#include "commands.h"
+#include "core/check.h"
+#include "engine/session.h"
+#include "trtutils/logging.h"
+#include "trtutils/npy.h"
+
+namespace trtutils::cli {
+
+std::string sanitize_file_name(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  if (s.empty() || s == "." || s == "..") s = "_" + s;
+  return s;
+}
+
+namespace {
+
+Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
+  TRT_CHECK(v.shape.has_value(), ErrorCode::kInvalidArgument,
+            "input '{}' has no declared shape; give it with --input {}=FILE.npy", v.name, v.name);
+  Shape shape;
+  for (const auto& d : *v.shape) {
+    if (!d.is_static())
+      TRT_LOG_INFO("input '{}': dimension '{}' set to 1 for random data", v.name,
+                   d.param.empty() ? "?" : d.param);
+    shape.push_back(d.is_static() ? d.value : 1);
+  }
+  Tensor t(v.dtype, shape);
+  std::uniform_real_distribution<float> uf(0.0f, 1.0f);
+  std::uniform_int_distribution<int> ui(0, 9);
+  const int64_t n = t.numel();
+  switch (v.dtype) {
+    case DataType::kFloat32:
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = uf(rng);
+      break;
+    case DataType::kFloat64:
+      for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = uf(rng);
+      break;
+    case DataType::kFloat16:
+      for (int64_t i = 0; i < n; ++i) t.data<half>()[i] = float_to_half(uf(rng));
+      break;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kBool:
+      for (int64_t i = 0; i < n; ++i)
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(v.dtype == DataType::kBool ? ui(rng) % 2 : ui(rng));
+      break;
+    case DataType::kInt32:
+      for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = ui(rng);
+      break;
+    case DataType::kInt64:
+      for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = ui(rng);
+      break;
+    default:
+      TRT_THROW(ErrorCode::kNotSupported,
+                "cannot make random data of dtype {} for input '{}'; give it with --input {}=FILE.npy",
+                dtype_name(v.dtype), v.name, v.name);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> make_feeds(const Session& session, const std::vector<std::string>& specs,
+                                         uint64_t seed) {
+  std::map<std::string, Tensor> feeds;
+  const auto& inputs = session.inputs();
+  for (const auto& spec : specs) {
+    std::string name, file;
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos) {
+      TRT_CHECK_ARG(inputs.size() == 1,
+                    "--input '{}': the model has {} inputs, so give each as NAME=FILE.npy", spec,
+                    inputs.size());
+      name = inputs[0].name;
+      file = spec;
+    } else {
+      name = spec.substr(0, eq);
+      file = spec.substr(eq + 1);
+    }
+    TRT_CHECK_ARG(!feeds.count(name), "--input '{}' is given twice", name);
+    try {
+      feeds[name] = npy_load(file);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("--input {}: {}", name, e.what()));
+    }
+  }
+  std::vector<const ir::ValueInfo*> missing;
+  for (const auto& v : inputs)
+    if (!feeds.count(v.name)) missing.push_back(&v);
+  if (missing.size() == 1) {
+    std::mt19937_64 rng(seed);
+    TRT_LOG_INFO("input '{}' not given: using random data (seed {})", missing[0]->name, seed);
+    feeds[missing[0]->name] = random_tensor(*missing[0], rng);
+  } else if (missing.size() > 1) {
+    std::string names;
+    for (const auto* v : missing) names += (names.empty() ? "'" : ", '") + v->name + "'";
+    TRT_THROW(ErrorCode::kInvalidArgument,
+              "inputs {} are not given: pass them with --input NAME=FILE.npy (only one input may "
+              "be left out, it then gets random data)",
+              names);
+  }
+  return feeds;
+}
+
+}  // namespace trtutils::cli
