@@ -25,10 +25,11 @@ struct LoadOptions {
 // Loads `path`. `Constant` nodes become initializers; graph inputs that also have an initializer
 // (IR < 4 exporters) are kept only as initializers, i.e. treated as constants. Nodes are checked
 // (topological_sort) so every input has a producer. Subgraphs (If/Loop/Scan) are converted too,
-// but their references to outer-scope values are not validated here. External data is resolved relative to the model's folder and must stay inside
-// it ('..', absolute paths and symlinks leaving the folder are refused). Throws trtutils::Error
-// (kIO: unreadable; kInvalidArgument: not an ONNX model / malformed; kNotSupported: opset
-// outside 7..21 or unknown dtype) naming the file and the tensor or node at fault.
+// but their references to outer-scope values are not validated here. External data is resolved
+// relative to the model's folder and must stay inside it ('..', absolute paths and symlinks leaving
+// the folder are refused). Throws trtutils::Error (kIO: unreadable; kInvalidArgument: not an ONNX
+// model / malformed; kNotSupported: opset outside 7..21 or unknown dtype) naming the file and the
+// tensor or node at fault.
 ir::Model load_model(const std::filesystem::path& path, const LoadOptions& options = {});
 // Parses serialized ModelProto bytes; `base_dir` resolves external data ("" = none allowed).
 ir::Model load_model_from_bytes(std::string_view bytes, const std::filesystem::path& base_dir,

@@ -55,8 +55,8 @@ bool path_is_inside(const fs::path& child, const fs::path& dir) {
   return c != child.end();
 }
 
-void read_external(const onnx::TensorProto& proto, ExternalDataContext* ext, const std::string& what,
-                   uint64_t expected, Tensor* out) {
+void read_external(const onnx::TensorProto& proto, ExternalDataContext* ext,
+                   const std::string& what, uint64_t expected, Tensor* out) {
   std::string location;
   int64_t offset = 0;
   int64_t length = -1;
@@ -98,12 +98,11 @@ void read_external(const onnx::TensorProto& proto, ExternalDataContext* ext, con
   TRT_CHECK(fs::is_regular_file(file, ec), ErrorCode::kIO,
             "{}: external data '{}' is not a regular file", what, file.string());
   const uint64_t size = fs::file_size(file, ec);
-  TRT_CHECK(!ec, ErrorCode::kIO, "{}: cannot read external data file '{}': {}", what,
-            file.string(), ec.message());
+  TRT_CHECK(!ec, ErrorCode::kIO, "{}: cannot read external data file '{}': {}", what, file.string(),
+            ec.message());
   const uint64_t off = static_cast<uint64_t>(offset);
-  TRT_CHECK_ARG(off <= size,
-                "{}: external data offset {} is past the end of '{}' ({} bytes)", what, offset,
-                location, size);
+  TRT_CHECK_ARG(off <= size, "{}: external data offset {} is past the end of '{}' ({} bytes)", what,
+                offset, location, size);
   if (length >= 0) {
     TRT_CHECK_ARG(static_cast<uint64_t>(length) <= size - off,
                   "{}: external data range [{}, {}+{}) is past the end of '{}' ({} bytes)", what,
@@ -141,11 +140,15 @@ struct TypedField {
 };
 TypedField typed_field(const onnx::TensorProto& p, DataType dtype, int64_t n) {
   switch (dtype) {
-    case DataType::kFloat32: return {"float_data", p.float_data_size(), n};
-    case DataType::kFloat64: return {"double_data", p.double_data_size(), n};
-    case DataType::kInt64: return {"int64_data", p.int64_data_size(), n};
+    case DataType::kFloat32:
+      return {"float_data", p.float_data_size(), n};
+    case DataType::kFloat64:
+      return {"double_data", p.double_data_size(), n};
+    case DataType::kInt64:
+      return {"int64_data", p.int64_data_size(), n};
     case DataType::kUInt32:
-    case DataType::kUInt64: return {"uint64_data", p.uint64_data_size(), n};
+    case DataType::kUInt64:
+      return {"uint64_data", p.uint64_data_size(), n};
     case DataType::kInt32:
     case DataType::kInt16:
     case DataType::kUInt16:
@@ -157,12 +160,15 @@ TypedField typed_field(const onnx::TensorProto& p, DataType dtype, int64_t n) {
     case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E4M3FNUZ:
     case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ: return {"int32_data", p.int32_data_size(), n};
+    case DataType::kFloat8E5M2FNUZ:
+      return {"int32_data", p.int32_data_size(), n};
     // One int32 per packed byte (two elements, the first in the low nibble).
     case DataType::kInt4:
-    case DataType::kUInt4: return {"int32_data (packed pairs)", p.int32_data_size(), (n + 1) / 2};
+    case DataType::kUInt4:
+      return {"int32_data (packed pairs)", p.int32_data_size(), (n + 1) / 2};
     case DataType::kUndefined:
-    case DataType::kString: break;
+    case DataType::kString:
+      break;
   }
   return {"?", 0, -1};
 }
@@ -178,22 +184,38 @@ void read_typed_fields(const onnx::TensorProto& p, Tensor* t) {
   const size_t n = static_cast<size_t>(t->numel());
   if (n == 0) return;
   switch (t->dtype()) {
-    case DataType::kFloat32: std::memcpy(t->raw(), p.float_data().data(), n * 4); return;
-    case DataType::kFloat64: std::memcpy(t->raw(), p.double_data().data(), n * 8); return;
-    case DataType::kInt64: std::memcpy(t->raw(), p.int64_data().data(), n * 8); return;
-    case DataType::kUInt64: std::memcpy(t->raw(), p.uint64_data().data(), n * 8); return;
-    case DataType::kUInt32: copy_narrowing<uint32_t>(p.uint64_data(), t); return;
-    case DataType::kInt32: std::memcpy(t->raw(), p.int32_data().data(), n * 4); return;
+    case DataType::kFloat32:
+      std::memcpy(t->raw(), p.float_data().data(), n * 4);
+      return;
+    case DataType::kFloat64:
+      std::memcpy(t->raw(), p.double_data().data(), n * 8);
+      return;
+    case DataType::kInt64:
+      std::memcpy(t->raw(), p.int64_data().data(), n * 8);
+      return;
+    case DataType::kUInt64:
+      std::memcpy(t->raw(), p.uint64_data().data(), n * 8);
+      return;
+    case DataType::kUInt32:
+      copy_narrowing<uint32_t>(p.uint64_data(), t);
+      return;
+    case DataType::kInt32:
+      std::memcpy(t->raw(), p.int32_data().data(), n * 4);
+      return;
     case DataType::kInt16:
     case DataType::kUInt16:
     case DataType::kFloat16:
-    case DataType::kBFloat16: copy_narrowing<uint16_t>(p.int32_data(), t); return;
+    case DataType::kBFloat16:
+      copy_narrowing<uint16_t>(p.int32_data(), t);
+      return;
     case DataType::kInt8:
     case DataType::kUInt8:
     case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E4M3FNUZ:
     case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ: copy_narrowing<uint8_t>(p.int32_data(), t); return;
+    case DataType::kFloat8E5M2FNUZ:
+      copy_narrowing<uint8_t>(p.int32_data(), t);
+      return;
     case DataType::kBool: {
       uint8_t* d = t->data<uint8_t>();
       for (size_t i = 0; i < n; ++i) d[i] = p.int32_data(static_cast<int>(i)) != 0;
@@ -205,7 +227,8 @@ void read_typed_fields(const onnx::TensorProto& p, Tensor* t) {
       if (n % 2) t->data<uint8_t>()[n / 2] &= 0x0f;  // the unused high nibble stays zero
       return;
     case DataType::kUndefined:
-    case DataType::kString: break;
+    case DataType::kString:
+      break;
   }
 }
 
@@ -221,8 +244,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, ExternalDataContext* ext,
             onnx_type == kOnnxComplex64 || onnx_type == kOnnxComplex128 ? " (complex)" : "");
   TRT_CHECK(*dtype != DataType::kString, ErrorCode::kNotSupported,
             "{}: string tensors are not supported", what);
-  TRT_CHECK(!p.has_segment(), ErrorCode::kNotSupported,
-            "{}: segmented tensors are not supported", what);
+  TRT_CHECK(!p.has_segment(), ErrorCode::kNotSupported, "{}: segmented tensors are not supported",
+            what);
 
   Shape shape(p.dims().begin(), p.dims().end());
   int64_t numel = 1;

@@ -22,7 +22,9 @@ int64_t floor_div(int64_t a, int64_t b) {
   const int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return -floor_div(-a, b);
+}
 
 }  // namespace
 

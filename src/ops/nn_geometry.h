@@ -18,10 +18,10 @@ AutoPad read_auto_pad(const ir::Node& node);
 
 // The window attributes of one node, one entry per spatial axis.
 struct WindowSpec {
-  std::vector<int64_t> kernel;     // kernel_shape (or the weights' spatial dims)
-  std::vector<int64_t> strides;    // default 1
-  std::vector<int64_t> dilations;  // default 1
-  std::vector<int64_t> pads;       // 2n entries: begin..., end... (as given; 0 by default)
+  std::vector<int64_t> kernel;          // kernel_shape (or the weights' spatial dims)
+  std::vector<int64_t> strides;         // default 1
+  std::vector<int64_t> dilations;       // default 1
+  std::vector<int64_t> pads;            // 2n entries: begin..., end... (as given; 0 by default)
   std::vector<int64_t> output_padding;  // ConvTranspose: default 0
   std::vector<int64_t> output_shape;    // ConvTranspose: spatial dims, empty when absent
   AutoPad auto_pad = AutoPad::kNotSet;
@@ -55,6 +55,8 @@ AxisGeometry conv_transpose_axis(const WindowSpec& w, size_t axis, int64_t in,
                                  const ir::Node& node);
 
 // Effective extent of a dilated kernel: (k - 1) * d + 1.
-inline int64_t dilated_extent(int64_t k, int64_t d) { return (k - 1) * d + 1; }
+inline int64_t dilated_extent(int64_t k, int64_t d) {
+  return (k - 1) * d + 1;
+}
 
 }  // namespace trtutils::ops

@@ -11,7 +11,9 @@ namespace {
 using ir::Dim;
 using ir::SymShape;
 
-bool known(const Dim& d) { return d.is_static(); }
+bool known(const Dim& d) {
+  return d.is_static();
+}
 
 // Input shape of rank >= min_rank, or nullptr when the rank is unknown.
 const SymShape* shape_of(InferContext& ctx, size_t i, size_t min_rank, const char* what) {
@@ -122,8 +124,7 @@ void infer_batchnorm(InferContext& ctx) {
   // Optional running/saved mean and var outputs mirror the mean/var inputs.
   for (size_t o = 1; o < ctx.outputs.size(); ++o) {
     const size_t src = (o % 2 == 1) ? 3 : 4;
-    if (ctx.has_input(src))
-      ctx.set_output(o, ctx.input_dtype(src), ctx.input_shape(src));
+    if (ctx.has_input(src)) ctx.set_output(o, ctx.input_dtype(src), ctx.input_shape(src));
   }
 }
 
@@ -151,8 +152,12 @@ void infer_gemm(InferContext& ctx) {
   const auto& b = ctx.input_shape(1);
   const bool ta = node.attr_int("transA", 0) != 0;
   const bool tb = node.attr_int("transB", 0) != 0;
-  if (a) TRT_CHECK_ARG(a->size() == 2, "{}: A must be 2-D, got {}", node.describe(), ir::sym_shape_str(*a));
-  if (b) TRT_CHECK_ARG(b->size() == 2, "{}: B must be 2-D, got {}", node.describe(), ir::sym_shape_str(*b));
+  if (a)
+    TRT_CHECK_ARG(a->size() == 2, "{}: A must be 2-D, got {}", node.describe(),
+                  ir::sym_shape_str(*a));
+  if (b)
+    TRT_CHECK_ARG(b->size() == 2, "{}: B must be 2-D, got {}", node.describe(),
+                  ir::sym_shape_str(*b));
   if (a && b)
     check_dims_match(node, ta ? (*a)[0] : (*a)[1], tb ? (*b)[1] : (*b)[0], "inner dimension K");
   const Dim m = a ? (ta ? (*a)[1] : (*a)[0]) : Dim();

@@ -495,4 +495,45 @@ int64_t resize_nearest_index(NearestMode mode, double x, bool downsample) {
   return 0;
 }
 
+// ---- Transpose / Range ------------------------------------------------------------------
+
+std::vector<int64_t> transpose_perm(const ir::Node& node, size_t rank) {
+  std::vector<int64_t> perm = node.attr_ints("perm");
+  if (perm.empty()) {
+    for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(rank - 1 - i));
+  }
+  TRT_CHECK(perm.size() == rank, ErrorCode::kInvalidArgument,
+            "{}: perm has {} entries for an input of rank {}", node.describe(), perm.size(), rank);
+  std::vector<bool> seen(rank, false);
+  for (auto& p : perm) {
+    p = normalize_axis(p, static_cast<int64_t>(rank), node);
+    TRT_CHECK(!seen[p], ErrorCode::kInvalidArgument, "{}: perm repeats axis {}", node.describe(), p);
+    seen[p] = true;
+  }
+  return perm;
+}
+
+int64_t range_length(const Tensor& start, const Tensor& limit, const Tensor& delta,
+                     const ir::Node& node) {
+  for (const Tensor* t : {&start, &limit, &delta})
+    TRT_CHECK(t->numel() == 1, ErrorCode::kInvalidArgument,
+              "{}: start, limit and delta must be scalars, got shape {}", node.describe(),
+              shape_str(t->shape()));
+  const DataType dt = start.dtype();
+  if (dtype_is_integer(dt)) {
+    const int64_t a = start.to_int64_vector()[0], b = limit.to_int64_vector()[0],
+                  d = delta.to_int64_vector()[0];
+    TRT_CHECK(d != 0, ErrorCode::kInvalidArgument, "{}: delta is 0", node.describe());
+    const int64_t span = b - a;
+    if ((d > 0 && span <= 0) || (d < 0 && span >= 0)) return 0;
+    return d > 0 ? (span + d - 1) / d : (span + d + 1) / d;
+  }
+  const double a = start.at_double(0), b = limit.at_double(0), d = delta.at_double(0);
+  TRT_CHECK(d != 0, ErrorCode::kInvalidArgument, "{}: delta is 0", node.describe());
+  const double n = std::ceil((b - a) / d);
+  TRT_CHECK(std::isfinite(n), ErrorCode::kInvalidArgument, "{}: the range is not finite",
+            node.describe());
+  return n > 0 ? static_cast<int64_t>(n) : 0;
+}
+
 }  // namespace trtutils::ops

@@ -65,6 +65,13 @@ std::optional<std::vector<int64_t>> pad_amounts(const ir::Node& node, int64_t op
                                                 const Tensor* pads, const Tensor* axes,
                                                 bool axes_given);
 
+// ---- Transpose / Range ------------------------------------------------------------------
+// `perm` (default: reversed axes), normalised and validated.
+std::vector<int64_t> transpose_perm(const ir::Node& node, size_t rank);
+// Number of elements of Range(start, limit, delta) (scalars of one dtype).
+int64_t range_length(const Tensor& start, const Tensor& limit, const Tensor& delta,
+                     const ir::Node& node);
+
 // ---- Resize / Upsample --------------------------------------------------------------------
 enum class ResizeMode { kNearest, kLinear, kCubic };
 enum class CoordMode {

@@ -1,8 +1,507 @@
-// CPU kernels for the tensor op family.
+// CPU kernels for the tensor op family: data movement (by element size, so every fixed-size
+// dtype works; int4/uint4 go through an unpacked one-nibble-per-byte copy) and shape ops.
+// Reshape-like ops (Reshape, Flatten, Squeeze, Unsqueeze) return a view sharing the input
+// buffer. Resize/Upsample live in resize_kernels.cpp.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/copy_util.h"
 #include "backends/cpu/kernel_registry.h"
+#include "core/check.h"
+#include "ops/op_registry.h"
+#include "ops/tensor_shapes.h"
 
 namespace trtutils::cpu {
 
-void register_tensor_kernels(KernelRegistry& r) { (void)r; }
+void register_resize_kernels(KernelRegistry& r);  // resize_kernels.cpp
+
+namespace {
+
+using ops::normalize_axis;
+
+const uint8_t* bytes_of(const Tensor& t) { return t.data<uint8_t>(); }
+uint8_t* bytes_of(Tensor& t) { return t.data<uint8_t>(); }
+
+// Runs a data-movement body with int4 unpacking and stores its outputs.
+void run_moving(KernelContext& ctx,
+                const std::function<std::vector<Tensor>(const std::vector<const Tensor*>&)>& fn) {
+  const Tensor& x = ctx.input(0);
+  TRT_CHECK(x.dtype() != DataType::kString, ErrorCode::kNotSupported,
+            "{}: string tensors are not supported", ctx.node.describe());
+  auto outs = with_unpacked_int4(ctx.inputs, fn);
+  TRT_INTERNAL_CHECK(outs.size() <= ctx.outputs.size());
+  for (size_t i = 0; i < outs.size(); ++i) ctx.outputs[i] = std::move(outs[i]);
+}
+
+std::vector<int64_t> int_input(const KernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.input(i);
+  TRT_CHECK(t.dtype() == DataType::kInt64 || t.dtype() == DataType::kInt32,
+            ErrorCode::kInvalidArgument, "{}: '{}' must be int32 or int64, got {}",
+            ctx.node.describe(), what, dtype_name(t.dtype()));
+  TRT_CHECK(t.rank() <= 1, ErrorCode::kInvalidArgument, "{}: '{}' must be 1-D, got shape {}",
+            ctx.node.describe(), what, shape_str(t.shape()));
+  return t.to_int64_vector();
+}
+
+const Tensor* opt_input(const KernelContext& ctx, size_t i) {
+  return ctx.has_input(i) ? ctx.inputs[i] : nullptr;
+}
+
+// ---- Concat / Split -----------------------------------------------------------------------
+
+void concat_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  TRT_CHECK(node.has_attr("axis"), ErrorCode::kInvalidArgument,
+            "{}: attribute 'axis' is required", node.describe());
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) (void)ctx.input(i);
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& first = *ins[0];
+    const int64_t rank = static_cast<int64_t>(first.rank());
+    const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank, node);
+    Shape out_shape = first.shape();
+    out_shape[axis] = 0;
+    for (const Tensor* t : ins) {
+      TRT_CHECK(t->dtype() == first.dtype(), ErrorCode::kInvalidArgument,
+                "{}: inputs have dtypes {} and {}", node.describe(), dtype_name(first.dtype()),
+                dtype_name(t->dtype()));
+      bool ok = static_cast<int64_t>(t->rank()) == rank;
+      for (int64_t d = 0; ok && d < rank; ++d) ok = d == axis || t->dim(d) == first.dim(d);
+      TRT_CHECK(ok, ErrorCode::kInvalidArgument, "{}: cannot concatenate {} and {} on axis {}",
+                node.describe(), shape_str(first.shape()), shape_str(t->shape()), axis);
+      out_shape[axis] += t->dim(axis);
+    }
+    const size_t esz = element_bytes(first.dtype(), node);
+    Tensor out(first.dtype(), out_shape);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= out_shape[d];
+    uint8_t* dst = bytes_of(out);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (const Tensor* t : ins) {
+        const size_t chunk = static_cast<size_t>(t->dim(axis) * inner) * esz;
+        if (chunk == 0) continue;
+        std::memcpy(dst, bytes_of(*t) + static_cast<size_t>(o) * chunk, chunk);
+        dst += chunk;
+      }
+    }
+    return std::vector<Tensor>{out};
+  });
+}
+
+void split_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor* split = ctx.opset >= 13 ? opt_input(ctx, 1) : nullptr;
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank, node);
+    const auto sizes = ops::split_sizes(node, ctx.opset, split, x.dim(axis), node.outputs.size());
+    const size_t esz = element_bytes(x.dtype(), node);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+    const size_t in_row = static_cast<size_t>(x.dim(axis) * inner) * esz;
+    std::vector<Tensor> outs;
+    size_t offset = 0;
+    for (int64_t s : sizes) {
+      Shape shape = x.shape();
+      shape[axis] = s;
+      Tensor out(x.dtype(), shape);
+      const size_t chunk = static_cast<size_t>(s * inner) * esz;
+      if (chunk > 0)
+        for (int64_t o = 0; o < outer; ++o)
+          std::memcpy(bytes_of(out) + static_cast<size_t>(o) * chunk,
+                      bytes_of(x) + static_cast<size_t>(o) * in_row + offset, chunk);
+      offset += chunk;
+      outs.push_back(out);
+    }
+    return outs;
+  });
+}
+
+// ---- Slice / Gather -----------------------------------------------------------------------
+
+void slice_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const auto args = ops::slice_args(node, ctx.opset, opt_input(ctx, 1), opt_input(ctx, 2),
+                                    opt_input(ctx, 3), opt_input(ctx, 4));
+  TRT_CHECK(args.has_value(), ErrorCode::kInvalidArgument, "{}: inputs 'starts' and 'ends' are required",
+            node.describe());
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    const auto axes = ops::normalize_axes(args->axes, rank, node);
+    const auto strides = strides_of(x.shape());
+    Shape out_shape = x.shape();
+    std::vector<std::vector<int64_t>> tables(rank);
+    std::vector<ops::SliceRange> ranges(rank);
+    for (int64_t d = 0; d < rank; ++d) ranges[d].count = x.dim(d);
+    for (size_t i = 0; i < axes.size(); ++i)
+      ranges[axes[i]] =
+          ops::slice_range(x.dim(axes[i]), args->starts[i], args->ends[i], args->steps[i]);
+    for (int64_t d = 0; d < rank; ++d) {
+      out_shape[d] = ranges[d].count;
+      for (int64_t o = 0; o < ranges[d].count; ++o)
+        tables[d].push_back((ranges[d].start + o * ranges[d].step) * strides[d]);
+    }
+    Tensor out(x.dtype(), out_shape);
+    if (out.numel() > 0)
+      gather_separable(x.raw(), out.raw(), element_bytes(x.dtype(), node), out_shape, tables,
+                       nullptr);
+    return std::vector<Tensor>{out};
+  });
+}
+
+void gather_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& idx_t = ctx.input(1);
+  TRT_CHECK(idx_t.dtype() == DataType::kInt32 || idx_t.dtype() == DataType::kInt64,
+            ErrorCode::kInvalidArgument, "{}: indices must be int32 or int64, got {}",
+            node.describe(), dtype_name(idx_t.dtype()));
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    const int64_t axis = normalize_axis(node.attr_int("axis", 0), rank, node);
+    const int64_t n = x.dim(axis);
+    std::vector<int64_t> idx = idx_t.to_int64_vector();
+    for (auto& i : idx) {
+      TRT_CHECK(i >= -n && i < n, ErrorCode::kInvalidArgument,
+                "{}: index {} is out of range for axis {} of size {}", node.describe(), i, axis, n);
+      if (i < 0) i += n;
+    }
+    Shape out_shape(x.shape().begin(), x.shape().begin() + axis);
+    out_shape.insert(out_shape.end(), idx_t.shape().begin(), idx_t.shape().end());
+    out_shape.insert(out_shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+    Tensor out(x.dtype(), out_shape);
+    const size_t esz = element_bytes(x.dtype(), node);
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+    const size_t chunk = static_cast<size_t>(inner) * esz;
+    const int64_t k = static_cast<int64_t>(idx.size());
+    if (chunk > 0) {
+      const uint8_t* src = bytes_of(x);
+      uint8_t* dst = bytes_of(out);
+#pragma omp parallel for if (outer * k * inner > (1 << 16))
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < k; ++j)
+          std::memcpy(dst + static_cast<size_t>(o * k + j) * chunk,
+                      src + static_cast<size_t>(o * n + idx[j]) * chunk, chunk);
+    }
+    return std::vector<Tensor>{out};
+  });
+}
+
+// ---- Reshape-like (views) -----------------------------------------------------------------
+
+void reshape_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& x = ctx.input(0);
+  const std::vector<int64_t> target =
+      ctx.opset < 5 ? node.attr_ints("shape") : ctx.input(1).to_int64_vector();
+  if (ctx.opset >= 5)
+    TRT_CHECK(ctx.input(1).dtype() == DataType::kInt64, ErrorCode::kInvalidArgument,
+              "{}: shape must be int64, got {}", node.describe(),
+              dtype_name(ctx.input(1).dtype()));
+  const bool allowzero = ctx.opset >= 14 && node.attr_int("allowzero", 0) != 0;
+  const auto out = ops::reshape_output(ir::sym_shape_from_static(x.shape()), target, allowzero, node);
+  TRT_INTERNAL_CHECK(ir::sym_shape_is_static(out));
+  ctx.outputs[0] = x.reshaped(ir::sym_shape_to_static(out));
+}
+
+void flatten_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  int64_t axis = ctx.node.attr_int("axis", 1);
+  TRT_CHECK(axis >= -rank && axis <= rank, ErrorCode::kInvalidArgument,
+            "{}: axis {} is out of range for rank {}", ctx.node.describe(), axis, rank);
+  if (axis < 0) axis += rank;
+  int64_t a = 1, b = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? a : b) *= x.dim(d);
+  ctx.outputs[0] = x.reshaped({a, b});
+}
+
+void squeeze_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  bool available = true;
+  const auto axes = ops::squeeze_axes(ctx.node, ctx.opset, opt_input(ctx, 1), &available);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  Shape out;
+  if (!axes) {
+    for (int64_t d : x.shape())
+      if (d != 1) out.push_back(d);
+  } else {
+    const auto ax = ops::normalize_axes(*axes, rank, ctx.node);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (std::find(ax.begin(), ax.end(), d) != ax.end()) {
+        TRT_CHECK(x.dim(d) == 1, ErrorCode::kInvalidArgument,
+                  "{}: cannot squeeze axis {} of size {} (input {})", ctx.node.describe(), d,
+                  x.dim(d), shape_str(x.shape()));
+      } else {
+        out.push_back(x.dim(d));
+      }
+    }
+  }
+  ctx.outputs[0] = x.reshaped(out);
+}
+
+void unsqueeze_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  bool available = true;
+  const auto axes = ops::squeeze_axes(ctx.node, ctx.opset, opt_input(ctx, 1), &available);
+  TRT_CHECK(axes.has_value(), ErrorCode::kInvalidArgument, "{}: 'axes' is required",
+            ctx.node.describe());
+  const int64_t out_rank = static_cast<int64_t>(x.rank() + axes->size());
+  const auto ax = ops::normalize_axes(*axes, out_rank, ctx.node);
+  Shape out;
+  size_t j = 0;
+  for (int64_t d = 0; d < out_rank; ++d)
+    out.push_back(std::find(ax.begin(), ax.end(), d) != ax.end() ? 1 : x.dim(j++));
+  ctx.outputs[0] = x.reshaped(out);
+}
+
+// ---- Transpose / Expand / Tile ------------------------------------------------------------
+
+void transpose_kernel(KernelContext& ctx) {
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    const auto perm = ops::transpose_perm(ctx.node, x.rank());
+    const auto strides = strides_of(x.shape());
+    Shape out_shape(x.rank());
+    std::vector<std::vector<int64_t>> tables(x.rank());
+    for (size_t d = 0; d < perm.size(); ++d) {
+      out_shape[d] = x.dim(perm[d]);
+      for (int64_t o = 0; o < out_shape[d]; ++o) tables[d].push_back(o * strides[perm[d]]);
+    }
+    Tensor out(x.dtype(), out_shape);
+    if (out.numel() > 0)
+      gather_separable(x.raw(), out.raw(), element_bytes(x.dtype(), ctx.node), out_shape, tables,
+                       nullptr);
+    return std::vector<Tensor>{out};
+  });
+}
+
+// Tables that read `x` broadcast (or tiled when `tile`) to `out_shape` (same rank or larger).
+std::vector<std::vector<int64_t>> broadcast_tables(const Shape& in, const Shape& out, bool tile) {
+  const size_t r = out.size(), lead = r - in.size();
+  const auto strides = strides_of(in);
+  std::vector<std::vector<int64_t>> tables(r);
+  for (size_t d = 0; d < r; ++d) {
+    tables[d].resize(out[d], 0);
+    if (d < lead) continue;
+    const int64_t n = in[d - lead], s = strides[d - lead];
+    for (int64_t o = 0; o < out[d]; ++o) tables[d][o] = (tile ? o % n : (n == 1 ? 0 : o)) * s;
+  }
+  return tables;
+}
+
+void expand_kernel(KernelContext& ctx) {
+  const std::vector<int64_t> shape = int_input(ctx, 1, "shape");
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    const Shape out_shape = ops::broadcast_shapes(x.shape(), shape, ctx.node);
+    Tensor out(x.dtype(), out_shape);
+    if (out.numel() > 0)
+      gather_separable(x.raw(), out.raw(), element_bytes(x.dtype(), ctx.node), out_shape,
+                       broadcast_tables(x.shape(), out_shape, false), nullptr);
+    return std::vector<Tensor>{out};
+  });
+}
+
+void tile_kernel(KernelContext& ctx) {
+  const std::vector<int64_t> reps = int_input(ctx, 1, "repeats");
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    TRT_CHECK(reps.size() == x.rank(), ErrorCode::kInvalidArgument,
+              "{}: repeats has {} values for an input of rank {}", ctx.node.describe(),
+              reps.size(), x.rank());
+    Shape out_shape = x.shape();
+    for (size_t d = 0; d < reps.size(); ++d) {
+      TRT_CHECK(reps[d] >= 0, ErrorCode::kInvalidArgument, "{}: negative repeat {}",
+                ctx.node.describe(), reps[d]);
+      out_shape[d] *= reps[d];
+    }
+    Tensor out(x.dtype(), out_shape);
+    if (out.numel() > 0)
+      gather_separable(x.raw(), out.raw(), element_bytes(x.dtype(), ctx.node), out_shape,
+                       broadcast_tables(x.shape(), out_shape, true), nullptr);
+    return std::vector<Tensor>{out};
+  });
+}
+
+// ---- Pad ----------------------------------------------------------------------------------
+
+int64_t pad_source(ops::PadMode mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case ops::PadMode::kConstant: return kFill;
+    case ops::PadMode::kEdge: return i < 0 ? 0 : n - 1;
+    case ops::PadMode::kWrap: return ((i % n) + n) % n;
+    case ops::PadMode::kReflect: {
+      if (n == 1) return 0;
+      const int64_t period = 2 * (n - 1);
+      int64_t m = ((i % period) + period) % period;
+      return m < n ? m : period - m;
+    }
+  }
+  return kFill;
+}
+
+void pad_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const ops::PadMode mode = ops::pad_mode(node, ctx.opset);
+  const Tensor& x0 = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x0.rank());
+  const auto pads = ops::pad_amounts(node, ctx.opset, rank, opt_input(ctx, 1), opt_input(ctx, 3),
+                                     node.has_input(3));
+  TRT_CHECK(pads.has_value(), ErrorCode::kInvalidArgument, "{}: input 'pads' is required",
+            node.describe());
+  run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
+    const Tensor& x = *ins[0];
+    const size_t esz = element_bytes(x.dtype(), node);
+    // The fill value, as bytes of x's (possibly unpacked) dtype.
+    uint64_t fill = 0;
+    if (ctx.opset < 11) {
+      store_from_double(x0.dtype(), &fill, node.attr_float("value", 0.0f));
+    } else if (ins.size() > 2 && ins[2] && ins[2]->numel() > 0) {
+      TRT_CHECK(ins[2]->dtype() == x.dtype(), ErrorCode::kInvalidArgument,
+                "{}: constant_value has dtype {} but the data is {}", node.describe(),
+                dtype_name(ins[2]->dtype()), dtype_name(x.dtype()));
+      std::memcpy(&fill, ins[2]->raw(), esz);
+    }
+    const auto strides = strides_of(x.shape());
+    Shape out_shape(rank);
+    std::vector<std::vector<int64_t>> tables(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t n = x.dim(d), b = (*pads)[d], e = (*pads)[d + rank];
+      out_shape[d] = n + b + e;
+      TRT_CHECK(out_shape[d] >= 0, ErrorCode::kInvalidArgument,
+                "{}: pads {} remove more than axis {} of size {}", node.describe(),
+                shape_str(*pads), d, n);
+      TRT_CHECK(n > 0 || mode == ops::PadMode::kConstant || out_shape[d] == 0,
+                ErrorCode::kInvalidArgument, "{}: cannot pad the empty axis {} in this mode",
+                node.describe(), d);
+      for (int64_t o = 0; o < out_shape[d]; ++o) {
+        const int64_t src = pad_source(mode, o - b, n);
+        tables[d].push_back(src == kFill ? kFill : src * strides[d]);
+      }
+    }
+    Tensor out(x.dtype(), out_shape);
+    if (out.numel() > 0) gather_separable(x.raw(), out.raw(), esz, out_shape, tables, &fill);
+    return std::vector<Tensor>{out};
+  });
+}
+
+// ---- Shape ops ----------------------------------------------------------------------------
+
+void shape_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  int64_t start = 0, end = rank;
+  if (ctx.opset >= 15) {
+    start = ctx.node.attr_int("start", 0);
+    end = ctx.node.attr_int("end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, 0, rank);
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(x.dim(d));
+  const int64_t n = static_cast<int64_t>(dims.size());
+  ctx.outputs[0] = Tensor::from_vector<int64_t>(DataType::kInt64, {n}, dims);
+}
+
+void size_kernel(KernelContext& ctx) {
+  ctx.outputs[0] =
+      Tensor::from_vector<int64_t>(DataType::kInt64, {}, {ctx.input(0).numel()});
+}
+
+void constant_of_shape_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& s = ctx.input(0);
+  TRT_CHECK(s.dtype() == DataType::kInt64, ErrorCode::kInvalidArgument,
+            "{}: the shape input must be int64, got {}", node.describe(), dtype_name(s.dtype()));
+  const Shape shape = s.to_int64_vector();
+  for (int64_t d : shape)
+    TRT_CHECK(d >= 0, ErrorCode::kInvalidArgument, "{}: negative dim in shape {}",
+              node.describe(), shape_str(shape));
+  const ir::Attribute* a = node.attr("value");
+  if (!a) {
+    ctx.make_output(0, DataType::kFloat32, shape);
+    return;
+  }
+  TRT_CHECK(a->kind == ir::Attribute::Kind::kTensor && a->t.numel() == 1,
+            ErrorCode::kInvalidArgument, "{}: 'value' must be a one-element tensor",
+            node.describe());
+  const Tensor& v = a->t;
+  Tensor& out = ctx.make_output(0, v.dtype(), shape);
+  if (is_int4(v.dtype())) {
+    const uint8_t nib = v.data<uint8_t>()[0] & 0xf;
+    std::memset(out.raw(), nib | (nib << 4), out.nbytes());
+    return;
+  }
+  const size_t esz = element_bytes(v.dtype(), node);
+  uint8_t* dst = bytes_of(out);
+  for (int64_t i = 0; i < out.numel(); ++i) std::memcpy(dst + i * esz, v.raw(), esz);
+}
+
+void range_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  const Tensor& c = ctx.input(2);
+  const DataType dt = a.dtype();
+  TRT_CHECK(b.dtype() == dt && c.dtype() == dt, ErrorCode::kInvalidArgument,
+            "{}: start, limit and delta must share a dtype ({}, {}, {})", node.describe(),
+            dtype_name(dt), dtype_name(b.dtype()), dtype_name(c.dtype()));
+  TRT_CHECK(dtype_is_integer(dt) || dtype_is_float(dt), ErrorCode::kNotSupported,
+            "{}: dtype {} is not supported", node.describe(), dtype_name(dt));
+  TRT_CHECK(!is_int4(dt), ErrorCode::kNotSupported, "{}: dtype {} is not supported",
+            node.describe(), dtype_name(dt));
+  const int64_t n = ops::range_length(a, b, c, node);
+  Tensor& out = ctx.make_output(0, dt, {n});
+  const size_t esz = element_bytes(dt, node);
+  uint8_t* dst = bytes_of(out);
+  if (dtype_is_integer(dt)) {
+    const int64_t s = a.to_int64_vector()[0], d = c.to_int64_vector()[0];
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = s + i * d;
+      switch (esz) {
+        case 1: dst[i] = static_cast<uint8_t>(v); break;
+        case 2: reinterpret_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(v); break;
+        case 4: reinterpret_cast<uint32_t*>(dst)[i] = static_cast<uint32_t>(v); break;
+        default: reinterpret_cast<int64_t*>(dst)[i] = v; break;
+      }
+    }
+    return;
+  }
+  const double s = a.at_double(0), d = c.at_double(0);
+  for (int64_t i = 0; i < n; ++i)
+    store_from_double(dt, dst + i * esz, s + static_cast<double>(i) * d);
+}
+
+}  // namespace
+
+void register_tensor_kernels(KernelRegistry& r) {
+  r.add({"Concat", "", concat_kernel});
+  r.add({"Split", "", split_kernel});
+  r.add({"Slice", "", slice_kernel});
+  r.add({"Gather", "", gather_kernel});
+  r.add({"Reshape", "", reshape_kernel});
+  r.add({"Flatten", "", flatten_kernel});
+  r.add({"Transpose", "", transpose_kernel});
+  r.add({"Squeeze", "", squeeze_kernel});
+  r.add({"Unsqueeze", "", unsqueeze_kernel});
+  r.add({"Expand", "", expand_kernel});
+  r.add({"Pad", "", pad_kernel});
+  r.add({"Shape", "", shape_kernel});
+  r.add({"Size", "", size_kernel});
+  r.add({"ConstantOfShape", "", constant_of_shape_kernel});
+  r.add({"Range", "", range_kernel});
+  r.add({"Tile", "", tile_kernel});
+  register_resize_kernels(r);
+}
 
 }  // namespace trtutils::cpu

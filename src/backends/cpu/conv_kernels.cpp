@@ -1,0 +1,209 @@
+// Conv and ConvTranspose on the CPU: geometry, the plain reference kernels (1-D/2-D/3-D, groups,
+// dilations, asymmetric pads) and dispatch to the oneDNN fast path for float32.
+#include <algorithm>
+#include <vector>
+
+#include "backends/cpu/nn_kernels.h"
+#include "core/check.h"
+#include "ops/nn_geometry.h"
+
+namespace trtutils::cpu::nn {
+
+namespace {
+
+// Outputs o in [lo, hi) of an axis of size `outs` whose input index o * s + off lies in [0, len).
+struct Range {
+  int64_t lo, hi;
+};
+Range valid_outputs(int64_t outs, int64_t s, int64_t off, int64_t len) {
+  int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t hi = (len - 1 - off) < 0 ? 0 : (len - 1 - off) / s + 1;
+  hi = std::min(hi, outs);
+  return {lo, std::max(lo, hi)};
+}
+
+// Reference Conv: for every (n, m) one accumulator plane in double, filled by walking the input
+// channels of m's group and the kernel taps; the loop bounds skip the padding.
+template <typename T>
+void conv_reference(const ConvProblem& p, const T* x, const T* w, const T* b, T* y) {
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t in_sz = p.in[0] * p.in[1] * p.in[2];
+  const int64_t out_sz = p.out[0] * p.out[1] * p.out[2];
+  const int64_t k_sz = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  const int64_t nm = p.batch * p.out_channels;
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<size_t>(out_sz));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t job = 0; job < nm; ++job) {
+      const int64_t n = job / p.out_channels, m = job % p.out_channels, g = m / mg;
+      std::fill(acc.begin(), acc.end(), b ? static_cast<double>(b[m]) : 0.0);
+      for (int64_t c = 0; c < cg; ++c) {
+        const T* xc = x + (n * p.in_channels + g * cg + c) * in_sz;
+        const T* wk = w + (m * cg + c) * k_sz;
+        for (int64_t kd = 0; kd < p.kernel[0]; ++kd) {
+          const int64_t offd = kd * p.dilation[0] - p.pad_begin[0];
+          const Range rd = valid_outputs(p.out[0], p.stride[0], offd, p.in[0]);
+          for (int64_t kh = 0; kh < p.kernel[1]; ++kh) {
+            const int64_t offh = kh * p.dilation[1] - p.pad_begin[1];
+            const Range rh = valid_outputs(p.out[1], p.stride[1], offh, p.in[1]);
+            for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+              const int64_t offw = kw * p.dilation[2] - p.pad_begin[2];
+              const Range rw = valid_outputs(p.out[2], p.stride[2], offw, p.in[2]);
+              const double wv = static_cast<double>(wk[(kd * p.kernel[1] + kh) * p.kernel[2] + kw]);
+              for (int64_t od = rd.lo; od < rd.hi; ++od) {
+                const int64_t id = od * p.stride[0] + offd;
+                for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+                  const int64_t ih = oh * p.stride[1] + offh;
+                  double* a = acc.data() + (od * p.out[1] + oh) * p.out[2];
+                  const T* xr = xc + (id * p.in[1] + ih) * p.in[2];
+                  for (int64_t ow = rw.lo; ow < rw.hi; ++ow)
+                    a[ow] += wv * static_cast<double>(xr[ow * p.stride[2] + offw]);
+                }
+              }
+            }
+          }
+        }
+      }
+      T* yo = y + job * out_sz;
+      for (int64_t i = 0; i < out_sz; ++i) yo[i] = static_cast<T>(acc[i]);
+    }
+  }
+}
+
+// Reference ConvTranspose: every input pixel scatters x * w into the output at
+// o = i * stride + k * dilation - pad_begin. W is (C, M / group, k...).
+template <typename T>
+void conv_transpose_reference(const ConvProblem& p, const T* x, const T* w, const T* b, T* y) {
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t in_sz = p.in[0] * p.in[1] * p.in[2];
+  const int64_t out_sz = p.out[0] * p.out[1] * p.out[2];
+  const int64_t k_sz = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  const int64_t nm = p.batch * p.out_channels;
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<size_t>(out_sz));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t job = 0; job < nm; ++job) {
+      const int64_t n = job / p.out_channels, m = job % p.out_channels, g = m / mg;
+      std::fill(acc.begin(), acc.end(), b ? static_cast<double>(b[m]) : 0.0);
+      for (int64_t c = 0; c < cg; ++c) {
+        const int64_t ci = g * cg + c;
+        const T* xc = x + (n * p.in_channels + ci) * in_sz;
+        const T* wk = w + (ci * mg + m % mg) * k_sz;
+        for (int64_t kd = 0; kd < p.kernel[0]; ++kd) {
+          const int64_t offd = kd * p.dilation[0] - p.pad_begin[0];
+          for (int64_t kh = 0; kh < p.kernel[1]; ++kh) {
+            const int64_t offh = kh * p.dilation[1] - p.pad_begin[1];
+            for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+              const int64_t offw = kw * p.dilation[2] - p.pad_begin[2];
+              const double wv = static_cast<double>(wk[(kd * p.kernel[1] + kh) * p.kernel[2] + kw]);
+              for (int64_t id = 0; id < p.in[0]; ++id) {
+                const int64_t od = id * p.stride[0] + offd;
+                if (od < 0 || od >= p.out[0]) continue;
+                for (int64_t ih = 0; ih < p.in[1]; ++ih) {
+                  const int64_t oh = ih * p.stride[1] + offh;
+                  if (oh < 0 || oh >= p.out[1]) continue;
+                  double* a = acc.data() + (od * p.out[1] + oh) * p.out[2];
+                  const T* xr = xc + (id * p.in[1] + ih) * p.in[2];
+                  for (int64_t iw = 0; iw < p.in[2]; ++iw) {
+                    const int64_t ow = iw * p.stride[2] + offw;
+                    if (ow >= 0 && ow < p.out[2]) a[ow] += wv * static_cast<double>(xr[iw]);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+      T* yo = y + job * out_sz;
+      for (int64_t i = 0; i < out_sz; ++i) yo[i] = static_cast<T>(acc[i]);
+    }
+  }
+}
+
+void run_conv(KernelContext& ctx, bool transpose) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  const Tensor& w_in = ctx.input(1);
+  const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
+  const DataType dt = x_in.dtype();
+  require_float(node, dt, "input X");
+  TRT_CHECK(w_in.dtype() == dt && (!b_in || b_in->dtype() == dt), ErrorCode::kInvalidArgument,
+            "{}: X, W and B must have the same dtype (got {}, {}, {})", node.describe(),
+            dtype_name(dt), dtype_name(w_in.dtype()),
+            b_in ? dtype_name(b_in->dtype()) : std::string_view("none"));
+  TRT_CHECK_ARG(x_in.rank() >= 3 && w_in.rank() == x_in.rank(),
+                "{}: X {} and W {} must have the same rank >= 3", node.describe(),
+                shape_str(x_in.shape()), shape_str(w_in.shape()));
+  const size_t nsp = x_in.rank() - 2;
+  TRT_CHECK(nsp <= 3, ErrorCode::kNotSupported,
+            "{}: {}-D convolution is not supported (1-D, 2-D and 3-D are)", node.describe(), nsp);
+
+  ConvProblem p;
+  p.transpose = transpose;
+  p.nspatial = nsp;
+  p.group = node.attr_int("group", 1);
+  TRT_CHECK_ARG(p.group >= 1, "{}: group {} must be positive", node.describe(), p.group);
+  p.batch = x_in.dim(0);
+  p.in_channels = x_in.dim(1);
+  if (transpose) {
+    TRT_CHECK_ARG(w_in.dim(0) == p.in_channels && p.in_channels % p.group == 0,
+                  "{}: W {} must have X's {} input channels (divisible by group {}) in dim 0",
+                  node.describe(), shape_str(w_in.shape()), p.in_channels, p.group);
+    p.out_channels = w_in.dim(1) * p.group;
+  } else {
+    TRT_CHECK_ARG(w_in.dim(1) * p.group == p.in_channels && w_in.dim(0) % p.group == 0,
+                  "{}: W {} does not match X's {} channels with group {}", node.describe(),
+                  shape_str(w_in.shape()), p.in_channels, p.group);
+    p.out_channels = w_in.dim(0);
+  }
+  if (b_in)
+    TRT_CHECK_ARG(b_in->numel() == p.out_channels && b_in->rank() == 1,
+                  "{}: bias B {} must be 1-D with {} elements", node.describe(),
+                  shape_str(b_in->shape()), p.out_channels);
+  const std::vector<int64_t> wk(w_in.shape().begin() + 2, w_in.shape().end());
+  const ops::WindowSpec ws = ops::read_window_spec(node, nsp, &wk);
+  Shape out_shape{p.batch, p.out_channels};
+  const size_t o = 3 - nsp;  // leading padding axes
+  for (size_t i = 0; i < nsp; ++i) {
+    const ops::AxisGeometry g = transpose ? ops::conv_transpose_axis(ws, i, x_in.dim(2 + i), node)
+                                          : ops::conv_axis(ws, i, x_in.dim(2 + i), node);
+    p.in[o + i] = x_in.dim(2 + i);
+    p.out[o + i] = g.out;
+    p.kernel[o + i] = wk[i];
+    p.stride[o + i] = ws.strides[i];
+    p.dilation[o + i] = ws.dilations[i];
+    p.pad_begin[o + i] = g.pad_begin;
+    p.pad_end[o + i] = g.pad_end;
+    out_shape.push_back(g.out);
+  }
+
+  if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
+    Tensor& y = ctx.make_output(0, dt, out_shape);
+    if (onednn_conv(p, x_in, w_in, b_in, y)) return;
+  }
+  const Tensor x = to_compute(x_in, node, "input X");
+  const Tensor w = to_compute(w_in, node, "weights W");
+  const Tensor b = b_in ? to_compute(*b_in, node, "bias B") : Tensor();
+  Tensor y(x.dtype(), out_shape);
+  if (x.dtype() == DataType::kFloat64) {
+    auto fn = transpose ? conv_transpose_reference<double> : conv_reference<double>;
+    fn(p, x.data<double>(), w.data<double>(), b_in ? b.data<double>() : nullptr, y.data<double>());
+  } else {
+    auto fn = transpose ? conv_transpose_reference<float> : conv_reference<float>;
+    fn(p, x.data<float>(), w.data<float>(), b_in ? b.data<float>() : nullptr, y.data<float>());
+  }
+  set_output_from(ctx, 0, dt, y);
+}
+
+}  // namespace
+
+void conv_kernel(KernelContext& ctx) {
+  run_conv(ctx, false);
+}
+void conv_transpose_kernel(KernelContext& ctx) {
+  run_conv(ctx, true);
+}
+
+}  // namespace trtutils::cpu::nn

@@ -1,0 +1,70 @@
+// Internal to the CPU nn kernels (Conv, ConvTranspose, Gemm, MatMul, pools, normalisations):
+// dtype helpers, the per-file kernel entry points that register_nn_kernels() registers, and the
+// oneDNN fast paths. Each fast path returns false when it cannot run a configuration, and the
+// caller then runs the plain reference kernel.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "backends/cpu/kernel_registry.h"
+
+namespace trtutils::cpu::nn {
+
+// ---- dtypes -----------------------------------------------------------------------------------
+// The nn kernels compute float32 and float64 natively; float16 and bfloat16 are widened to
+// float32, computed, and rounded back (round to nearest even).
+bool is_compute_float(DataType t);  // fp32 or fp64
+bool is_narrow_float(DataType t);   // fp16 or bf16
+// t itself when fp32/fp64, else a float32 copy (throws kNotSupported for non-float dtypes,
+// naming the node and `what`).
+Tensor to_compute(const Tensor& t, const ir::Node& node, const char* what);
+// Output i of dtype `dt` from `computed` (fp32/fp64): assigned directly when the dtype
+// matches, else converted.
+void set_output_from(KernelContext& ctx, size_t i, DataType dt, const Tensor& computed);
+// All elements as double (small parameter tensors: bias, scale, mean, ...).
+std::vector<double> to_doubles(const Tensor& t);
+// Throws Error(kNotSupported) naming the node unless dt is fp32/fp64/fp16/bf16.
+void require_float(const ir::Node& node, DataType dt, const char* what);
+
+// ---- convolution ------------------------------------------------------------------------------
+// One Conv / ConvTranspose problem with the spatial axes padded to 3 (leading axes of size 1).
+struct ConvProblem {
+  bool transpose = false;
+  size_t nspatial = 0;  // 1, 2 or 3: the real spatial rank
+  int64_t batch = 0;
+  int64_t in_channels = 0;   // C (X dim 1)
+  int64_t out_channels = 0;  // M (Y dim 1)
+  int64_t group = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1},
+      dilation{1, 1, 1}, pad_begin{0, 0, 0}, pad_end{0, 0, 0};
+};
+
+// ---- kernel entry points (registered by register_nn_kernels) --------------------------------
+void conv_kernel(KernelContext& ctx);
+void conv_transpose_kernel(KernelContext& ctx);
+void gemm_kernel(KernelContext& ctx);
+void matmul_kernel(KernelContext& ctx);
+void max_pool_kernel(KernelContext& ctx);
+void average_pool_kernel(KernelContext& ctx);
+void global_average_pool_kernel(KernelContext& ctx);
+void global_max_pool_kernel(KernelContext& ctx);
+void batch_norm_kernel(KernelContext& ctx);
+void instance_norm_kernel(KernelContext& ctx);
+void layer_norm_kernel(KernelContext& ctx);
+
+// ---- oneDNN fast paths (float32 only; false = not handled, use the reference) --------------
+// Y (already allocated with the output shape) = conv(X, W) + B. Reordered weights and
+// primitives are cached per (weights buffer, shapes, attributes); the cache keeps the weights
+// buffer alive and re-checks a sample of its values on every hit.
+bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
+                 Tensor& y);
+// Y[M,N] = alpha * op(A) * op(B) + beta * C (C broadcast to [M,N], or absent).
+bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
+                 float alpha, float beta, Tensor& y);
+// Batched Y = A x B where a_shape / b_shape / y_shape have the same rank >= 2 and the batch dims
+// of A and B broadcast (size 1 or equal to Y's).
+bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
+                   Tensor& y, const Shape& y_shape);
+
+}  // namespace trtutils::cpu::nn

@@ -1,0 +1,524 @@
+// oneDNN (2.x) fast paths for float32 Conv, ConvTranspose, Gemm and MatMul.
+//
+// User tensors stay in plain C order (nchw); when the chosen primitive wants another layout for
+// src/dst (e.g. nChw16c) they are reordered through per-thread buffers that are reused across
+// calls. Weights are reordered once into the primitive's preferred layout and cached together
+// with the primitive. A cache entry keeps a handle on the user's weights buffer, so the address
+// in its key cannot be reused by another allocation while the entry lives, and it re-checks a
+// sample of the weight values on every hit (weights are immutable initializers in practice; a
+// changed sample rebuilds the entry).
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <unordered_map>
+
+#include "backends/cpu/nn_kernels.h"
+#include "trtutils/logging.h"
+
+namespace trtutils::cpu::nn {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+constexpr memory::data_type kF32 = memory::data_type::f32;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// A growable, 64-byte aligned buffer kept per thread so that large temporaries are not
+// re-faulted on every call.
+class Buffer {
+ public:
+  void* get(size_t bytes) {
+    if (bytes > cap_) {
+      const size_t want = (bytes + 4095) / 4096 * 4096;
+      void* p = std::aligned_alloc(64, want);
+      if (!p) throw std::bad_alloc();
+      ptr_.reset(p);
+      cap_ = want;
+    }
+    return ptr_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> ptr_;
+  size_t cap_ = 0;
+};
+enum BufferId { kSrcBuffer = 0, kDstBuffer = 1, kScratchBuffer = 2, kNumBuffers = 3 };
+void* thread_buffer(BufferId id, size_t bytes) {
+  thread_local Buffer buffers[kNumBuffers];
+  return buffers[id].get(bytes);
+}
+
+memory::dims plain_strides(const memory::dims& dims) {
+  memory::dims s(dims.size());
+  memory::dim acc = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= std::max<memory::dim>(dims[i], 1);
+  }
+  return s;
+}
+memory::desc plain_md(const memory::dims& dims) {
+  return memory::desc(dims, kF32, plain_strides(dims));
+}
+memory user_mem(const memory::desc& md, const void* p) {
+  return memory(md, engine(), const_cast<void*>(p));
+}
+
+// LRU map from key to entry, bounded in entries.
+template <typename Entry>
+class Cache {
+ public:
+  explicit Cache(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<Entry> find(const std::string& key) {
+    auto it = map_.find(key);
+    if (it == map_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second.second);
+    return it->second.first;
+  }
+  void put(const std::string& key, std::shared_ptr<Entry> e) {
+    auto it = map_.find(key);
+    if (it != map_.end()) {
+      lru_.erase(it->second.second);
+      map_.erase(it);
+    }
+    lru_.push_front(key);
+    map_.emplace(key, std::make_pair(std::move(e), lru_.begin()));
+    while (map_.size() > capacity_) {
+      map_.erase(lru_.back());
+      lru_.pop_back();
+    }
+  }
+  std::mutex& mutex() { return mu_; }
+
+ private:
+  size_t capacity_;
+  std::mutex mu_;
+  std::list<std::string> lru_;
+  std::unordered_map<std::string,
+                     std::pair<std::shared_ptr<Entry>, std::list<std::string>::iterator>>
+      map_;
+};
+
+// Values of `t` at up to 32 evenly spaced positions (bit patterns, so NaN compares equal).
+std::vector<uint32_t> sample_of(const Tensor& t) {
+  const int64_t n = t.numel();
+  const int64_t k = std::min<int64_t>(n, 32);
+  std::vector<uint32_t> s(static_cast<size_t>(k));
+  const uint32_t* p = t.data<uint32_t>();
+  for (int64_t i = 0; i < k; ++i) s[i] = p[i * n / k];
+  return s;
+}
+
+void append_dims(std::string& key, const char* name, const memory::dims& d) {
+  key += name;
+  for (auto v : d) key += std::to_string(v) + ",";
+  key += ";";
+}
+
+// ---- convolution / deconvolution ------------------------------------------------------------
+
+struct ConvEntry {
+  bool ok = false;
+  Tensor weights;                // keeps the user's weights buffer (the key's address) alive
+  std::vector<uint32_t> sample;  // weight values when the entry was built
+  dnnl::primitive prim;
+  memory::desc user_src_md, user_dst_md, src_md, dst_md, bias_md;
+  bool pointwise = false;  // run as a batched matmul (src = weights, weights = x)
+  bool reorder_src = false, reorder_dst = false;
+  dnnl::reorder src_reorder, dst_reorder;
+  memory weights_mem;
+  size_t scratchpad_bytes = 0;
+};
+
+Cache<ConvEntry>& conv_cache() {
+  static auto* c = new Cache<ConvEntry>(1024);
+  return *c;
+}
+
+// Layout policy for activations. Blocked layouts (nChw16c etc., chosen by the primitive from
+// format 'any') are the fast path of oneDNN's direct convolutions; they cost a reorder of src
+// and dst per call, since our tensors are plain nchw.
+std::string env_or(const char* name, const char* def) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string(def);
+}
+memory::desc activation_md(const memory::dims& dims) {
+  static const std::string policy = env_or("TRTUTILS_CONV_LAYOUT", "any");
+  const size_t r = dims.size();
+  if (policy == "nchw") return plain_md(dims);
+  if (policy == "blocked")
+    return memory::desc(dims, kF32, r == 3 ? Tag::aBc16b : r == 4 ? Tag::aBcd16b : Tag::aBcde16b);
+  if (policy == "nhwc")
+    return memory::desc(dims, kF32, r == 3 ? Tag::acb : r == 4 ? Tag::acdb : Tag::acdeb);
+  return memory::desc(dims, kF32, Tag::any);
+}
+
+// 1x1, stride-1, unpadded, ungrouped convolution on nchw = per image Y (M x S) = W (M x C) X (C x
+// S): a batched matmul with W broadcast, without any reorder.
+bool conv_is_pointwise(const ConvProblem& p) {
+  if (p.transpose || p.group != 1) return false;
+  for (int i = 0; i < 3; ++i)
+    if (p.kernel[i] != 1 || p.stride[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0)
+      return false;
+  return true;
+}
+
+void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias) {
+  const int64_t s = p.in[0] * p.in[1] * p.in[2];
+  const memory::desc w_md = plain_md({1, p.out_channels, p.in_channels});
+  const memory::desc x_md = plain_md({p.batch, p.in_channels, s});
+  const memory::desc y_md = plain_md({p.batch, p.out_channels, s});
+  e.bias_md = has_bias ? plain_md({1, p.out_channels, 1}) : memory::desc();
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::matmul::desc d = has_bias ? dnnl::matmul::desc(w_md, x_md, e.bias_md, y_md)
+                                  : dnnl::matmul::desc(w_md, x_md, y_md);
+  dnnl::matmul::primitive_desc pd(d, attr, engine());
+  e.prim = dnnl::matmul(pd);
+  e.scratchpad_bytes = pd.scratchpad_desc().get_size();
+  e.pointwise = true;
+  e.user_src_md = x_md;
+  e.user_dst_md = y_md;
+  e.weights_mem = user_mem(w_md, w.raw());
+  e.weights = w;
+  e.sample = sample_of(w);
+  e.ok = true;
+}
+
+void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias) {
+  const size_t nsp = p.nspatial, o = 3 - nsp;
+  memory::dims src_dims{p.batch, p.in_channels}, dst_dims{p.batch, p.out_channels};
+  memory::dims strides, dilates, pad_l, pad_r, kdims;
+  for (size_t i = o; i < 3; ++i) {
+    src_dims.push_back(p.in[i]);
+    dst_dims.push_back(p.out[i]);
+    kdims.push_back(p.kernel[i]);
+    strides.push_back(p.stride[i]);
+    dilates.push_back(p.dilation[i] - 1);
+    pad_l.push_back(p.pad_begin[i]);
+    if (p.transpose) {
+      // Right padding as oneDNN derives it from the shapes; negative when output_padding
+      // exceeds pad_end (the implementation rejects it if it cannot handle that).
+      const int64_t dk = (p.kernel[i] - 1) * p.dilation[i] + 1;
+      pad_r.push_back((p.in[i] - 1) * p.stride[i] + dk - p.pad_begin[i] - p.out[i]);
+    } else {
+      pad_r.push_back(p.pad_end[i]);
+    }
+  }
+  const int64_t g = p.group;
+  const int64_t ocg = p.out_channels / g, icg = p.in_channels / g;
+  int64_t ksz = 1;
+  for (auto k : kdims) ksz *= k;
+  // User weights: Conv (M, C/g, k...) -> dims (g, oc/g, ic/g, k...) or (oc, ic, k...);
+  // ConvTranspose (C, M/g, k...) -> the same dims with ic outer than oc in memory.
+  memory::dims wdims, wstrides;
+  if (g > 1)
+    wdims = {g, ocg, icg};
+  else
+    wdims = {ocg, icg};
+  wdims.insert(wdims.end(), kdims.begin(), kdims.end());
+  if (!p.transpose) {
+    wstrides = plain_strides(wdims);
+  } else {
+    if (g > 1)
+      wstrides = {icg * ocg * ksz, ksz, ocg * ksz};
+    else
+      wstrides = {ksz, ocg * ksz};
+    const memory::dims ks = plain_strides(kdims);
+    wstrides.insert(wstrides.end(), ks.begin(), ks.end());
+  }
+  const memory::desc user_w_md(wdims, kF32, wstrides);
+  e.bias_md = has_bias ? plain_md({p.out_channels}) : memory::desc();
+  e.user_src_md = plain_md(src_dims);
+  e.user_dst_md = plain_md(dst_dims);
+  // 1x1 stride-1 convolutions are plain GEMMs on nchw; everything else prefers blocked.
+  const memory::desc src_any = activation_md(src_dims);
+  const memory::desc dst_any = activation_md(dst_dims);
+  const memory::desc w_any(wdims, kF32, Tag::any);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  memory::desc wmd;
+  if (!p.transpose) {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::convolution_direct, src_any, w_any,
+                                      e.bias_md, dst_any, strides, dilates, pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+    e.prim = dnnl::convolution_forward(pd);
+    e.src_md = pd.src_desc();
+    e.dst_md = pd.dst_desc();
+    wmd = pd.weights_desc();
+    e.scratchpad_bytes = pd.scratchpad_desc().get_size();
+  } else {
+    dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::deconvolution_direct, src_any, w_any,
+                                        e.bias_md, dst_any, strides, dilates, pad_l, pad_r);
+    dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+    e.prim = dnnl::deconvolution_forward(pd);
+    e.src_md = pd.src_desc();
+    e.dst_md = pd.dst_desc();
+    wmd = pd.weights_desc();
+    e.scratchpad_bytes = pd.scratchpad_desc().get_size();
+  }
+  e.reorder_src = e.src_md != e.user_src_md;
+  e.reorder_dst = e.dst_md != e.user_dst_md;
+  if (e.reorder_src)
+    e.src_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.user_src_md, engine(), e.src_md));
+  if (e.reorder_dst)
+    e.dst_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.dst_md, engine(), e.user_dst_md));
+  memory uw = user_mem(user_w_md, w.raw());
+  if (wmd == user_w_md) {
+    e.weights_mem = uw;  // e.weights keeps the buffer alive
+  } else {
+    e.weights_mem = memory(wmd, engine());
+    dnnl::reorder(uw, e.weights_mem).execute(stream(), uw, e.weights_mem);
+    stream().wait();
+  }
+  e.weights = w;
+  e.sample = sample_of(w);
+  e.ok = true;
+}
+
+std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias) {
+  std::string key = p.transpose ? "deconv|" : "conv|";
+  key += fmt::format("{}|", w.raw());
+  append_dims(key, "x", {p.batch, p.in_channels, p.in[0], p.in[1], p.in[2]});
+  append_dims(key, "y", {p.out_channels, p.out[0], p.out[1], p.out[2]});
+  append_dims(key, "k", {p.kernel[0], p.kernel[1], p.kernel[2]});
+  append_dims(key, "s", {p.stride[0], p.stride[1], p.stride[2]});
+  append_dims(key, "d", {p.dilation[0], p.dilation[1], p.dilation[2]});
+  append_dims(
+      key, "p",
+      {p.pad_begin[0], p.pad_begin[1], p.pad_begin[2], p.pad_end[0], p.pad_end[1], p.pad_end[2]});
+  append_dims(key, "g", {p.group, static_cast<int64_t>(p.nspatial), has_bias ? 1 : 0});
+  return key;
+}
+
+}  // namespace
+
+bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
+                 Tensor& y) {
+  if (x.dtype() != DataType::kFloat32 || p.nspatial < 1 || p.nspatial > 3) return false;
+  const std::string key = conv_key(p, w, b != nullptr);
+  std::shared_ptr<ConvEntry> e;
+  {
+    auto& cache = conv_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex());
+    e = cache.find(key);
+    if (e && e->ok && e->sample != sample_of(w)) e = nullptr;  // weights changed in place
+    if (!e) {
+      e = std::make_shared<ConvEntry>();
+      try {
+        static const bool pointwise_as_matmul = env_or("TRTUTILS_CONV_1X1", "conv") == "matmul";
+        if (pointwise_as_matmul && conv_is_pointwise(p))
+          build_pointwise(*e, p, w, b != nullptr);
+        else
+          build_conv(*e, p, w, b != nullptr);
+      } catch (const dnnl::error& err) {
+        TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
+        e->ok = false;
+      }
+      cache.put(key, e);
+    }
+  }
+  if (!e->ok) return false;
+  try {
+    dnnl::stream& s = stream();
+    memory src_user = user_mem(e->user_src_md, x.raw());
+    memory dst_user = user_mem(e->user_dst_md, y.raw());
+    memory src = src_user, dst = dst_user;
+    if (e->reorder_src) {
+      src = memory(e->src_md, engine(), thread_buffer(kSrcBuffer, e->src_md.get_size()));
+      e->src_reorder.execute(s, src_user, src);
+    }
+    if (e->reorder_dst)
+      dst = memory(e->dst_md, engine(), thread_buffer(kDstBuffer, e->dst_md.get_size()));
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->weights_mem}, {DNNL_ARG_DST, dst}};
+    if (b) args.emplace(DNNL_ARG_BIAS, user_mem(e->bias_md, b->raw()));
+    if (e->scratchpad_bytes > 0) {
+      const memory::desc sd({static_cast<memory::dim>(e->scratchpad_bytes)}, memory::data_type::u8,
+                            Tag::a);
+      args.emplace(DNNL_ARG_SCRATCHPAD,
+                   memory(sd, engine(), thread_buffer(kScratchBuffer, e->scratchpad_bytes)));
+    }
+    e->prim.execute(s, args);
+    if (e->reorder_dst) e->dst_reorder.execute(s, dst, dst_user);
+    s.wait();
+  } catch (const dnnl::error& err) {
+    TRT_LOG_WARN("oneDNN convolution failed ({}); using the reference kernel", err.what());
+    return false;
+  }
+  return true;
+}
+
+// ---- matmul ---------------------------------------------------------------------------------
+
+namespace {
+
+struct MatmulEntry {
+  bool ok = false;
+  dnnl::matmul prim;
+  size_t scratchpad_bytes = 0;
+  memory::desc a_md, b_md, y_md;
+};
+
+Cache<MatmulEntry>& matmul_cache() {
+  static auto* c = new Cache<MatmulEntry>(1024);
+  return *c;
+}
+
+// Builds (or finds) a matmul primitive for the given descriptors and attributes.
+std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::desc& a_md,
+                                        const memory::desc& b_md, const memory::desc& y_md,
+                                        float alpha, float sum_scale) {
+  auto& cache = matmul_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex());
+  std::shared_ptr<MatmulEntry> e = cache.find(key);
+  if (e) return e;
+  e = std::make_shared<MatmulEntry>();
+  try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (sum_scale != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(sum_scale);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::desc d(a_md, b_md, y_md);
+    dnnl::matmul::primitive_desc pd(d, attr, engine());
+    e->prim = dnnl::matmul(pd);
+    e->scratchpad_bytes = pd.scratchpad_desc().get_size();
+    e->a_md = a_md;
+    e->b_md = b_md;
+    e->y_md = y_md;
+    e->ok = true;
+  } catch (const dnnl::error& err) {
+    TRT_LOG_VERBOSE("oneDNN cannot run matmul {} ({}); using the reference kernel", key,
+                    err.what());
+  }
+  cache.put(key, e);
+  return e;
+}
+
+void run_matmul(const MatmulEntry& e, const void* a, const void* b, void* y) {
+  dnnl::stream& s = stream();
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, user_mem(e.a_md, a)},
+                                       {DNNL_ARG_WEIGHTS, user_mem(e.b_md, b)},
+                                       {DNNL_ARG_DST, user_mem(e.y_md, y)}};
+  if (e.scratchpad_bytes > 0) {
+    const memory::desc sd({static_cast<memory::dim>(e.scratchpad_bytes)}, memory::data_type::u8,
+                          Tag::a);
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 memory(sd, engine(), thread_buffer(kScratchBuffer, e.scratchpad_bytes)));
+  }
+  e.prim.execute(s, args);
+  s.wait();
+}
+
+}  // namespace
+
+bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
+                 float alpha, float beta, Tensor& y) {
+  const int64_t m = y.dim(0), n = y.dim(1);
+  const int64_t k = trans_a ? a.dim(0) : a.dim(1);
+  const bool use_c = c != nullptr && beta != 0.0f;
+  std::string key = "gemm|";
+  append_dims(key, "", {m, n, k, trans_a, trans_b});
+  key += fmt::format("{}|{}|{}", alpha, beta, use_c);
+  const memory::desc a_md({m, k}, kF32, trans_a ? memory::dims{1, m} : memory::dims{k, 1});
+  const memory::desc b_md({k, n}, kF32, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+  const memory::desc y_md = plain_md({m, n});
+  auto e = get_matmul(key, a_md, b_md, y_md, alpha, use_c ? beta : 0.0f);
+  if (!e->ok) return false;
+  if (use_c) {
+    // y = C broadcast to [m, n]; the sum post-op then adds beta * y.
+    const Shape& cs = c->shape();
+    const int64_t cn = cs.empty() ? 1 : cs.back(), cm = cs.size() == 2 ? cs[0] : 1;
+    const float* cp = c->data<float>();
+    float* yp = y.data<float>();
+#pragma omp parallel for schedule(static) if (m * n > (1 << 16))
+    for (int64_t i = 0; i < m; ++i) {
+      const float* crow = cp + (cm == 1 ? 0 : i) * cn;
+      float* yrow = yp + i * n;
+      if (cn == 1)
+        std::fill(yrow, yrow + n, crow[0]);
+      else
+        std::memcpy(yrow, crow, static_cast<size_t>(n) * sizeof(float));
+    }
+  }
+  try {
+    run_matmul(*e, a.raw(), b.raw(), y.raw());
+  } catch (const dnnl::error& err) {
+    TRT_LOG_WARN("oneDNN gemm failed ({}); using the reference kernel", err.what());
+    return false;
+  }
+  return true;
+}
+
+bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
+                   Tensor& y, const Shape& y_shape) {
+  const size_t r = y_shape.size();
+  if (r > DNNL_MAX_NDIMS || a.dtype() != DataType::kFloat32) return false;
+  const memory::dims ad(a_shape.begin(), a_shape.end()), bd(b_shape.begin(), b_shape.end()),
+      yd(y_shape.begin(), y_shape.end());
+  std::string key = "matmul|";
+  append_dims(key, "a", ad);
+  append_dims(key, "b", bd);
+  append_dims(key, "y", yd);
+  auto e = get_matmul(key, plain_md(ad), plain_md(bd), plain_md(yd), 1.0f, 0.0f);
+  try {
+    if (e->ok) {
+      run_matmul(*e, a.raw(), b.raw(), y.raw());
+      return true;
+    }
+    // Batch broadcasting this implementation rejects: one 2-D matmul per output batch.
+    const int64_t m = y_shape[r - 2], n = y_shape[r - 1], k = a_shape[r - 1];
+    std::string key2 = "matmul2d|";
+    append_dims(key2, "", {m, n, k});
+    auto e2 = get_matmul(key2, plain_md({m, k}), plain_md({k, n}), plain_md({m, n}), 1.0f, 0.0f);
+    if (!e2->ok) return false;
+    int64_t batches = 1;
+    for (size_t i = 0; i + 2 < r; ++i) batches *= y_shape[i];
+    const float* ap = a.data<float>();
+    const float* bp = b.data<float>();
+    float* yp = y.data<float>();
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      int64_t rem = bi, aoff = 0, boff = 0, astride = m * k, bstride = k * n;
+      for (size_t d = r - 2; d-- > 0;) {
+        const int64_t idx = rem % y_shape[d];
+        rem /= y_shape[d];
+        aoff += (a_shape[d] == 1 ? 0 : idx) * astride;
+        boff += (b_shape[d] == 1 ? 0 : idx) * bstride;
+        astride *= a_shape[d];
+        bstride *= b_shape[d];
+      }
+      run_matmul(*e2, ap + aoff, bp + boff, yp + bi * m * n);
+    }
+  } catch (const dnnl::error& err) {
+    TRT_LOG_WARN("oneDNN matmul failed ({}); using the reference kernel", err.what());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace trtutils::cpu::nn

@@ -1,0 +1,254 @@
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool on the CPU (1-D/2-D/3-D). These are
+// memory bound; the plain loops (parallel over planes, bounds hoisted out of the inner loop) are
+// the only implementation.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/nn_kernels.h"
+#include "core/check.h"
+#include "ops/nn_geometry.h"
+
+namespace trtutils::cpu::nn {
+
+namespace {
+
+// Pool problem with the spatial axes padded to 3 (leading axes of size 1).
+struct PoolProblem {
+  size_t nspatial = 0;
+  int64_t planes = 0;  // N * C
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1},
+      dilation{1, 1, 1}, pad_begin{0, 0, 0}, pad_end{0, 0, 0};
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+PoolProblem make_pool_problem(const ir::Node& node, const Tensor& x, Shape& out_shape) {
+  TRT_CHECK_ARG(x.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
+                node.describe(), shape_str(x.shape()));
+  const size_t nsp = x.rank() - 2;
+  TRT_CHECK(nsp <= 3, ErrorCode::kNotSupported,
+            "{}: {}-D pooling is not supported (1-D, 2-D and 3-D are)", node.describe(), nsp);
+  const ops::WindowSpec ws = ops::read_window_spec(node, nsp, nullptr);
+  PoolProblem p;
+  p.nspatial = nsp;
+  p.planes = x.dim(0) * x.dim(1);
+  out_shape = {x.dim(0), x.dim(1)};
+  const size_t o = 3 - nsp;
+  for (size_t i = 0; i < nsp; ++i) {
+    const ops::AxisGeometry g = ops::conv_axis(ws, i, x.dim(2 + i), node);
+    p.in[o + i] = x.dim(2 + i);
+    p.out[o + i] = g.out;
+    p.kernel[o + i] = ws.kernel[i];
+    p.stride[o + i] = ws.strides[i];
+    p.dilation[o + i] = ws.dilations[i];
+    p.pad_begin[o + i] = g.pad_begin;
+    p.pad_end[o + i] = g.pad_end;
+    out_shape.push_back(g.out);
+  }
+  return p;
+}
+
+// Kernel taps [lo, hi) of an axis whose input index start + k * d lies in [0, len).
+struct Taps {
+  int64_t start, lo, hi;
+};
+Taps valid_taps(int64_t start, int64_t d, int64_t k, int64_t len) {
+  const int64_t lo = start >= 0 ? 0 : (-start + d - 1) / d;
+  const int64_t hi = start >= len ? 0 : std::min(k, (len - 1 - start) / d + 1);
+  return {start, lo, std::max(lo, hi)};
+}
+// The taps of every output position along axis a (computed once per call, not per output).
+std::vector<Taps> axis_taps(const PoolProblem& p, int a) {
+  std::vector<Taps> t(static_cast<size_t>(p.out[a]));
+  for (int64_t o = 0; o < p.out[a]; ++o)
+    t[o] = valid_taps(o * p.stride[a] - p.pad_begin[a], p.dilation[a], p.kernel[a], p.in[a]);
+  return t;
+}
+
+// indices (optional): flat index into X, row-major (storage_order 0) or with the spatial axes
+// column-major (storage_order 1), as in ONNX Runtime.
+template <typename T>
+void max_pool(const PoolProblem& p, const T* x, T* y, int64_t* indices, bool col_major) {
+  const int64_t in_sz = p.in_size(), out_sz = p.out_size();
+  const std::vector<Taps> td = axis_taps(p, 0), th = axis_taps(p, 1), tw = axis_taps(p, 2);
+  const int64_t dd = p.dilation[0], dh = p.dilation[1], dw = p.dilation[2];
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < p.planes; ++pl) {
+    const T* xp = x + pl * in_sz;
+    T* yp = y + pl * out_sz;
+    int64_t oi = 0;
+    for (const Taps& a : td) {
+      for (const Taps& b : th) {
+        for (const Taps& c : tw) {
+          T best = std::numeric_limits<T>::lowest();
+          int64_t arg = -1;
+          for (int64_t kd = a.lo; kd < a.hi; ++kd) {
+            const int64_t id = a.start + kd * dd;
+            for (int64_t kh = b.lo; kh < b.hi; ++kh) {
+              const int64_t ih = b.start + kh * dh;
+              const T* row = xp + (id * p.in[1] + ih) * p.in[2] + c.start;
+              if (!indices) {
+                for (int64_t kw = c.lo; kw < c.hi; ++kw) best = std::max(best, row[kw * dw]);
+                continue;
+              }
+              for (int64_t kw = c.lo; kw < c.hi; ++kw) {
+                if (arg < 0 || row[kw * dw] > best) {
+                  best = row[kw * dw];
+                  const int64_t iw = c.start + kw * dw;
+                  arg = col_major ? (iw * p.in[1] + ih) * p.in[0] + id
+                                  : (id * p.in[1] + ih) * p.in[2] + iw;
+                }
+              }
+            }
+          }
+          yp[oi] = best;
+          if (indices) indices[pl * out_sz + oi] = pl * in_sz + std::max<int64_t>(arg, 0);
+          ++oi;
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void average_pool(const PoolProblem& p, const T* x, T* y, bool count_include_pad) {
+  const int64_t in_sz = p.in_size(), out_sz = p.out_size();
+  const std::vector<Taps> td = axis_taps(p, 0), th = axis_taps(p, 1), tw = axis_taps(p, 2);
+  // Divisor per axis: valid taps, or (count_include_pad) taps inside the padded extent
+  // [-pad_begin, in + pad_end).
+  auto counts = [&](int a, const std::vector<Taps>& taps) {
+    std::vector<int64_t> c(taps.size());
+    for (size_t o = 0; o < taps.size(); ++o) {
+      if (!count_include_pad) {
+        c[o] = taps[o].hi - taps[o].lo;
+        continue;
+      }
+      c[o] = 0;
+      for (int64_t k = 0; k < p.kernel[a]; ++k) {
+        const int64_t i = taps[o].start + k * p.dilation[a];
+        c[o] += (i >= -p.pad_begin[a] && i < p.in[a] + p.pad_end[a]) ? 1 : 0;
+      }
+    }
+    return c;
+  };
+  const std::vector<int64_t> cd = counts(0, td), ch = counts(1, th), cw = counts(2, tw);
+  const int64_t dd = p.dilation[0], dh = p.dilation[1], dw = p.dilation[2];
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < p.planes; ++pl) {
+    const T* xp = x + pl * in_sz;
+    T* yp = y + pl * out_sz;
+    int64_t oi = 0;
+    for (size_t od = 0; od < td.size(); ++od) {
+      const Taps& a = td[od];
+      for (size_t oh = 0; oh < th.size(); ++oh) {
+        const Taps& b = th[oh];
+        for (size_t ow = 0; ow < tw.size(); ++ow) {
+          const Taps& c = tw[ow];
+          double sum = 0;
+          for (int64_t kd = a.lo; kd < a.hi; ++kd) {
+            const int64_t id = a.start + kd * dd;
+            for (int64_t kh = b.lo; kh < b.hi; ++kh) {
+              const T* row = xp + (id * p.in[1] + b.start + kh * dh) * p.in[2] + c.start;
+              for (int64_t kw = c.lo; kw < c.hi; ++kw) sum += static_cast<double>(row[kw * dw]);
+            }
+          }
+          const int64_t count = cd[od] * ch[oh] * cw[ow];
+          yp[oi++] = static_cast<T>(count > 0 ? sum / static_cast<double>(count) : 0.0);
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void global_pool(const T* x, T* y, int64_t planes, int64_t size, bool is_max) {
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x + pl * size;
+    if (is_max) {
+      T best = size > 0 ? xp[0] : T(0);
+      for (int64_t i = 1; i < size; ++i) best = xp[i] > best ? xp[i] : best;
+      y[pl] = best;
+    } else {
+      double sum = 0;
+      for (int64_t i = 0; i < size; ++i) sum += static_cast<double>(xp[i]);
+      y[pl] = static_cast<T>(size > 0 ? sum / static_cast<double>(size) : 0.0);
+    }
+  }
+}
+
+void run_global_pool(KernelContext& ctx, bool is_max) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  TRT_CHECK_ARG(x_in.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
+                node.describe(), shape_str(x_in.shape()));
+  const Tensor x = to_compute(x_in, node, "input X");
+  Shape out_shape(x.rank(), 1);
+  out_shape[0] = x.dim(0);
+  out_shape[1] = x.dim(1);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t size = planes > 0 ? x.numel() / planes : 0;
+  Tensor y(x.dtype(), out_shape);
+  if (x.dtype() == DataType::kFloat64)
+    global_pool(x.data<double>(), y.data<double>(), planes, size, is_max);
+  else
+    global_pool(x.data<float>(), y.data<float>(), planes, size, is_max);
+  set_output_from(ctx, 0, x_in.dtype(), y);
+}
+
+}  // namespace
+
+void max_pool_kernel(KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  Shape out_shape;
+  const PoolProblem p = make_pool_problem(node, x_in, out_shape);
+  const int64_t storage_order = node.attr_int("storage_order", 0);
+  TRT_CHECK_ARG(storage_order == 0 || storage_order == 1, "{}: storage_order {} must be 0 or 1",
+                node.describe(), storage_order);
+  const bool want_indices = node.outputs.size() > 1 && !node.outputs[1].empty();
+  int64_t* indices =
+      want_indices ? ctx.make_output(1, DataType::kInt64, out_shape).data<int64_t>() : nullptr;
+  const DataType dt = x_in.dtype();
+  if (dt == DataType::kInt8 || dt == DataType::kUInt8) {
+    Tensor& y = ctx.make_output(0, dt, out_shape);
+    if (dt == DataType::kInt8)
+      max_pool(p, x_in.data<int8_t>(), y.data<int8_t>(), indices, storage_order == 1);
+    else
+      max_pool(p, x_in.data<uint8_t>(), y.data<uint8_t>(), indices, storage_order == 1);
+    return;
+  }
+  const Tensor x = to_compute(x_in, node, "input X");
+  Tensor y(x.dtype(), out_shape);
+  if (x.dtype() == DataType::kFloat64)
+    max_pool(p, x.data<double>(), y.data<double>(), indices, storage_order == 1);
+  else
+    max_pool(p, x.data<float>(), y.data<float>(), indices, storage_order == 1);
+  set_output_from(ctx, 0, dt, y);
+}
+
+void average_pool_kernel(KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  Shape out_shape;
+  const PoolProblem p = make_pool_problem(node, x_in, out_shape);
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  const Tensor x = to_compute(x_in, node, "input X");
+  Tensor y(x.dtype(), out_shape);
+  if (x.dtype() == DataType::kFloat64)
+    average_pool(p, x.data<double>(), y.data<double>(), include_pad);
+  else
+    average_pool(p, x.data<float>(), y.data<float>(), include_pad);
+  set_output_from(ctx, 0, x_in.dtype(), y);
+}
+
+void global_average_pool_kernel(KernelContext& ctx) {
+  run_global_pool(ctx, false);
+}
+void global_max_pool_kernel(KernelContext& ctx) {
+  run_global_pool(ctx, true);
+}
+
+}  // namespace trtutils::cpu::nn
