@@ -67,7 +67,7 @@ struct ImageBatcherOptions {
   std::vector<float> mean;                             // empty: 0; else 1 or C values
   std::vector<float> std;                              // empty: 1; else 1 or C values, non-zero
   ColorOrder color_order = ColorOrder::kRGB;
-  float pad_value = 114.0f;  // letterbox padding, in 0..255 pixel units
+  float pad_value = 114.0f;   // letterbox padding, in 0..255 pixel units
   bool keep_partial = false;  // keep a last batch with fewer than batch_size images
   int num_threads = 0;        // decode/resize threads; 0: all cores
   int prefetch_batches = 2;   // batches prepared ahead of next_batch(); bounds the memory used

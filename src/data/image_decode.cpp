@@ -9,7 +9,8 @@ namespace trtutils::data {
 
 Image make_image(int64_t width, int64_t height, int channels, std::string_view what) {
   TRT_CHECK_ARG(width > 0 && height > 0, "{}: invalid image size {}x{}", what, width, height);
-  TRT_CHECK(channels >= 1 && channels <= 4, ErrorCode::kInternal, "{}: {} channels", what, channels);
+  TRT_CHECK(channels >= 1 && channels <= 4, ErrorCode::kInternal, "{}: {} channels", what,
+            channels);
   TRT_CHECK(width <= kMaxImageSide && height <= kMaxImageSide && width * height <= kMaxImagePixels,
             ErrorCode::kOutOfRange,
             "{}: image of {}x{} pixels is over the limit ({} per side, {} pixels in all)", what,
@@ -27,7 +28,8 @@ ImageFormat sniff_image_format(std::span<const uint8_t> b) {
   static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (b.size() >= 8 && std::memcmp(b.data(), kPng, 8) == 0) return ImageFormat::kPng;
   if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') return ImageFormat::kBmp;
-  if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 && std::memcmp(b.data() + 8, "WEBP", 4) == 0)
+  if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 &&
+      std::memcmp(b.data() + 8, "WEBP", 4) == 0)
     return ImageFormat::kWebp;
   return ImageFormat::kUnknown;
 }
@@ -49,7 +51,8 @@ int exif_orientation(std::span<const uint8_t> p) {
     return le ? t[off] | (t[off + 1] << 8) : (t[off] << 8) | t[off + 1];
   };
   auto u32 = [&](size_t off) -> uint64_t {
-    return le ? (uint64_t{u16(off + 2)} << 16) | u16(off) : (uint64_t{u16(off)} << 16) | u16(off + 2);
+    return le ? (uint64_t{u16(off + 2)} << 16) | u16(off)
+              : (uint64_t{u16(off)} << 16) | u16(off + 2);
   };
   if (u16(2) != 42) return 1;
   const uint64_t ifd = u32(4);
@@ -82,14 +85,36 @@ Image apply_orientation(Image src, int orientation) {
     for (int64_t x = 0; x < dst.width; ++x) {
       int64_t sx = 0, sy = 0;
       switch (orientation) {
-        case 2: sx = w - 1 - x; sy = y; break;          // mirrored horizontally
-        case 3: sx = w - 1 - x; sy = h - 1 - y; break;  // rotated 180
-        case 4: sx = x; sy = h - 1 - y; break;          // mirrored vertically
-        case 5: sx = y; sy = x; break;                  // transposed
-        case 6: sx = y; sy = h - 1 - x; break;          // rotate 90 clockwise to view
-        case 7: sx = w - 1 - y; sy = h - 1 - x; break;  // transversed
-        case 8: sx = w - 1 - y; sy = x; break;          // rotate 90 counter-clockwise to view
-        default: break;
+        case 2:
+          sx = w - 1 - x;
+          sy = y;
+          break;  // mirrored horizontally
+        case 3:
+          sx = w - 1 - x;
+          sy = h - 1 - y;
+          break;  // rotated 180
+        case 4:
+          sx = x;
+          sy = h - 1 - y;
+          break;  // mirrored vertically
+        case 5:
+          sx = y;
+          sy = x;
+          break;  // transposed
+        case 6:
+          sx = y;
+          sy = h - 1 - x;
+          break;  // rotate 90 clockwise to view
+        case 7:
+          sx = w - 1 - y;
+          sy = h - 1 - x;
+          break;  // transversed
+        case 8:
+          sx = w - 1 - y;
+          sy = x;
+          break;  // rotate 90 counter-clockwise to view
+        default:
+          break;
       }
       std::memcpy(out + x * c, src.row(sy) + sx * c, static_cast<size_t>(c));
     }
@@ -105,23 +130,29 @@ Image decode_image(std::span<const uint8_t> bytes, std::string_view name) {
         Image img = decode_jpeg(bytes, &orientation);
         return apply_orientation(std::move(img), orientation);
       }
-      case ImageFormat::kPng: return decode_png(bytes);
-      case ImageFormat::kBmp: return decode_bmp(bytes);
-      case ImageFormat::kWebp: return decode_webp(bytes);
-      case ImageFormat::kUnknown: break;
+      case ImageFormat::kPng:
+        return decode_png(bytes);
+      case ImageFormat::kBmp:
+        return decode_bmp(bytes);
+      case ImageFormat::kWebp:
+        return decode_webp(bytes);
+      case ImageFormat::kUnknown:
+        break;
     }
     TRT_THROW(ErrorCode::kInvalidArgument,
               "not a JPEG, PNG, BMP or WebP image ({} bytes, unknown signature)", bytes.size());
   } catch (const Error& e) {
     throw Error(e.code(), fmt::format("image '{}': {}", name, e.what()));
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::kOutOfRange, fmt::format("image '{}': out of memory while decoding", name));
+    throw Error(ErrorCode::kOutOfRange,
+                fmt::format("image '{}': out of memory while decoding", name));
   }
 }
 
 Image load_image(const std::filesystem::path& path) {
   const std::string bytes = read_file(path, uint64_t{1} << 30);
-  return decode_image({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path.string());
+  return decode_image({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
+                      path.string());
 }
 
 }  // namespace trtutils::data

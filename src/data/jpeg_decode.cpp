@@ -1,13 +1,15 @@
 // JPEG through libjpeg-turbo. libjpeg reports errors by calling error_exit, which must not
 // return: ours longjmps back into a small C-style frame (no C++ object with a destructor lives
 // between setjmp and longjmp), which then turns the message into an Error.
-#include <jpeglib.h>
-// jpeglib.h must come first (it needs <stdio.h> types); jerror.h has the warning codes.
-#include <jerror.h>
-
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+
+// jpeglib.h needs FILE and size_t declared before it.
+#include <jpeglib.h>
+
+// After jpeglib.h (it reads JPEG_LIB_VERSION): the warning codes.
+#include <jerror.h>
 
 #include "core/check.h"
 #include "data/codecs.h"
@@ -122,7 +124,8 @@ Image decode_jpeg(std::span<const uint8_t> bytes, int* orientation) {
   *orientation = 1;
   for (jpeg_saved_marker_ptr m = st.cinfo.marker_list; m != nullptr; m = m->next) {
     // APP1 also carries XMP; the first Exif payload is the one readers honour.
-    if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 && std::memcmp(m->data, "Exif\0\0", 6) == 0) {
+    if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 &&
+        std::memcmp(m->data, "Exif\0\0", 6) == 0) {
       *orientation = exif_orientation({m->data, m->data_length});
       break;
     }
@@ -148,7 +151,8 @@ Image decode_jpeg(std::span<const uint8_t> bytes, int* orientation) {
       st.cinfo.out_color_space = JCS_RGB;
       break;
   }
-  Image img = make_image(st.cinfo.image_width, st.cinfo.image_height, cmyk ? 3 : components, "JPEG");
+  Image img =
+      make_image(st.cinfo.image_width, st.cinfo.image_height, cmyk ? 3 : components, "JPEG");
   std::vector<uint8_t> cmyk_buf;
   uint8_t* out = img.pixels.data();
   size_t stride = static_cast<size_t>(img.width) * img.channels;
@@ -164,7 +168,8 @@ Image decode_jpeg(std::span<const uint8_t> bytes, int* orientation) {
     const bool inverted = st.cinfo.saw_Adobe_marker;
     const int64_t n = img.width * img.height;
     for (int64_t i = 0; i < n; ++i) {
-      int c = cmyk_buf[i * 4], m = cmyk_buf[i * 4 + 1], y = cmyk_buf[i * 4 + 2], k = cmyk_buf[i * 4 + 3];
+      int c = cmyk_buf[i * 4], m = cmyk_buf[i * 4 + 1], y = cmyk_buf[i * 4 + 2],
+          k = cmyk_buf[i * 4 + 3];
       if (!inverted) c = 255 - c, m = 255 - m, y = 255 - y, k = 255 - k;
       img.pixels[i * 3] = static_cast<uint8_t>((c * k + 127) / 255);
       img.pixels[i * 3 + 1] = static_cast<uint8_t>((m * k + 127) / 255);

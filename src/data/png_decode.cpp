@@ -57,7 +57,8 @@ bool read_info(PngState* st, Header* h) {
   const int color = png_get_color_type(st->png, st->info);
   const int depth = png_get_bit_depth(st->png, st->info);
   // Palette -> RGB, gray < 8 bits -> 8 bits, tRNS -> an alpha channel (as OpenCV's imread).
-  if (color == PNG_COLOR_TYPE_PALETTE || depth < 8 || png_get_valid(st->png, st->info, PNG_INFO_tRNS))
+  if (color == PNG_COLOR_TYPE_PALETTE || depth < 8 ||
+      png_get_valid(st->png, st->info, PNG_INFO_tRNS))
     png_set_expand(st->png);
   if (depth == 16) png_set_strip_16(st->png);
   png_set_interlace_handling(st->png);
@@ -92,11 +93,12 @@ Image decode_png(std::span<const uint8_t> bytes) {
   TRT_CHECK(h.channels >= 1 && h.channels <= 4, ErrorCode::kNotSupported, "PNG with {} channels",
             h.channels);
   Image img = make_image(h.width, h.height, h.channels, "PNG");
-  TRT_CHECK(h.rowbytes == static_cast<size_t>(img.width) * img.channels, ErrorCode::kInvalidArgument,
-            "corrupt PNG: unexpected row size {}", h.rowbytes);
+  TRT_CHECK(h.rowbytes == static_cast<size_t>(img.width) * img.channels,
+            ErrorCode::kInvalidArgument, "corrupt PNG: unexpected row size {}", h.rowbytes);
   std::vector<png_bytep> rows(static_cast<size_t>(img.height));
   for (int64_t y = 0; y < img.height; ++y) rows[y] = img.row(y);
-  if (!read_rows(&st, rows.data())) TRT_THROW(ErrorCode::kInvalidArgument, "corrupt PNG: {}", st.message);
+  if (!read_rows(&st, rows.data()))
+    TRT_THROW(ErrorCode::kInvalidArgument, "corrupt PNG: {}", st.message);
   return img;
 }
 

@@ -1,5 +1,6 @@
 #include "onnx/tensor_proto.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -46,13 +47,10 @@ bool location_is_safe(const std::string& loc) {
   return true;
 }
 
+// Both paths canonical (no "..", no symlinks, no trailing separator).
 bool path_is_inside(const fs::path& child, const fs::path& dir) {
-  auto c = child.begin();
-  for (auto d = dir.begin(); d != dir.end(); ++d, ++c) {
-    if (d->empty()) continue;  // a trailing separator
-    if (c == child.end() || *c != *d) return false;
-  }
-  return c != child.end();
+  const auto [d, c] = std::mismatch(dir.begin(), dir.end(), child.begin(), child.end());
+  return d == dir.end() && c != child.end();
 }
 
 void read_external(const onnx::TensorProto& proto, ExternalDataContext* ext,

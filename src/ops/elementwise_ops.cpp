@@ -33,7 +33,9 @@ void check_same_dtype(const InferContext& ctx, size_t i, size_t j) {
             ctx.node.describe(), i, j, dtype_name(a), dtype_name(b));
 }
 
-void infer_unary(InferContext& ctx) { ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0)); }
+void infer_unary(InferContext& ctx) {
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+}
 
 void infer_unary_bool(InferContext& ctx) {
   ctx.set_output(0, DataType::kBool, ctx.input_shape(0));
@@ -125,11 +127,19 @@ void infer_gelu(InferContext& ctx) {
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
-  for (const char* op :
-       {"Sqrt", "Exp", "Log", "Reciprocal", "Floor", "Ceil", "Round", "Sin", "Cos", "Tan", "Asin",
-        "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Tanh", "Erf", "Sigmoid",
-        "Softplus", "Softsign", "Mish", "Neg", "Abs", "Sign", "Relu", "LeakyRelu", "Elu", "Celu",
-        "Selu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Identity", "Not"})
+  for (const char* op : {"Sqrt",        "Exp",       "Log",
+                         "Reciprocal",  "Floor",     "Ceil",
+                         "Round",       "Sin",       "Cos",
+                         "Tan",         "Asin",      "Acos",
+                         "Atan",        "Sinh",      "Cosh",
+                         "Asinh",       "Acosh",     "Atanh",
+                         "Tanh",        "Erf",       "Sigmoid",
+                         "Softplus",    "Softsign",  "Mish",
+                         "Neg",         "Abs",       "Sign",
+                         "Relu",        "LeakyRelu", "Elu",
+                         "Celu",        "Selu",      "ThresholdedRelu",
+                         "HardSigmoid", "HardSwish", "Identity",
+                         "Not"})
     r.add({op, "", infer_unary});
   r.add({"Gelu", "", infer_gelu});
   r.add({"IsNaN", "", infer_unary_bool});

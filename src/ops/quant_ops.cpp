@@ -16,7 +16,8 @@ bool quantized_type_supported(DataType t) {
     case DataType::kUInt4:
     case DataType::kInt4:
     case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E5M2: return true;
+    case DataType::kFloat8E5M2:
+      return true;
     case DataType::kUndefined:
     case DataType::kFloat32:
     case DataType::kInt32:
@@ -29,7 +30,8 @@ bool quantized_type_supported(DataType t) {
     case DataType::kUInt64:
     case DataType::kBFloat16:
     case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2FNUZ: return false;
+    case DataType::kFloat8E5M2FNUZ:
+      return false;
   }
   return false;
 }
@@ -70,8 +72,10 @@ DataType dequantize_output_dtype(const ir::Node& node, int64_t opset, DataType s
   }
   TRT_CHECK(scale_dtype == DataType::kFloat32 || scale_dtype == DataType::kFloat16 ||
                 scale_dtype == DataType::kBFloat16,
-            ErrorCode::kNotSupported, "{}: scale dtype {} is not supported (float32, float16, "
-            "bfloat16)", node.describe(), dtype_name(scale_dtype));
+            ErrorCode::kNotSupported,
+            "{}: scale dtype {} is not supported (float32, float16, "
+            "bfloat16)",
+            node.describe(), dtype_name(scale_dtype));
   return scale_dtype;
 }
 
@@ -80,10 +84,12 @@ QuantLayout quant_layout(const ir::Node& node, int64_t opset, const Shape& x, co
   QuantLayout l;
   const int64_t rank = static_cast<int64_t>(x.size());
   const int64_t block = opset >= 21 ? node.attr_int("block_size", 0) : 0;
-  TRT_CHECK(block >= 0, ErrorCode::kInvalidArgument, "{}: negative block_size {}",
-            node.describe(), block);
+  TRT_CHECK(block >= 0, ErrorCode::kInvalidArgument, "{}: negative block_size {}", node.describe(),
+            block);
+  // Scalar and one-element 1-D are interchangeable for the per-tensor case (as in ORT).
+  auto one = [](const Shape& s) { return s.size() <= 1 && shape_numel(s) == 1; };
   if (zp_shape)
-    TRT_CHECK(*zp_shape == scale, ErrorCode::kInvalidArgument,
+    TRT_CHECK(*zp_shape == scale || (one(*zp_shape) && one(scale)), ErrorCode::kInvalidArgument,
               "{}: the zero point's shape {} differs from the scale's {}", node.describe(),
               shape_str(*zp_shape), shape_str(scale));
   const int64_t n = shape_numel(x);

@@ -26,7 +26,7 @@ struct QuantLayout {
 };
 // Validates the scale (and zero point, if zp_shape is given) shape against x's; throws
 // Error(kInvalidArgument) naming the node on a mismatch.
-QuantLayout quant_layout(const ir::Node& node, int64_t opset, const Shape& x,
-                         const Shape& scale, const Shape* zp_shape);
+QuantLayout quant_layout(const ir::Node& node, int64_t opset, const Shape& x, const Shape& scale,
+                         const Shape* zp_shape);
 
 }  // namespace trtutils::ops

@@ -76,9 +76,9 @@ void infer_softmax(InferContext& ctx) {
 }  // namespace
 
 void register_reduce_ops(OpRegistry& r) {
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
-                         "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
-                         "ReduceLogSumExp"})
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     r.add({op, "", infer_reduce});
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) r.add({op, "", infer_softmax});
 }

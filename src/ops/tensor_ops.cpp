@@ -17,7 +17,9 @@ using ir::Dim;
 using ir::SymShape;
 using OptShape = std::optional<SymShape>;
 
-SymShape unknown_dims(size_t rank) { return SymShape(rank); }
+SymShape unknown_dims(size_t rank) {
+  return SymShape(rank);
+}
 
 // Dims of a 1-D input's length when static (for ops whose output rank is that length).
 std::optional<int64_t> static_length(const InferContext& ctx, size_t i) {
@@ -63,7 +65,8 @@ void infer_concat(InferContext& ctx) {
     TRT_CHECK(s->size() == out->size(), ErrorCode::kInvalidArgument,
               "{}: inputs have ranks {} and {}", node.describe(), out->size(), s->size());
     for (size_t d = 0; d < s->size(); ++d)
-      if (static_cast<int64_t>(d) != axis) (*out)[d] = merge_dims((*out)[d], (*s)[d], node, "concat");
+      if (static_cast<int64_t>(d) != axis)
+        (*out)[d] = merge_dims((*out)[d], (*s)[d], node, "concat");
     if ((*s)[axis].is_static()) {
       axis_total += (*s)[axis].value;
     } else {
@@ -83,14 +86,16 @@ void infer_split(InferContext& ctx) {
     for (size_t i = 0; i < n; ++i) ctx.set_output(i, dt, std::nullopt);
     return;
   }
-  const int64_t axis = normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(s->size()), node);
+  const int64_t axis =
+      normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(s->size()), node);
   const Dim d = (*s)[axis];
   const bool split_given = ctx.opset >= 13 && ctx.has_input(1);
   std::vector<Dim> sizes(n);
   if (split_given && !ctx.constant(1)) {
     // sizes unknown
   } else if (d.is_static()) {
-    const auto v = split_sizes(node, ctx.opset, split_given ? ctx.constant(1) : nullptr, d.value, n);
+    const auto v =
+        split_sizes(node, ctx.opset, split_given ? ctx.constant(1) : nullptr, d.value, n);
     for (size_t i = 0; i < n; ++i) sizes[i] = Dim(v[i]);
   } else if (n == 1) {
     sizes[0] = d;
@@ -122,7 +127,8 @@ void infer_slice(InferContext& ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     const Dim d = (*s)[axes[i]];
     if (d.is_static()) {
-      out[axes[i]] = Dim(slice_range(d.value, args->starts[i], args->ends[i], args->steps[i]).count);
+      out[axes[i]] =
+          Dim(slice_range(d.value, args->starts[i], args->ends[i], args->steps[i]).count);
     } else if (args->starts[i] == 0 && args->steps[i] == 1 &&
                args->ends[i] >= std::numeric_limits<int32_t>::max()) {
       out[axes[i]] = d;  // the whole axis
@@ -142,7 +148,8 @@ void infer_gather(InferContext& ctx) {
   const auto& s = ctx.input_shape(0);
   const auto& is = ctx.input_shape(1);
   if (!s || !is) return ctx.set_output(0, dt, std::nullopt);
-  const int64_t axis = normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(s->size()), node);
+  const int64_t axis =
+      normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(s->size()), node);
   SymShape out(s->begin(), s->begin() + axis);
   out.insert(out.end(), is->begin(), is->end());
   out.insert(out.end(), s->begin() + axis + 1, s->end());
@@ -187,8 +194,7 @@ void infer_flatten(InferContext& ctx) {
   TRT_CHECK(axis >= -rank && axis <= rank, ErrorCode::kInvalidArgument,
             "{}: axis {} is out of range for rank {}", node.describe(), axis, rank);
   if (axis < 0) axis += rank;
-  ctx.set_output(0, dt,
-                 SymShape{dims_product(*s, 0, axis), dims_product(*s, axis, s->size())});
+  ctx.set_output(0, dt, SymShape{dims_product(*s, 0, axis), dims_product(*s, axis, s->size())});
 }
 
 void infer_transpose(InferContext& ctx) {
@@ -317,7 +323,8 @@ void infer_resize(InferContext& ctx) {
   Shape stand_in(s->size());
   for (size_t i = 0; i < s->size(); ++i) stand_in[i] = (*s)[i].is_static() ? (*s)[i].value : 1;
   const auto plan = resize_plan(node, ctx.opset, stand_in, roi, scales, sizes);
-  const bool stretch = ctx.opset < 18 || node.attr_string("keep_aspect_ratio_policy", "stretch") == "stretch";
+  const bool stretch =
+      ctx.opset < 18 || node.attr_string("keep_aspect_ratio_policy", "stretch") == "stretch";
   const bool by_sizes = sizes != nullptr && sizes->numel() > 0;
   SymShape out(s->size());
   for (size_t i = 0; i < s->size(); ++i) {
@@ -325,8 +332,7 @@ void infer_resize(InferContext& ctx) {
       out[i] = Dim(plan.out[i]);
     } else if (by_sizes && stretch) {
       out[i] = Dim(plan.out[i]);
-    } else if (!by_sizes && plan.scales[i] == 1.0 &&
-               node.attr_string("coordinate_transformation_mode", "") != "tf_crop_and_resize") {
+    } else if (!by_sizes && plan.scales[i] == 1.0f) {
       out[i] = (*s)[i];
     }
   }
@@ -371,7 +377,9 @@ void infer_constant_of_shape(InferContext& ctx) {
   ctx.set_output(0, dt, k ? OptShape(unknown_dims(*k)) : std::nullopt);
 }
 
-void infer_size(InferContext& ctx) { ctx.set_output(0, DataType::kInt64, SymShape{}); }
+void infer_size(InferContext& ctx) {
+  ctx.set_output(0, DataType::kInt64, SymShape{});
+}
 
 void infer_range(InferContext& ctx) {
   const DataType dt = ctx.input_dtype(0);
@@ -395,8 +403,8 @@ void infer_tile(InferContext& ctx) {
             s->size());
   SymShape out = *s;
   for (size_t i = 0; i < reps.size(); ++i) {
-    TRT_CHECK(reps[i] >= 0, ErrorCode::kInvalidArgument, "{}: negative repeat {}",
-              node.describe(), reps[i]);
+    TRT_CHECK(reps[i] >= 0, ErrorCode::kInvalidArgument, "{}: negative repeat {}", node.describe(),
+              reps[i]);
     if ((*s)[i].is_static()) {
       out[i] = Dim((*s)[i].value * reps[i]);
     } else if (reps[i] != 1) {

@@ -17,13 +17,14 @@ std::vector<int64_t> int_values(const Tensor* t, const ir::Node& node, const cha
   TRT_CHECK(t->dtype() == DataType::kInt64 || t->dtype() == DataType::kInt32,
             ErrorCode::kInvalidArgument, "{}: input '{}' must be int32 or int64, got {}",
             node.describe(), what, dtype_name(t->dtype()));
-  TRT_CHECK(t->rank() <= 1, ErrorCode::kInvalidArgument,
-            "{}: input '{}' must be 1-D, got shape {}", node.describe(), what,
-            shape_str(t->shape()));
+  TRT_CHECK(t->rank() <= 1, ErrorCode::kInvalidArgument, "{}: input '{}' must be 1-D, got shape {}",
+            node.describe(), what, shape_str(t->shape()));
   return t->to_int64_vector();
 }
 
-bool given(const Tensor* t) { return t != nullptr && t->numel() > 0; }
+bool given(const Tensor* t) {
+  return t != nullptr && t->numel() > 0;
+}
 
 }  // namespace
 
@@ -90,8 +91,8 @@ SliceRange slice_range(int64_t dim, int64_t start, int64_t end, int64_t step) {
     end = std::clamp<int64_t>(end, -1, dim - 1);
     // -step cannot overflow: step == INT64_MIN still gives count 1 when start > end
     const uint64_t s = static_cast<uint64_t>(-(step + 1)) + 1;
-    r.count = start > end ? static_cast<int64_t>((static_cast<uint64_t>(start - end) + s - 1) / s)
-                          : 0;
+    r.count =
+        start > end ? static_cast<int64_t>((static_cast<uint64_t>(start - end) + s - 1) / s) : 0;
   }
   r.start = r.count > 0 ? start : 0;
   return r;
@@ -124,8 +125,7 @@ ir::SymShape reshape_output(const ir::SymShape& in, const std::vector<int64_t>& 
     const int64_t t = target[i];
     if (t == -1) {
       TRT_CHECK(infer_at < 0, ErrorCode::kInvalidArgument,
-                "{}: the target shape {} has more than one -1", node.describe(),
-                shape_str(target));
+                "{}: the target shape {} has more than one -1", node.describe(), shape_str(target));
       infer_at = static_cast<int>(i);
     } else if (t == 0 && !allowzero) {
       TRT_CHECK(i < in.size(), ErrorCode::kInvalidArgument,
@@ -170,11 +170,20 @@ ir::SymShape reshape_output(const ir::SymShape& in, const std::vector<int64_t>& 
   if (infer_at >= 0) {
     if (syms_cancel) {
       TRT_CHECK(out_static != 0 && in_static % out_static == 0, ErrorCode::kInvalidArgument,
-                "{}: cannot reshape {} to {}: the element counts do not divide",
-                node.describe(), ir::sym_shape_str(in), shape_str(target));
+                "{}: cannot reshape {} to {}: the element counts do not divide", node.describe(),
+                ir::sym_shape_str(in), shape_str(target));
       out[infer_at] = ir::Dim(in_static / out_static);
     } else {
-      out[infer_at] = ir::Dim();
+      // One symbol left over and the static parts equal: the -1 is that symbol
+      // ([N, 3, 8, 8] -> [-1, 192] gives [N, 192]).
+      std::string left;
+      int left_count = 0;
+      for (const auto& [name, count] : syms) {
+        left_count += count;
+        if (count == 1) left = name;
+      }
+      const bool one_symbol = !in_unknown && !out_unknown && left_count == 1 && !left.empty();
+      out[infer_at] = one_symbol && in_static == out_static ? ir::Dim(left) : ir::Dim();
     }
   } else if (syms_cancel) {
     TRT_CHECK(in_static == out_static, ErrorCode::kInvalidArgument,
@@ -201,8 +210,8 @@ std::vector<int64_t> split_sizes(const ir::Node& node, int64_t opset, const Tens
               sizes.size(), num_outputs);
     int64_t total = 0;
     for (int64_t s : sizes) {
-      TRT_CHECK(s >= 0, ErrorCode::kInvalidArgument, "{}: negative split size {}",
-                node.describe(), s);
+      TRT_CHECK(s >= 0, ErrorCode::kInvalidArgument, "{}: negative split size {}", node.describe(),
+                s);
       total += s;
     }
     TRT_CHECK(total == dim, ErrorCode::kInvalidArgument,
@@ -364,7 +373,7 @@ ResizePlan resize_plan(const ir::Node& node, int64_t opset, const Shape& in, con
   const int64_t rank = static_cast<int64_t>(in.size());
   ResizePlan p;
   p.out = in;
-  p.scales.assign(in.size(), 1.0);
+  p.scales.assign(in.size(), 1.0f);
   p.roi_start.assign(in.size(), 0.0f);
   p.roi_end.assign(in.size(), 1.0f);
 
@@ -390,8 +399,8 @@ ResizePlan resize_plan(const ir::Node& node, int64_t opset, const Shape& in, con
 
   if (given(roi)) {
     const std::vector<float> r = roi->to_float_vector();
-    TRT_CHECK(r.size() == 2 * k, ErrorCode::kInvalidArgument,
-              "{}: roi has {} values, expected {}", node.describe(), r.size(), 2 * k);
+    TRT_CHECK(r.size() == 2 * k, ErrorCode::kInvalidArgument, "{}: roi has {} values, expected {}",
+              node.describe(), r.size(), 2 * k);
     for (size_t i = 0; i < k; ++i) {
       p.roi_start[axes[i]] = r[i];
       p.roi_end[axes[i]] = r[i + k];
@@ -407,11 +416,7 @@ ResizePlan resize_plan(const ir::Node& node, int64_t opset, const Shape& in, con
       TRT_CHECK(scales[i] > 0 && std::isfinite(scales[i]), ErrorCode::kInvalidArgument,
                 "{}: scale {} must be positive", node.describe(), scales[i]);
       p.scales[a] = scales[i];
-      double len = static_cast<double>(in[a]) * static_cast<double>(scales[i]);
-      if (node.op_type == "Resize" && opset >= 11 &&
-          node.attr_string("coordinate_transformation_mode", "") == "tf_crop_and_resize")
-        len *= static_cast<double>(p.roi_end[a]) - static_cast<double>(p.roi_start[a]);
-      p.out[a] = static_cast<int64_t>(std::floor(len));
+      p.out[a] = static_cast<int64_t>(scales[i] * static_cast<float>(in[a]));
     }
     return p;
   }
@@ -422,75 +427,70 @@ ResizePlan resize_plan(const ir::Node& node, int64_t opset, const Shape& in, con
   TRT_CHECK(sizes.size() == k, ErrorCode::kInvalidArgument,
             "{}: sizes has {} values but the input {} needs {}", node.describe(), sizes.size(),
             shape_str(in), k);
-  for (int64_t s : sizes)
-    TRT_CHECK(s >= 0, ErrorCode::kInvalidArgument, "{}: negative size {}", node.describe(), s);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t a = axes[i];
+    TRT_CHECK(sizes[i] >= 0, ErrorCode::kInvalidArgument, "{}: negative size {}", node.describe(),
+              sizes[i]);
+    TRT_CHECK(in[a] > 0 || sizes[i] == 0, ErrorCode::kInvalidArgument,
+              "{}: cannot resize the empty axis {} to size {}", node.describe(), a, sizes[i]);
+    p.out[a] = sizes[i];
+    p.scales[a] = in[a] > 0 ? static_cast<float>(sizes[i]) / static_cast<float>(in[a]) : 1.0f;
+  }
   const std::string policy =
       opset >= 18 ? node.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
-  if (policy == "stretch") {
-    for (size_t i = 0; i < k; ++i) {
-      const int64_t a = axes[i];
-      p.out[a] = sizes[i];
-      TRT_CHECK(in[a] > 0 || sizes[i] == 0, ErrorCode::kInvalidArgument,
-                "{}: cannot resize an empty axis {} to size {}", node.describe(), a, sizes[i]);
-      p.scales[a] = in[a] > 0 ? static_cast<double>(sizes[i]) / static_cast<double>(in[a]) : 1.0;
-    }
-    return p;
-  }
+  if (policy == "stretch") return p;
   TRT_CHECK(policy == "not_larger" || policy == "not_smaller", ErrorCode::kNotSupported,
             "{}: keep_aspect_ratio_policy '{}' is not supported", node.describe(), policy);
-  double scale = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
-  for (size_t i = 0; i < k; ++i) {
-    const int64_t a = axes[i];
-    TRT_CHECK(in[a] > 0, ErrorCode::kInvalidArgument,
-              "{}: keep_aspect_ratio_policy needs non-empty axes", node.describe());
-    const double s = static_cast<double>(sizes[i]) / static_cast<double>(in[a]);
-    scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
-  }
-  for (size_t i = 0; i < k; ++i) {
-    const int64_t a = axes[i];
+  float scale = policy == "not_larger" ? std::numeric_limits<float>::max() : 0.0f;
+  for (int64_t a : axes)
+    scale = policy == "not_larger" ? std::min(scale, p.scales[a]) : std::max(scale, p.scales[a]);
+  for (int64_t a : axes) {
     p.scales[a] = scale;
-    p.out[a] = static_cast<int64_t>(std::floor(scale * static_cast<double>(in[a]) + 0.5));
+    p.out[a] = static_cast<int64_t>(std::round(scale * static_cast<float>(in[a])));
   }
   return p;
 }
 
-double resize_coordinate(CoordMode mode, double x, double scale, int64_t len_out, int64_t len_in,
-                         float roi_start, float roi_end) {
+float resize_coordinate(CoordMode mode, float x, float scale, int64_t len_out, int64_t len_in,
+                        float roi_start, float roi_end) {
+  const float lo = static_cast<float>(len_out), li = static_cast<float>(len_in);
   switch (mode) {
-    case CoordMode::kHalfPixel: return (x + 0.5) / scale - 0.5;
+    case CoordMode::kHalfPixel:
+      return ((x + 0.5f) / scale) - 0.5f;
     case CoordMode::kHalfPixelSymmetric: {
-      const double adjustment =
-          static_cast<double>(len_out) / (scale * static_cast<double>(len_in));
-      const double center = static_cast<double>(len_in) / 2;
-      return center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
+      const float adjustment = lo / (scale * li);
+      const float offset = li / 2 * (1 - adjustment);
+      return static_cast<float>(offset + (x + 0.5) / scale - 0.5);
     }
-    case CoordMode::kPytorchHalfPixel: return len_out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case CoordMode::kPytorchHalfPixel:
+      return lo > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
     case CoordMode::kAlignCorners:
-      return len_out == 1 ? 0.0
-                          : x * static_cast<double>(len_in - 1) / static_cast<double>(len_out - 1);
-    case CoordMode::kAsymmetric: return x / scale;
-    case CoordMode::kTfHalfPixelForNN: return (x + 0.5) / scale;
-    case CoordMode::kTfCropAndResize: {
-      const double rs = roi_start, re = roi_end, li = static_cast<double>(len_in - 1);
-      return len_out > 1 ? rs * li + x * (re - rs) * li / static_cast<double>(len_out - 1)
-                         : 0.5 * (rs + re) * li;
-    }
+      return lo == 1 ? 0.0f : x * (li - 1) / (lo - 1);
+    case CoordMode::kAsymmetric:
+      return x / scale;
+    case CoordMode::kTfHalfPixelForNN:
+      return (x + 0.5f) / scale;
+    case CoordMode::kTfCropAndResize:
+      return lo > 1 ? roi_start * (li - 1) + (x * (roi_end - roi_start) * (li - 1)) / (lo - 1)
+                    : static_cast<float>(0.5 * (roi_start + roi_end) * (li - 1));
   }
   return x;
 }
 
-int64_t resize_nearest_index(NearestMode mode, double x, bool downsample) {
+int64_t resize_nearest_index(NearestMode mode, float x, bool downsample) {
   switch (mode) {
     case NearestMode::kSimple:
       return downsample ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
     case NearestMode::kRoundPreferFloor:
-      return x == std::floor(x) + 0.5 ? static_cast<int64_t>(std::floor(x))
-                                      : static_cast<int64_t>(std::round(x));
+      return x == std::floor(x) + 0.5f ? static_cast<int64_t>(std::floor(x))
+                                       : static_cast<int64_t>(std::round(x));
     case NearestMode::kRoundPreferCeil:
-      return x == std::floor(x) + 0.5 ? static_cast<int64_t>(std::ceil(x))
-                                      : static_cast<int64_t>(std::round(x));
-    case NearestMode::kFloor: return static_cast<int64_t>(std::floor(x));
-    case NearestMode::kCeil: return static_cast<int64_t>(std::ceil(x));
+      return x == std::floor(x) + 0.5f ? static_cast<int64_t>(std::ceil(x))
+                                       : static_cast<int64_t>(std::round(x));
+    case NearestMode::kFloor:
+      return static_cast<int64_t>(std::floor(x));
+    case NearestMode::kCeil:
+      return static_cast<int64_t>(std::ceil(x));
   }
   return 0;
 }
@@ -507,7 +507,8 @@ std::vector<int64_t> transpose_perm(const ir::Node& node, size_t rank) {
   std::vector<bool> seen(rank, false);
   for (auto& p : perm) {
     p = normalize_axis(p, static_cast<int64_t>(rank), node);
-    TRT_CHECK(!seen[p], ErrorCode::kInvalidArgument, "{}: perm repeats axis {}", node.describe(), p);
+    TRT_CHECK(!seen[p], ErrorCode::kInvalidArgument, "{}: perm repeats axis {}", node.describe(),
+              p);
     seen[p] = true;
   }
   return perm;
@@ -530,7 +531,12 @@ int64_t range_length(const Tensor& start, const Tensor& limit, const Tensor& del
   }
   const double a = start.at_double(0), b = limit.at_double(0), d = delta.at_double(0);
   TRT_CHECK(d != 0, ErrorCode::kInvalidArgument, "{}: delta is 0", node.describe());
-  const double n = std::ceil((b - a) / d);
+  // limit - start in the dtype's precision (float32 unless float64), then divided in double,
+  // as ONNX Runtime does.
+  const double span = dt == DataType::kFloat64
+                          ? b - a
+                          : static_cast<double>(static_cast<float>(b) - static_cast<float>(a));
+  const double n = std::ceil(span / d);
   TRT_CHECK(std::isfinite(n), ErrorCode::kInvalidArgument, "{}: the range is not finite",
             node.describe());
   return n > 0 ? static_cast<int64_t>(n) : 0;

@@ -99,19 +99,23 @@ struct ResizeInputs {
   int roi = -1, scales = -1, sizes = -1;
 };
 ResizeInputs resize_inputs(const ir::Node& node, int64_t opset);
+// Arithmetic follows ONNX Runtime's CPU kernel (the reference our end-to-end checks use):
+// scales and coordinates in float32; an axis whose scale is exactly 1 is copied unchanged.
 struct ResizePlan {
-  Shape out;                    // output shape
-  std::vector<double> scales;   // per axis, used by the coordinate transform
+  Shape out;                              // output shape
+  std::vector<float> scales;              // per axis, used by the coordinate transform
   std::vector<float> roi_start, roi_end;  // per axis (tf_crop_and_resize), defaults 0 / 1
 };
 // Output shape and effective scales for a static input shape. scales/sizes/roi are nullptr or
-// empty tensors when not given; at least one of scales/sizes must be non-empty.
+// empty tensors when not given; exactly one of scales/sizes must be non-empty. Output dims
+// from scales are trunc(scale * dim) in float (roi does not enter, as in ONNX Runtime and the
+// ONNX reference, although the spec text multiplies by roi_end - roi_start).
 ResizePlan resize_plan(const ir::Node& node, int64_t opset, const Shape& in, const Tensor* roi,
                        const Tensor* scales, const Tensor* sizes);
-// Maps an output coordinate to the input coordinate space.
-double resize_coordinate(CoordMode mode, double x, double scale, int64_t len_out, int64_t len_in,
-                         float roi_start, float roi_end);
+// Maps an output coordinate to the input coordinate space (float32, like ONNX Runtime).
+float resize_coordinate(CoordMode mode, float x, float scale, int64_t len_out, int64_t len_in,
+                        float roi_start, float roi_end);
 // Nearest input index (unclamped) for an input coordinate.
-int64_t resize_nearest_index(NearestMode mode, double x, bool downsample);
+int64_t resize_nearest_index(NearestMode mode, float x, bool downsample);
 
 }  // namespace trtutils::ops

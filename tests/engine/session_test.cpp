@@ -10,14 +10,6 @@
 namespace trtutils {
 namespace {
 
-ir::Attribute attr_ints(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
-
 ir::Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
   ir::Node n;
   n.op_type = std::move(op);

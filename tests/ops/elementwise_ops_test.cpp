@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "backends/cpu/elementwise_common.h"
 #include "core/check.h"
 #include "ops/elementwise_test_util.h"
 
@@ -69,7 +71,8 @@ TEST(ElementwiseBinary, FloatArithmeticKnownValues) {
   EXPECT_EQ(values(run1(make_node("Add", 2), 14, {a, b})), (std::vector<float>{3, 2, 2, 8.5f}));
   EXPECT_EQ(values(run1(make_node("Sub", 2), 14, {a, b})), (std::vector<float>{-1, -6, 4, 7.5f}));
   EXPECT_EQ(values(run1(make_node("Mul", 2), 14, {a, b})), (std::vector<float>{2, -8, -3, 4}));
-  EXPECT_EQ(values(run1(make_node("Div", 2), 14, {a, b})), (std::vector<float>{0.5f, -0.5f, -3, 16}));
+  EXPECT_EQ(values(run1(make_node("Div", 2), 14, {a, b})),
+            (std::vector<float>{0.5f, -0.5f, -3, 16}));
   EXPECT_EQ(values(run1(make_node("Pow", 2), 15, {a, f32({}, {2})})),
             (std::vector<float>{1, 4, 9, 64}));
 }
@@ -145,7 +148,8 @@ TEST(ElementwiseBinary, PowMixedTypes) {
   EXPECT_EQ(y.dtype(), DataType::kInt32);
   EXPECT_EQ(y.to_int64_vector(), (std::vector<int64_t>{1, 4, 2}));
   // int base, int exponent, negative exponents truncate
-  const Tensor z = run1(make_node("Pow", 2), 15, {i64({4}, {2, -3, 2, -1}), i32({4}, {10, 3, -1, -3})});
+  const Tensor z =
+      run1(make_node("Pow", 2), 15, {i64({4}, {2, -3, 2, -1}), i32({4}, {10, 3, -1, -3})});
   EXPECT_EQ(z.to_int64_vector(), (std::vector<int64_t>{1024, -27, 0, -1}));
 }
 
@@ -176,10 +180,14 @@ TEST(ElementwiseBinary, ComparisonsAndLogic) {
             DataType::kBool);
   const Tensor p = boolean({4}, {true, true, false, false});
   const Tensor q = boolean({4}, {true, false, true, false});
-  EXPECT_EQ(run1(make_node("And", 2), 7, {p, q}).to_int64_vector(), (std::vector<int64_t>{1, 0, 0, 0}));
-  EXPECT_EQ(run1(make_node("Or", 2), 7, {p, q}).to_int64_vector(), (std::vector<int64_t>{1, 1, 1, 0}));
-  EXPECT_EQ(run1(make_node("Xor", 2), 7, {p, q}).to_int64_vector(), (std::vector<int64_t>{0, 1, 1, 0}));
-  EXPECT_EQ(run1(make_node("Not", 1), 7, {p}).to_int64_vector(), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(run1(make_node("And", 2), 7, {p, q}).to_int64_vector(),
+            (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(run1(make_node("Or", 2), 7, {p, q}).to_int64_vector(),
+            (std::vector<int64_t>{1, 1, 1, 0}));
+  EXPECT_EQ(run1(make_node("Xor", 2), 7, {p, q}).to_int64_vector(),
+            (std::vector<int64_t>{0, 1, 1, 0}));
+  EXPECT_EQ(run1(make_node("Not", 1), 7, {p}).to_int64_vector(),
+            (std::vector<int64_t>{0, 0, 1, 1}));
   EXPECT_EQ(run1(make_node("Equal", 2), 11, {p, q}).to_int64_vector(),
             (std::vector<int64_t>{1, 0, 0, 1}));
 }
@@ -191,7 +199,8 @@ TEST(ElementwiseBinary, WhereBroadcastsAllThree) {
   const Tensor out = run1(make_node("Where", 3), 16, {c, x, y});
   EXPECT_EQ(out.shape(), (Shape{2, 3}));
   EXPECT_EQ(out.to_int64_vector(), (std::vector<int64_t>{1, 2, 3, -1, -1, -1}));
-  const Tensor f = run1(make_node("Where", 3), 16, {boolean({2}, {false, true}), f32({2}, {1, 2}), f32({2}, {3, 4})});
+  const Tensor f = run1(make_node("Where", 3), 16,
+                        {boolean({2}, {false, true}), f32({2}, {1, 2}), f32({2}, {3, 4})});
   EXPECT_EQ(values(f), (std::vector<float>{3, 2}));
 }
 
@@ -203,8 +212,8 @@ TEST(ElementwiseBinary, PReluBroadcastsSlopeOverChannels) {
   EXPECT_THROW(run1(make_node("PRelu", 2), 16, {f32({2}, {1, 2}), f32({2, 2}, {1, 2, 3, 4})}),
                Error);
   // Legacy per-channel slope [C] (opset <= 6 models): applied along axis 1.
-  const Tensor y = run1(make_node("PRelu", 2), 7, {f32({1, 2, 3}, {-1, -1, -1, -2, -2, -2}),
-                                                   f32({2}, {0.5f, 0.25f})});
+  const Tensor y = run1(make_node("PRelu", 2), 7,
+                        {f32({1, 2, 3}, {-1, -1, -1, -2, -2, -2}), f32({2}, {0.5f, 0.25f})});
   EXPECT_EQ(values(y), (std::vector<float>{-0.5f, -0.5f, -0.5f, -0.5f, -0.5f, -0.5f}));
   const auto inferred = infer(make_node("PRelu", 2), 7,
                               {InferInput{DataType::kFloat32, sym({ir::Dim("N"), 2, 3})},
@@ -249,8 +258,9 @@ TEST(ElementwiseUnary, MathKnownValues) {
   EXPECT_FLOAT_EQ(unary1("Erf", 0.5f), std::erf(0.5f));
   EXPECT_FLOAT_EQ(unary1("Sign", -3), -1);
   EXPECT_FLOAT_EQ(unary1("Sign", 0), 0);
-  EXPECT_EQ(values(run1(make_node("Round", 1), 11, {f32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})})),
-            (std::vector<float>{0, 2, 2, -0, -2, 2}));
+  EXPECT_EQ(
+      values(run1(make_node("Round", 1), 11, {f32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})})),
+      (std::vector<float>{0, 2, 2, -0, -2, 2}));
 }
 
 TEST(ElementwiseUnary, ActivationsKnownValues) {
@@ -296,10 +306,12 @@ TEST(ElementwiseUnary, IntegerUnaryOps) {
   EXPECT_EQ(run1(make_node("Abs", 1), 13, {a}).to_int64_vector(), (std::vector<int64_t>{5, 0, 7}));
   EXPECT_EQ(run1(make_node("Neg", 1), 13, {a}).to_int64_vector(), (std::vector<int64_t>{5, 0, -7}));
   EXPECT_EQ(run1(make_node("Relu", 1), 14, {a}).to_int64_vector(), (std::vector<int64_t>{0, 0, 7}));
-  EXPECT_EQ(run1(make_node("Sign", 1), 13, {a}).to_int64_vector(), (std::vector<int64_t>{-1, 0, 1}));
+  EXPECT_EQ(run1(make_node("Sign", 1), 13, {a}).to_int64_vector(),
+            (std::vector<int64_t>{-1, 0, 1}));
   EXPECT_THROW(run1(make_node("Sqrt", 1), 13, {a}), Error);
   try {
     run1(make_node("Exp", 1), 13, {a});
+    FAIL() << "Exp on int32 should be refused";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kNotSupported);
   }
@@ -340,7 +352,8 @@ TEST(ElementwiseUnary, IdentityCopies) {
 
 TEST(ElementwiseUnary, IsNaNIsInf) {
   const Tensor x = f32({4}, {NAN, INFINITY, -INFINITY, 1});
-  EXPECT_EQ(run1(make_node("IsNaN", 1), 13, {x}).to_int64_vector(), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(run1(make_node("IsNaN", 1), 13, {x}).to_int64_vector(),
+            (std::vector<int64_t>{1, 0, 0, 0}));
   EXPECT_EQ(run1(make_node("IsInf", 1, {attr_i("detect_negative", 0)}), 10, {x}).to_int64_vector(),
             (std::vector<int64_t>{0, 1, 0, 0}));
 }
@@ -362,14 +375,14 @@ TEST(ElementwiseInfer, BroadcastKeepsSymbolicDims) {
   EXPECT_EQ(out.dtype, DataType::kFloat32);
   ASSERT_TRUE(out.shape.has_value());
   EXPECT_EQ(*out.shape, sym({ir::Dim("N"), 3, 4}));
-  const auto cmp = infer(make_node("Less", 2), 17,
-                         {InferInput{DataType::kInt64, sym({ir::Dim("N")})},
-                          InferInput{DataType::kInt64, sym({})}});
+  const auto cmp = infer(
+      make_node("Less", 2), 17,
+      {InferInput{DataType::kInt64, sym({ir::Dim("N")})}, InferInput{DataType::kInt64, sym({})}});
   EXPECT_EQ(cmp.dtype, DataType::kBool);
   EXPECT_EQ(*cmp.shape, sym({ir::Dim("N")}));
-  const auto unknown = infer(make_node("Mul", 2), 17,
-                             {InferInput{DataType::kFloat32, std::nullopt},
-                              InferInput{DataType::kFloat32, sym({2})}});
+  const auto unknown = infer(
+      make_node("Mul", 2), 17,
+      {InferInput{DataType::kFloat32, std::nullopt}, InferInput{DataType::kFloat32, sym({2})}});
   EXPECT_FALSE(unknown.shape.has_value());
   EXPECT_THROW(infer(make_node("Add", 2), 17,
                      {InferInput{DataType::kFloat32, sym({2, 3})},
@@ -378,10 +391,10 @@ TEST(ElementwiseInfer, BroadcastKeepsSymbolicDims) {
 }
 
 TEST(ElementwiseInfer, WhereCastClipPReluUnary) {
-  const auto w = infer(make_node("Where", 3), 16,
-                       {InferInput{DataType::kBool, sym({ir::Dim("B"), 1})},
-                        InferInput{DataType::kInt64, sym({5})},
-                        InferInput{DataType::kInt64, sym({})}});
+  const auto w =
+      infer(make_node("Where", 3), 16,
+            {InferInput{DataType::kBool, sym({ir::Dim("B"), 1})},
+             InferInput{DataType::kInt64, sym({5})}, InferInput{DataType::kInt64, sym({})}});
   EXPECT_EQ(w.dtype, DataType::kInt64);
   EXPECT_EQ(*w.shape, sym({ir::Dim("B"), 5}));
   const auto c = infer(make_node("Cast", 1, {attr_i("to", 10)}), 13,
@@ -400,15 +413,17 @@ TEST(ElementwiseInfer, WhereCastClipPReluUnary) {
   EXPECT_EQ(g.dtype, DataType::kBFloat16);
   const auto n = infer(make_node("IsNaN", 1), 20, {InferInput{DataType::kFloat32, sym({3})}});
   EXPECT_EQ(n.dtype, DataType::kBool);
-  const auto s = infer(make_node("Sum", 3), 13,
-                       {InferInput{DataType::kFloat32, sym({3, 1})},
-                        InferInput{DataType::kFloat32, sym({1, 4})},
-                        InferInput{DataType::kFloat32, sym({4})}});
+  const auto s = infer(
+      make_node("Sum", 3), 13,
+      {InferInput{DataType::kFloat32, sym({3, 1})}, InferInput{DataType::kFloat32, sym({1, 4})},
+       InferInput{DataType::kFloat32, sym({4})}});
   EXPECT_EQ(*s.shape, sym({3, 4}));
 }
 
-// ---- Cast ----------------------------------------------------------------------------------------
-Tensor cast(const Tensor& x, DataType to, int64_t opset = 19, std::optional<int64_t> saturate = {}) {
+// ---- Cast
+// ----------------------------------------------------------------------------------------
+Tensor cast(const Tensor& x, DataType to, int64_t opset = 19,
+            std::optional<int64_t> saturate = {}) {
   std::vector<ir::Attribute> attrs = {attr_i("to", static_cast<int64_t>(to))};
   if (saturate) attrs.push_back(attr_i("saturate", *saturate));
   return run1(make_node("Cast", 1, attrs), opset, {x});
@@ -427,6 +442,43 @@ TEST(CastTest, Fp32Fp16RoundTrip) {
   EXPECT_EQ(values(back)[1], -2.5f);
   EXPECT_EQ(values(back)[2], 65504.0f);
   EXPECT_TRUE(std::isinf(values(back)[4]));
+}
+
+// The kernels' inline fp16/bf16 conversions must equal dtype.h's reference ones bit for bit.
+TEST(CastTest, FastHalfConversionsMatchDtypeReference) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const half h{static_cast<uint16_t>(b)};
+    const float ref = half_to_float(h);
+    const float got = cpu::ew::fast_half_to_float(h);
+    if (std::isnan(ref)) {
+      ASSERT_TRUE(std::isnan(got)) << b;
+    } else {
+      ASSERT_EQ(std::memcmp(&ref, &got, 4), 0) << b;
+    }
+    const bfloat16 bf{static_cast<uint16_t>(b)};
+    const float bref = bfloat16_to_float(bf);
+    const float bgot = cpu::ew::fast_bfloat16_to_float(bf);
+    ASSERT_EQ(std::memcmp(&bref, &bgot, 4), 0) << b;
+    // Floats at, next to and halfway between fp16 values (ties included).
+    uint32_t fb;
+    std::memcpy(&fb, &ref, 4);
+    for (int64_t d : {-0x1001, -0x1000, -0xfff, -1, 0, 1, 0xfff, 0x1000, 0x1001}) {
+      const uint32_t q = static_cast<uint32_t>(static_cast<int64_t>(fb) + d);
+      float f;
+      std::memcpy(&f, &q, 4);
+      ASSERT_EQ(cpu::ew::fast_float_to_half(f).bits, float_to_half(f).bits) << std::hex << q;
+      ASSERT_EQ(cpu::ew::fast_float_to_bfloat16(f).bits, float_to_bfloat16(f).bits)
+          << std::hex << q;
+    }
+  }
+  for (uint64_t q = 0; q < 0x100000000ull; q += 4099) {
+    float f;
+    const uint32_t q32 = static_cast<uint32_t>(q);
+    std::memcpy(&f, &q32, 4);
+    ASSERT_EQ(cpu::ew::fast_float_to_half(f).bits, float_to_half(f).bits) << std::hex << q32;
+    ASSERT_EQ(cpu::ew::fast_float_to_bfloat16(f).bits, float_to_bfloat16(f).bits)
+        << std::hex << q32;
+  }
 }
 
 TEST(CastTest, DoubleToHalfRoundsOnce) {
@@ -470,7 +522,8 @@ TEST(CastTest, Fp32Fp16Fp8RoundTrips) {
 
 TEST(CastTest, FloatToIntAndBool) {
   const Tensor x = f32({6}, {1.9f, -1.9f, 0.0f, NAN, 300.0f, -0.0f});
-  EXPECT_EQ(cast(x, DataType::kInt32).to_int64_vector(), (std::vector<int64_t>{1, -1, 0, 0, 300, 0}));
+  EXPECT_EQ(cast(x, DataType::kInt32).to_int64_vector(),
+            (std::vector<int64_t>{1, -1, 0, 0, 300, 0}));
   EXPECT_EQ(cast(x, DataType::kUInt8).to_int64_vector(),
             (std::vector<int64_t>{1, 255, 0, 0, 44, 0}));  // wraps through int64 like numpy
   EXPECT_EQ(cast(x, DataType::kBool).to_int64_vector(), (std::vector<int64_t>{1, 1, 0, 1, 1, 0}));

@@ -114,7 +114,9 @@ inline int64_t broadcast_source(const Shape& out, const Shape& in, int64_t out_i
   return src;
 }
 
-inline std::vector<float> values(const Tensor& t) { return t.to_float_vector(); }
+inline std::vector<float> values(const Tensor& t) {
+  return t.to_float_vector();
+}
 
 // Shape inference through the registry: inputs given as (dtype, shape) with optional constants.
 struct InferInput {
@@ -149,6 +151,8 @@ inline ir::ValueInfo infer(const ir::Node& node, int64_t opset,
   return ctx.outputs.at(0);
 }
 
-inline ir::SymShape sym(std::initializer_list<ir::Dim> dims) { return ir::SymShape(dims); }
+inline ir::SymShape sym(std::initializer_list<ir::Dim> dims) {
+  return ir::SymShape(dims);
+}
 
 }  // namespace trtutils::ew_testing

@@ -20,16 +20,21 @@ ErrorCode code_of(const std::function<void()>& f) {
   return static_cast<ErrorCode>(-1);
 }
 
-Tensor scalar_f32(float v) { return f32({}, {v}); }
+Tensor scalar_f32(float v) {
+  return f32({}, {v});
+}
 
 TEST(QuantizeLinear, TiesRoundToEvenAndSaturate) {
   const Tensor x = f32({7}, {0, 2.5f, 3.5f, -2.5f, -3.5f, 1000, -1000});
-  expect_tensor(run1(node("QuantizeLinear"), 13, {x, scalar_f32(1), i8({}, {0})}),
-                DataType::kInt8, {7}, {0, 2, 4, -2, -4, 127, -128});
+  expect_tensor(run1(node("QuantizeLinear"), 13, {x, scalar_f32(1), i8({}, {0})}), DataType::kInt8,
+                {7}, {0, 2, 4, -2, -4, 127, -128});
   // uint8 with a zero point: round(x / 2) + 128
-  expect_tensor(run1(node("QuantizeLinear"), 10,
-                     {f32({4}, {5, 7, -5, -600}), scalar_f32(2), u8({}, {128})}),
-                DataType::kUInt8, {4}, {130, 132, 126, 0});
+  expect_tensor(
+      run1(node("QuantizeLinear"), 10, {f32({4}, {5, 7, -5, -600}), scalar_f32(2), u8({}, {128})}),
+      DataType::kUInt8, {4}, {130, 132, 126, 0});
+  // scalar scale with a one-element 1-D zero point: still per tensor
+  expect_tensor(run1(node("QuantizeLinear"), 13, {f32({2}, {5, 7}), scalar_f32(2), u8({1}, {1})}),
+                DataType::kUInt8, {2}, {3, 5});
   // no zero point: uint8, zero 0
   expect_tensor(run1(node("QuantizeLinear"), 13, {f32({3}, {-1, 1.5f, 300}), scalar_f32(1)}),
                 DataType::kUInt8, {3}, {0, 2, 255});
@@ -43,34 +48,38 @@ TEST(QuantizeLinear, TiesRoundToEvenAndSaturate) {
 
 TEST(QuantizeLinear, PerAxisAndBlocked) {
   const Tensor x = f32({2, 3}, {4, 4, 4, -6, 9, -10});
-  expect_tensor(run1(node("QuantizeLinear"), 13,
-                     {x, f32({3}, {1, 2, 4}), i8({3}, {0, 1, -1})}),
+  expect_tensor(run1(node("QuantizeLinear"), 13, {x, f32({3}, {1, 2, 4}), i8({3}, {0, 1, -1})}),
                 DataType::kInt8, {2, 3}, {4, 3, 0, -6, 5, -3});
   // axis 0
-  expect_tensor(run1(node("QuantizeLinear", {ai("axis", 0)}), 13,
-                     {x, f32({2}, {2, 1}), u8({2}, {10, 20})}),
-                DataType::kUInt8, {2, 3}, {12, 12, 12, 14, 29, 10});
+  expect_tensor(
+      run1(node("QuantizeLinear", {ai("axis", 0)}), 13, {x, f32({2}, {2, 1}), u8({2}, {10, 20})}),
+      DataType::kUInt8, {2, 3}, {12, 12, 12, 14, 29, 10});
   // blocked, block 2 on axis 1: scales [[1, 2], [4, 8]]
   const Tensor xb = f32({2, 4}, {2, 4, 6, 8, 8, 16, 8, 16});
   expect_tensor(run1(node("QuantizeLinear", {ai("axis", 1), ai("block_size", 2)}), 21,
                      {xb, f32({2, 2}, {1, 2, 4, 8}), i8({2, 2}, {0, 0, 0, 1})}),
                 DataType::kInt8, {2, 4}, {2, 4, 3, 4, 2, 4, 2, 3});
   // uneven last block: 5 elements, block 2 -> 3 scales
-  expect_tensor(run1(node("QuantizeLinear", {ai("axis", 1), ai("block_size", 2)}), 21,
-                     {f32({1, 5}, {1, 1, 1, 1, 1}), f32({1, 3}, {1, 0.5f, 0.25f}), i8({1, 3}, {0, 0, 0})}),
-                DataType::kInt8, {1, 5}, {1, 1, 2, 2, 4});
+  expect_tensor(
+      run1(node("QuantizeLinear", {ai("axis", 1), ai("block_size", 2)}), 21,
+           {f32({1, 5}, {1, 1, 1, 1, 1}), f32({1, 3}, {1, 0.5f, 0.25f}), i8({1, 3}, {0, 0, 0})}),
+      DataType::kInt8, {1, 5}, {1, 1, 2, 2, 4});
 }
 
 TEST(QuantizeLinear, ScaleShapeErrors) {
   const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  EXPECT_EQ(code_of([&] { run1(node("QuantizeLinear"), 13, {x, f32({2}, {1, 1})}); }),
+  EXPECT_EQ(code_of([&] {
+              run1(node("QuantizeLinear"), 13, {x, f32({2}, {1, 1})});
+            }),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] {
               run1(node("QuantizeLinear"), 13, {x, f32({3}, {1, 1, 1}), u8({2}, {0, 0})});
             }),
             ErrorCode::kInvalidArgument);
   // per-axis scales are opset 13+
-  EXPECT_EQ(code_of([&] { run1(node("QuantizeLinear"), 10, {x, f32({3}, {1, 1, 1})}); }),
+  EXPECT_EQ(code_of([&] {
+              run1(node("QuantizeLinear"), 10, {x, f32({3}, {1, 1, 1})});
+            }),
             ErrorCode::kInvalidArgument);
   // blocked with a wrong block count
   EXPECT_EQ(code_of([&] {
@@ -79,10 +88,11 @@ TEST(QuantizeLinear, ScaleShapeErrors) {
             }),
             ErrorCode::kInvalidArgument);
   // zero point and output_dtype disagree
-  EXPECT_EQ(code_of([&] {
-              run1(node("QuantizeLinear", {ai("output_dtype", 3)}), 21, {x, scalar_f32(1), u8({}, {0})});
-            }),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      code_of([&] {
+        run1(node("QuantizeLinear", {ai("output_dtype", 3)}), 21, {x, scalar_f32(1), u8({}, {0})});
+      }),
+      ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of([&] {
               run1(node("DequantizeLinear"), 13, {u8({3}, {1, 2, 3}), f32({2}, {1, 1})});
             }),
@@ -121,7 +131,8 @@ TEST(QuantizeLinear, Float8SaturateAndHalfInputs) {
   EXPECT_EQ(sat.data<uint8_t>()[0], 0x7e);  // 448
   EXPECT_EQ(sat.data<uint8_t>()[1], 0x3c);  // 1.5
   EXPECT_EQ(sat.data<uint8_t>()[2], 0xfe);  // -448
-  const Tensor nosat = run1(node("QuantizeLinear", {ai("saturate", 0)}), 19, {x, scalar_f32(2), zp});
+  const Tensor nosat =
+      run1(node("QuantizeLinear", {ai("saturate", 0)}), 19, {x, scalar_f32(2), zp});
   EXPECT_EQ(nosat.data<uint8_t>()[0], 0x7f);  // NaN
   EXPECT_EQ(nosat.data<uint8_t>()[2], 0xff);
   Tensor zp5(DataType::kFloat8E5M2, {});
@@ -140,9 +151,9 @@ TEST(QuantizeLinear, Float8SaturateAndHalfInputs) {
 }
 
 TEST(DequantizeLinear, PerTensorAxisBlockedAndTypes) {
-  expect_tensor(run1(node("DequantizeLinear"), 10,
-                     {i8({3}, {-128, 0, 127}), scalar_f32(0.5f), i8({}, {-1})}),
-                DataType::kFloat32, {3}, {-63.5, 0.5, 64});
+  expect_tensor(
+      run1(node("DequantizeLinear"), 10, {i8({3}, {-128, 0, 127}), scalar_f32(0.5f), i8({}, {-1})}),
+      DataType::kFloat32, {3}, {-63.5, 0.5, 64});
   expect_tensor(run1(node("DequantizeLinear"), 13, {u8({2}, {0, 255}), scalar_f32(2)}),
                 DataType::kFloat32, {2}, {0, 510});
   // int32 input (bias)
@@ -181,18 +192,23 @@ TEST(DequantizeLinear, PerTensorAxisBlockedAndTypes) {
 
 TEST(QuantInfer, OutputDtypes) {
   const ir::SymShape s = {ir::Dim("N"), ir::Dim(4)};
-  auto q = infer(node("QuantizeLinear"), 13, {{DataType::kFloat32, s}, {DataType::kFloat32, ir::SymShape{}}});
+  auto q = infer(node("QuantizeLinear"), 13,
+                 {{DataType::kFloat32, s}, {DataType::kFloat32, ir::SymShape{}}});
   EXPECT_EQ(q[0].dtype, DataType::kUInt8);
   EXPECT_EQ(sym(q[0].shape), "[N, 4]");
   q = infer(node("QuantizeLinear"), 13,
-            {{DataType::kFloat32, s}, {DataType::kFloat32, ir::SymShape{}}, {DataType::kInt8, ir::SymShape{}}});
+            {{DataType::kFloat32, s},
+             {DataType::kFloat32, ir::SymShape{}},
+             {DataType::kInt8, ir::SymShape{}}});
   EXPECT_EQ(q[0].dtype, DataType::kInt8);
   q = infer(node("QuantizeLinear", {ai("output_dtype", 22)}), 21,
             {{DataType::kFloat32, s}, {DataType::kFloat32, ir::SymShape{}}});
   EXPECT_EQ(q[0].dtype, DataType::kInt4);
-  auto d = infer(node("DequantizeLinear"), 19, {{DataType::kInt8, s}, {DataType::kFloat16, ir::SymShape{}}});
+  auto d = infer(node("DequantizeLinear"), 19,
+                 {{DataType::kInt8, s}, {DataType::kFloat16, ir::SymShape{}}});
   EXPECT_EQ(d[0].dtype, DataType::kFloat16);
-  d = infer(node("DequantizeLinear"), 13, {{DataType::kInt8, s}, {DataType::kFloat32, ir::SymShape{}}});
+  d = infer(node("DequantizeLinear"), 13,
+            {{DataType::kInt8, s}, {DataType::kFloat32, ir::SymShape{}}});
   EXPECT_EQ(d[0].dtype, DataType::kFloat32);
   EXPECT_EQ(sym(d[0].shape), "[N, 4]");
 }

@@ -50,7 +50,8 @@ void expect_reduce_matches(const char* onnx_op, const char* naive_op, const Shap
   Tensor axes_t = i64({static_cast<int64_t>(axes.size())}, axes);
   ir::Node node;
   if (axes_input) {
-    node = make_node(onnx_op, 2, attrs, axes.empty() ? std::vector<size_t>{1} : std::vector<size_t>{});
+    node =
+        make_node(onnx_op, 2, attrs, axes.empty() ? std::vector<size_t>{1} : std::vector<size_t>{});
   } else {
     if (!axes.empty()) attrs.push_back(attr_ints("axes", axes));
     node = make_node(onnx_op, 1, attrs);
@@ -62,8 +63,10 @@ void expect_reduce_matches(const char* onnx_op, const char* naive_op, const Shap
   for (int64_t a : axes) red[a < 0 ? a + static_cast<int64_t>(shape.size()) : a] = true;
   Shape want;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (!red[d]) want.push_back(shape[d]);
-    else if (keepdims) want.push_back(1);
+    if (!red[d])
+      want.push_back(shape[d]);
+    else if (keepdims)
+      want.push_back(1);
   }
   ASSERT_EQ(y.shape(), want) << onnx_op;
   const auto ref = naive_reduce(x, red, naive_op);
@@ -99,7 +102,8 @@ TEST(ReduceTest, LargeShapesUseParallelPath) {
 
 TEST(ReduceTest, KnownValuesAndSize1Dims) {
   const Tensor x = f32({2, 1, 3}, {1, 2, 3, 4, 5, 6});
-  const Tensor y = run1(make_node("ReduceSum", 1, {attr_ints("axes", {1}), attr_i("keepdims", 0)}), 11, {x});
+  const Tensor y =
+      run1(make_node("ReduceSum", 1, {attr_ints("axes", {1}), attr_i("keepdims", 0)}), 11, {x});
   EXPECT_EQ(y.shape(), (Shape{2, 3}));
   EXPECT_EQ(values(y), values(x));
   const Tensor m = run1(make_node("ReduceMean", 1, {attr_ints("axes", {2})}), 11, {x});
@@ -107,7 +111,8 @@ TEST(ReduceTest, KnownValuesAndSize1Dims) {
   EXPECT_EQ(values(m), (std::vector<float>{2, 5}));
   const Tensor mn = run1(make_node("ReduceMin", 1, {attr_ints("axes", {0})}), 11, {x});
   EXPECT_EQ(values(mn), (std::vector<float>{1, 2, 3}));
-  const Tensor l1 = run1(make_node("ReduceL1", 1, {attr_i("keepdims", 0)}), 11, {f32({3}, {-1, 2, -3})});
+  const Tensor l1 =
+      run1(make_node("ReduceL1", 1, {attr_i("keepdims", 0)}), 11, {f32({3}, {-1, 2, -3})});
   EXPECT_EQ(l1.shape(), Shape{});
   EXPECT_EQ(values(l1)[0], 6);
   const Tensor ss = run1(make_node("ReduceSumSquare", 1), 11, {f32({2}, {3, 4})});
@@ -122,7 +127,8 @@ TEST(ReduceTest, NoopWithEmptyAxes) {
   const Tensor x = f32({2, 2}, {1, -2, 3, 4});
   const Tensor axes = i64({0}, {});
   // Empty axes input + noop -> identity.
-  const Tensor y = run1(make_node("ReduceSum", 2, {attr_i("noop_with_empty_axes", 1)}), 13, {x, axes});
+  const Tensor y =
+      run1(make_node("ReduceSum", 2, {attr_i("noop_with_empty_axes", 1)}), 13, {x, axes});
   EXPECT_EQ(y.shape(), (Shape{2, 2}));
   EXPECT_EQ(values(y), values(x));
   // Omitted axes + noop -> identity as well; without noop -> reduce all.
@@ -136,17 +142,20 @@ TEST(ReduceTest, NoopWithEmptyAxes) {
 
 TEST(ReduceTest, IntegerTypes) {
   const Tensor x = i64({2, 3}, {1, 2, 3, 4, 5, 7});
-  EXPECT_EQ(run1(make_node("ReduceSum", 1, {attr_ints("axes", {1}), attr_i("keepdims", 0)}), 11, {x})
-                .to_int64_vector(),
-            (std::vector<int64_t>{6, 16}));
-  EXPECT_EQ(run1(make_node("ReduceMean", 1, {attr_ints("axes", {1}), attr_i("keepdims", 0)}), 11, {x})
-                .to_int64_vector(),
-            (std::vector<int64_t>{2, 5}));  // 16/3 truncates
+  EXPECT_EQ(
+      run1(make_node("ReduceSum", 1, {attr_ints("axes", {1}), attr_i("keepdims", 0)}), 11, {x})
+          .to_int64_vector(),
+      (std::vector<int64_t>{6, 16}));
+  EXPECT_EQ(
+      run1(make_node("ReduceMean", 1, {attr_ints("axes", {1}), attr_i("keepdims", 0)}), 11, {x})
+          .to_int64_vector(),
+      (std::vector<int64_t>{2, 5}));  // 16/3 truncates
   EXPECT_EQ(run1(make_node("ReduceProd", 1, {attr_i("keepdims", 0)}), 11, {x}).to_int64_vector(),
             (std::vector<int64_t>{840}));
   const Tensor xi = i32({3}, {-5, 3, -9});
   EXPECT_EQ(run1(make_node("ReduceMax", 1), 13, {xi}).to_int64_vector(), (std::vector<int64_t>{3}));
-  EXPECT_EQ(run1(make_node("ReduceMin", 1), 13, {xi}).to_int64_vector(), (std::vector<int64_t>{-9}));
+  EXPECT_EQ(run1(make_node("ReduceMin", 1), 13, {xi}).to_int64_vector(),
+            (std::vector<int64_t>{-9}));
   const Tensor b = boolean({3}, {false, true, false});
   EXPECT_EQ(run1(make_node("ReduceMax", 1), 20, {b}).to_int64_vector(), (std::vector<int64_t>{1}));
   EXPECT_EQ(run1(make_node("ReduceMin", 1), 20, {b}).to_int64_vector(), (std::vector<int64_t>{0}));
@@ -181,8 +190,9 @@ TEST(ReduceTest, ShapeInference) {
                        {InferInput{DataType::kFloat32, in}});
   EXPECT_EQ(*a.shape, sym({ir::Dim("N"), 3, 1, 1}));
   const Tensor axes = i64({1}, {-1});
-  const auto b = infer(make_node("ReduceSum", 2, {attr_i("keepdims", 0)}), 13,
-                       {InferInput{DataType::kFloat32, in}, InferInput{DataType::kInt64, sym({1}), &axes}});
+  const auto b =
+      infer(make_node("ReduceSum", 2, {attr_i("keepdims", 0)}), 13,
+            {InferInput{DataType::kFloat32, in}, InferInput{DataType::kInt64, sym({1}), &axes}});
   EXPECT_EQ(*b.shape, sym({ir::Dim("N"), 3, 4}));
   // Axes from a non-constant input: rank is kept with keepdims, unknown otherwise.
   const auto c = infer(make_node("ReduceMax", 2), 18,
@@ -192,8 +202,9 @@ TEST(ReduceTest, ShapeInference) {
   EXPECT_EQ(c.shape->size(), 3u);
   EXPECT_EQ((*c.shape)[1], ir::Dim(1));
   EXPECT_FALSE((*c.shape)[0].is_static());
-  const auto d = infer(make_node("ReduceMax", 2, {attr_i("keepdims", 0)}), 18,
-                       {InferInput{DataType::kFloat32, in}, InferInput{DataType::kInt64, sym({1})}});
+  const auto d =
+      infer(make_node("ReduceMax", 2, {attr_i("keepdims", 0)}), 18,
+            {InferInput{DataType::kFloat32, in}, InferInput{DataType::kInt64, sym({1})}});
   EXPECT_FALSE(d.shape.has_value());
   const auto e = infer(make_node("ReduceSum", 1, {attr_i("keepdims", 0)}), 11,
                        {InferInput{DataType::kInt64, in}});
@@ -276,8 +287,8 @@ TEST(SoftmaxTest, LargeTensorAndHalf) {
 }
 
 TEST(SoftmaxTest, ShapeInference) {
-  const auto s = infer(make_node("Softmax", 1), 13,
-                       {InferInput{DataType::kFloat32, sym({ir::Dim("N"), 10})}});
+  const auto s =
+      infer(make_node("Softmax", 1), 13, {InferInput{DataType::kFloat32, sym({ir::Dim("N"), 10})}});
   EXPECT_EQ(*s.shape, sym({ir::Dim("N"), 10}));
   EXPECT_THROW(infer(make_node("Softmax", 1, {attr_i("axis", 2)}), 11,
                      {InferInput{DataType::kFloat32, sym({2, 3})}}),

@@ -79,18 +79,30 @@ template <typename T>
 Tensor make(DataType dt, Shape s, std::vector<T> v) {
   return Tensor::from_vector<T>(dt, std::move(s), v);
 }
-inline Tensor f32(Shape s, std::vector<float> v) { return make(DataType::kFloat32, std::move(s), v); }
-inline Tensor i64(Shape s, std::vector<int64_t> v) { return make(DataType::kInt64, std::move(s), v); }
-inline Tensor i32(Shape s, std::vector<int32_t> v) { return make(DataType::kInt32, std::move(s), v); }
-inline Tensor u8(Shape s, std::vector<uint8_t> v) { return make(DataType::kUInt8, std::move(s), v); }
-inline Tensor i8(Shape s, std::vector<int8_t> v) { return make(DataType::kInt8, std::move(s), v); }
+inline Tensor f32(Shape s, std::vector<float> v) {
+  return make(DataType::kFloat32, std::move(s), v);
+}
+inline Tensor i64(Shape s, std::vector<int64_t> v) {
+  return make(DataType::kInt64, std::move(s), v);
+}
+inline Tensor i32(Shape s, std::vector<int32_t> v) {
+  return make(DataType::kInt32, std::move(s), v);
+}
+inline Tensor u8(Shape s, std::vector<uint8_t> v) {
+  return make(DataType::kUInt8, std::move(s), v);
+}
+inline Tensor i8(Shape s, std::vector<int8_t> v) {
+  return make(DataType::kInt8, std::move(s), v);
+}
 inline Tensor iota_f32(Shape s) {
   Tensor t(DataType::kFloat32, std::move(s));
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>(i);
   return t;
 }
 // An undefined tensor: the optional input is omitted.
-inline Tensor none() { return Tensor(); }
+inline Tensor none() {
+  return Tensor();
+}
 
 // Runs the node's CPU kernel; inputs "x0".. are named, undefined tensors are omitted ("").
 inline std::vector<Tensor> run(ir::Node n, int64_t opset, const std::vector<Tensor>& ins) {
@@ -111,11 +123,13 @@ inline std::vector<double> values(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.at_double(i));
   return v;
 }
-inline std::vector<double> dv(std::vector<double> v) { return v; }
+inline std::vector<double> dv(std::vector<double> v) {
+  return v;
+}
 
 // Expects dtype, shape and values (|a-b| <= tol).
-inline void expect_tensor(const Tensor& t, DataType dt, const Shape& s, const std::vector<double>& v,
-                          double tol = 0) {
+inline void expect_tensor(const Tensor& t, DataType dt, const Shape& s,
+                          const std::vector<double>& v, double tol = 0) {
   EXPECT_EQ(t.dtype(), dt) << dtype_name(t.dtype());
   EXPECT_EQ(t.shape(), s) << shape_str(t.shape());
   const auto got = values(t);

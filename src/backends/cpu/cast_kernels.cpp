@@ -32,7 +32,9 @@ Inter intermediate_of(DataType t) {
   return Inter::kUInt64;
 }
 
-int nibble(const uint8_t* p, int64_t i) { return (p[i >> 1] >> ((i & 1) * 4)) & 0xf; }
+int nibble(const uint8_t* p, int64_t i) {
+  return (p[i >> 1] >> ((i & 1) * 4)) & 0xf;
+}
 
 // Loads elements [b, b + n) of x into buf (type I).
 template <typename I>
@@ -88,8 +90,9 @@ void store_chunk(Tensor& y, int64_t b, int64_t n, const I* buf, bool saturate) {
     for (int64_t i = 0; i < n; ++i) {
       int v;
       if constexpr (std::is_same_v<I, double>) {
-        v = std::isnan(buf[i]) ? 0
-                               : static_cast<int>(std::nearbyint(std::clamp<double>(buf[i], lo, hi)));
+        v = std::isnan(buf[i])
+                ? 0
+                : static_cast<int>(std::nearbyint(std::clamp<double>(buf[i], lo, hi)));
       } else if constexpr (std::is_signed_v<I>) {
         v = static_cast<int>(std::clamp<I>(buf[i], lo, hi));
       } else {
@@ -128,11 +131,13 @@ bool castable(DataType t) {
     case DataType::kUInt64:
     case DataType::kBool:
     case DataType::kInt4:
-    case DataType::kUInt4: return true;
+    case DataType::kUInt4:
+      return true;
     case DataType::kUndefined:
     case DataType::kString:
     case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2FNUZ: return false;
+    case DataType::kFloat8E5M2FNUZ:
+      return false;
   }
   return false;
 }
@@ -166,10 +171,32 @@ Tensor cast_tensor(const Tensor& x, DataType to, bool saturate, const ir::Node& 
             dtype_name(to));
   if (x.dtype() == to) return x.clone();
   Tensor y(to, x.shape());
+  // Between float32/float16/bfloat16 a direct conversion is one correct rounding (the load is
+  // exact): the common mixed-precision casts skip the intermediate.
+  using F32Family = Types<DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16>;
+  bool done = false;
+  try_dispatch(x.dtype(), F32Family{}, [&](auto src) {
+    done = try_dispatch(to, F32Family{}, [&](auto dst) {
+      using S = typename decltype(src)::type;
+      using D = typename decltype(dst)::type;
+      const S* px = x.data<S>();
+      D* py = y.data<D>();
+      parallel_for(x.numel(), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = store<D>(load(px[i]));
+      });
+    });
+  });
+  if (done) return y;
   switch (intermediate_of(x.dtype())) {
-    case Inter::kDouble: cast_via<double>(x, y, saturate); break;
-    case Inter::kInt64: cast_via<int64_t>(x, y, saturate); break;
-    case Inter::kUInt64: cast_via<uint64_t>(x, y, saturate); break;
+    case Inter::kDouble:
+      cast_via<double>(x, y, saturate);
+      break;
+    case Inter::kInt64:
+      cast_via<int64_t>(x, y, saturate);
+      break;
+    case Inter::kUInt64:
+      cast_via<uint64_t>(x, y, saturate);
+      break;
   }
   return y;
 }
@@ -195,8 +222,7 @@ void register_cast_kernels(KernelRegistry& r) {
          }});
   r.add({"CastLike", "", [](KernelContext& ctx) {
            const bool saturate = ctx.node.attr_int("saturate", 1) != 0;
-           ctx.outputs.at(0) =
-               cast_tensor(ctx.input(0), ctx.input(1).dtype(), saturate, ctx.node);
+           ctx.outputs.at(0) = cast_tensor(ctx.input(0), ctx.input(1).dtype(), saturate, ctx.node);
          }});
 }
 

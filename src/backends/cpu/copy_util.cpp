@@ -16,7 +16,9 @@ size_t element_bytes(DataType dt, const ir::Node& node) {
   return static_cast<size_t>(bits / 8);
 }
 
-bool is_int4(DataType dt) { return dt == DataType::kInt4 || dt == DataType::kUInt4; }
+bool is_int4(DataType dt) {
+  return dt == DataType::kInt4 || dt == DataType::kUInt4;
+}
 
 Tensor unpack_int4(const Tensor& t) {
   Tensor out(DataType::kUInt8, t.shape());
@@ -83,7 +85,9 @@ void store_from_double(DataType dt, void* dst, double v) {
       std::memcpy(dst, &f, 4);
       return;
     }
-    case DataType::kFloat64: std::memcpy(dst, &v, 8); return;
+    case DataType::kFloat64:
+      std::memcpy(dst, &v, 8);
+      return;
     case DataType::kFloat16: {
       const half h = float_to_half(static_cast<float>(v));
       std::memcpy(dst, &h, 2);
@@ -94,17 +98,31 @@ void store_from_double(DataType dt, void* dst, double v) {
       std::memcpy(dst, &h, 2);
       return;
     }
-    case DataType::kFloat8E4M3FN: b[0] = float_to_e4m3fn(static_cast<float>(v)).bits; return;
-    case DataType::kFloat8E5M2: b[0] = float_to_e5m2(static_cast<float>(v)).bits; return;
-    case DataType::kBool: b[0] = v != 0 ? 1 : 0; return;
-    case DataType::kUInt8: return store_int<uint8_t>(dst, v);
-    case DataType::kInt8: return store_int<int8_t>(dst, v);
-    case DataType::kUInt16: return store_int<uint16_t>(dst, v);
-    case DataType::kInt16: return store_int<int16_t>(dst, v);
-    case DataType::kInt32: return store_int<int32_t>(dst, v);
-    case DataType::kUInt32: return store_int<uint32_t>(dst, v);
-    case DataType::kInt64: return store_int<int64_t>(dst, v);
-    case DataType::kUInt64: return store_int<uint64_t>(dst, v);
+    case DataType::kFloat8E4M3FN:
+      b[0] = float_to_e4m3fn(static_cast<float>(v)).bits;
+      return;
+    case DataType::kFloat8E5M2:
+      b[0] = float_to_e5m2(static_cast<float>(v)).bits;
+      return;
+    case DataType::kBool:
+      b[0] = v != 0 ? 1 : 0;
+      return;
+    case DataType::kUInt8:
+      return store_int<uint8_t>(dst, v);
+    case DataType::kInt8:
+      return store_int<int8_t>(dst, v);
+    case DataType::kUInt16:
+      return store_int<uint16_t>(dst, v);
+    case DataType::kInt16:
+      return store_int<int16_t>(dst, v);
+    case DataType::kInt32:
+      return store_int<int32_t>(dst, v);
+    case DataType::kUInt32:
+      return store_int<uint32_t>(dst, v);
+    case DataType::kInt64:
+      return store_int<int64_t>(dst, v);
+    case DataType::kUInt64:
+      return store_int<uint64_t>(dst, v);
     case DataType::kUInt4:
       b[0] = static_cast<uint8_t>(std::clamp(std::isnan(v) ? 0.0 : std::trunc(v), 0.0, 15.0));
       return;
@@ -115,7 +133,8 @@ void store_from_double(DataType dt, void* dst, double v) {
     case DataType::kUndefined:
     case DataType::kString:
     case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2FNUZ: break;
+    case DataType::kFloat8E5M2FNUZ:
+      break;
   }
   TRT_THROW(ErrorCode::kNotSupported, "cannot store values of dtype {}", dtype_name(dt));
 }
@@ -129,8 +148,8 @@ std::vector<int64_t> strides_of(const Shape& shape) {
 namespace {
 
 template <typename T>
-void gather_t(const T* src, T* dst, const Shape& out,
-              const std::vector<std::vector<int64_t>>& tab, T fill) {
+void gather_t(const T* src, T* dst, const Shape& out, const std::vector<std::vector<int64_t>>& tab,
+              T fill) {
   const size_t r = out.size();
   if (r == 0) {
     dst[0] = src[0];
@@ -179,11 +198,16 @@ void gather_separable(const void* src, void* dst, size_t elem_bytes, const Shape
                       const std::vector<std::vector<int64_t>>& tables, const void* fill) {
   TRT_INTERNAL_CHECK(tables.size() == out_shape.size());
   switch (elem_bytes) {
-    case 1: return gather_typed<uint8_t>(src, dst, out_shape, tables, fill);
-    case 2: return gather_typed<uint16_t>(src, dst, out_shape, tables, fill);
-    case 4: return gather_typed<uint32_t>(src, dst, out_shape, tables, fill);
-    case 8: return gather_typed<uint64_t>(src, dst, out_shape, tables, fill);
-    default: break;
+    case 1:
+      return gather_typed<uint8_t>(src, dst, out_shape, tables, fill);
+    case 2:
+      return gather_typed<uint16_t>(src, dst, out_shape, tables, fill);
+    case 4:
+      return gather_typed<uint32_t>(src, dst, out_shape, tables, fill);
+    case 8:
+      return gather_typed<uint64_t>(src, dst, out_shape, tables, fill);
+    default:
+      break;
   }
   TRT_THROW(ErrorCode::kInternal, "gather_separable: element size {} not handled", elem_bytes);
 }

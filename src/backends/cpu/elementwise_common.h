@@ -4,12 +4,11 @@
 // broadcast iterator and an OpenMP parallel loop.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string_view>
 #include <type_traits>
@@ -25,9 +24,11 @@ namespace trtutils::cpu::ew {
 // ---- element types ---------------------------------------------------------------------------
 template <DataType D>
 struct Elem;
-#define TRT_EW_ELEM(D, T) \
-  template <>             \
-  struct Elem<DataType::D> { using type = T; }
+#define TRT_EW_ELEM(D, T)    \
+  template <>                \
+  struct Elem<DataType::D> { \
+    using type = T;          \
+  }
 TRT_EW_ELEM(kFloat32, float);
 TRT_EW_ELEM(kFloat64, double);
 TRT_EW_ELEM(kFloat16, half);
@@ -50,6 +51,63 @@ inline constexpr bool kIsNarrowFloat =
     std::is_same_v<T, half> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float8_e4m3fn> ||
     std::is_same_v<T, float8_e5m2>;
 
+// Inline fp16/bf16 conversions for the hot loops; bit-identical to dtype.h's half_to_float /
+// float_to_half / bfloat16 functions (round to nearest even), checked exhaustively in tests.
+inline float fast_half_to_float(half h) {
+  const uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
+  const uint32_t exp = (h.bits >> 10) & 0x1fu;
+  const uint32_t man = h.bits & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0x1f) {
+    if (man != 0) return std::numeric_limits<float>::quiet_NaN();
+    bits = sign | 0x7f800000u;
+  } else if (exp == 0) {
+    const float f = static_cast<float>(man) * 5.9604644775390625e-08f;  // man * 2^-24, exact
+    return sign ? -f : f;
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline half fast_float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x >= 0x47800000u)  // >= 65536 (beyond the rounding range of 65504), inf or NaN
+    return half{static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u))};
+  if (x < 0x38800000u) {
+    // Below 2^-14 the result is subnormal: adding 0.5 puts the half's unit (2^-24) at the
+    // float's last mantissa bit, so the FPU does the round-to-nearest-even.
+    float a;
+    std::memcpy(&a, &x, 4);
+    a += 0.5f;
+    uint32_t r;
+    std::memcpy(&r, &a, 4);
+    return half{static_cast<uint16_t>(sign | (r - 0x3f000000u))};
+  }
+  const uint32_t odd = (x >> 13) & 1u;
+  x += 0xc8000fffu + odd;  // rebias the exponent by -112 and round half to even
+  return half{static_cast<uint16_t>(sign | (x >> 13))};
+}
+
+inline float fast_bfloat16_to_float(bfloat16 h) {
+  const uint32_t bits = static_cast<uint32_t>(h.bits) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline bfloat16 fast_float_to_bfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return bfloat16{static_cast<uint16_t>((x >> 16) | 0x40u)};
+  return bfloat16{static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16)};
+}
+
 // The type arithmetic is done in: float for the narrow floats, the type itself otherwise.
 template <typename T>
 using compute_t = std::conditional_t<kIsNarrowFloat<T>, float, T>;
@@ -57,9 +115,9 @@ using compute_t = std::conditional_t<kIsNarrowFloat<T>, float, T>;
 template <typename T>
 inline compute_t<T> load(T v) {
   if constexpr (std::is_same_v<T, half>) {
-    return half_to_float(v);
+    return fast_half_to_float(v);
   } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return bfloat16_to_float(v);
+    return fast_bfloat16_to_float(v);
   } else if constexpr (std::is_same_v<T, float8_e4m3fn>) {
     return e4m3fn_to_float(v);
   } else if constexpr (std::is_same_v<T, float8_e5m2>) {
@@ -72,9 +130,9 @@ inline compute_t<T> load(T v) {
 template <typename T, typename C>
 inline T store(C v) {
   if constexpr (std::is_same_v<T, half>) {
-    return float_to_half(static_cast<float>(v));
+    return fast_float_to_half(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, bfloat16>) {
-    return float_to_bfloat16(static_cast<float>(v));
+    return fast_float_to_bfloat16(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, float8_e4m3fn>) {
     return float_to_e4m3fn(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, float8_e5m2>) {
@@ -137,8 +195,8 @@ struct ConcatT<Types<A...>, Types<B...>> {
 template <typename A, typename B>
 using Concat = typename ConcatT<A, B>::type;
 
-using FloatTypes = Types<DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                         DataType::kBFloat16>;
+using FloatTypes =
+    Types<DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16>;
 using SignedIntTypes = Types<DataType::kInt8, DataType::kInt16, DataType::kInt32, DataType::kInt64>;
 using UnsignedIntTypes =
     Types<DataType::kUInt8, DataType::kUInt16, DataType::kUInt32, DataType::kUInt64>;
@@ -161,29 +219,34 @@ void dispatch(DataType t, const ir::Node& node, std::string_view what, F&& f) {
               node.describe(), what, dtype_name(t), node.op_type);
 }
 
+// ---- type-erased callables ----------------------------------------------------------------------
+// A non-owning reference to a callable (the loops below call it once per chunk or row, so the
+// indirect call is cheap, and the OpenMP regions are compiled once instead of per kernel).
+template <typename Sig>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef>)
+      FunctionRef(F&& f)  // NOLINT: implicit by design, like std::function_ref
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, Args... a) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
+        }) {}
+  R operator()(Args... a) const { return call_(obj_, std::forward<Args>(a)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
+
 // ---- parallel loop ---------------------------------------------------------------------------
-// Below this many elements a loop runs on the calling thread (thread start-up costs more).
+// Below this much work (elements times cost_per_item) a loop runs on the calling thread.
 inline constexpr int64_t kParallelMinWork = 1 << 15;
 
-// Calls fn(begin, end) over [0, n) in contiguous pieces, in parallel when n*cost is large.
-// fn must not throw (validate before the loop).
-template <typename F>
-void parallel_for(int64_t n, F&& fn, int64_t cost_per_item = 1) {
-  if (n <= 0) return;
-  const int threads = omp_get_max_threads();
-  if (threads <= 1 || n * cost_per_item < kParallelMinWork || n == 1) {
-    fn(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads();
-    const int64_t t = omp_get_thread_num();
-    const int64_t begin = n * t / nt;
-    const int64_t end = n * (t + 1) / nt;
-    if (begin < end) fn(begin, end);
-  }
-}
+// Calls fn(begin, end) over [0, n) in contiguous pieces, one per OpenMP thread when
+// n * cost_per_item is large. fn must not throw (validate before the loop).
+void parallel_for(int64_t n, FunctionRef<void(int64_t, int64_t)> fn, int64_t cost_per_item = 1);
 
 // ---- broadcast iterator ----------------------------------------------------------------------
 // Visits the elements of a numpy broadcast of N inputs into a C-order output in runs of
@@ -192,126 +255,32 @@ void parallel_for(int64_t n, F&& fn, int64_t cost_per_item = 1) {
 // where input k's elements are in[k][in_offsets[k] + i * in_steps[k]] for i < count and
 // in_steps[k] is 1 or 0 (broadcast). Adjacent dims that are contiguous for every input are
 // merged first, so equal shapes and scalar operands become a single run; outer dims advance
-// with an odometer (no per-element division). Large outputs are split across OpenMP threads.
+// with an odometer (no per-element division). Large outputs are split across OpenMP threads
+// (rows are cut into chunks when there are few). Instantiated for N = 1, 2, 3.
 template <size_t N>
 class BroadcastIter {
  public:
   using Offsets = std::array<int64_t, N>;
+  using RunFn = FunctionRef<void(int64_t, const Offsets&, const Offsets&, int64_t)>;
 
   // `out` must be the broadcast of the input shapes (each input dim equals out's or is 1).
-  BroadcastIter(const Shape& out, const std::array<const Shape*, N>& ins) {
-    numel_ = shape_numel(out);
-    const size_t rank = out.size();
-    // (size, per-input stride) of every output dim of size > 1, innermost first.
-    std::vector<int64_t> sizes;
-    std::vector<Offsets> strides;
-    Offsets running{};
-    running.fill(1);
-    for (size_t r = rank; r-- > 0;) {
-      Offsets st{};
-      for (size_t k = 0; k < N; ++k) {
-        const Shape& s = *ins[k];
-        const size_t lead = rank - s.size();
-        const int64_t d = r >= lead ? s[r - lead] : 1;
-        TRT_INTERNAL_CHECK(d == out[r] || d == 1);
-        st[k] = d == 1 ? 0 : running[k];
-        running[k] *= d;
-      }
-      if (out[r] == 1) continue;
-      if (!sizes.empty()) {
-        bool mergeable = true;
-        for (size_t k = 0; k < N; ++k)
-          mergeable = mergeable && st[k] == strides.back()[k] * sizes.back();
-        if (mergeable) {
-          sizes.back() *= out[r];
-          continue;
-        }
-      }
-      sizes.push_back(out[r]);
-      strides.push_back(st);
-    }
-    if (sizes.empty()) {
-      inner_ = 1;
-      inner_step_.fill(0);
-    } else {
-      inner_ = sizes.front();
-      inner_step_ = strides.front();
-      // Outer dims, outermost first.
-      dims_.assign(sizes.rbegin(), sizes.rend() - 1);
-      strides_.assign(strides.rbegin(), strides.rend() - 1);
-    }
-  }
-
+  BroadcastIter(const Shape& out, const std::array<const Shape*, N>& ins);
   int64_t numel() const { return numel_; }
-
-  template <typename Fn>
-  void run(Fn&& fn) const {
-    if (numel_ == 0) return;
-    const int64_t rows = numel_ / inner_;
-    const int threads = omp_get_max_threads();
-    if (threads <= 1 || numel_ < kParallelMinWork) {
-      run_tasks(fn, 0, rows, 1, inner_);
-      return;
-    }
-    // Split rows into chunks when there are few rows, so every thread gets work.
-    const int64_t want = int64_t{threads} * 4;
-    int64_t chunks = rows >= want ? 1 : (want + rows - 1) / rows;
-    chunks = std::max<int64_t>(1, std::min(chunks, inner_ / 4096));
-    const int64_t chunk_len = (inner_ + chunks - 1) / chunks;
-    chunks = (inner_ + chunk_len - 1) / chunk_len;
-    const int64_t tasks = rows * chunks;
-#pragma omp parallel
-    {
-      const int64_t nt = omp_get_num_threads();
-      const int64_t t = omp_get_thread_num();
-      const int64_t begin = tasks * t / nt;
-      const int64_t end = tasks * (t + 1) / nt;
-      if (begin < end) run_tasks(fn, begin, end, chunks, chunk_len);
-    }
-  }
+  void run(RunFn fn) const;
 
  private:
-  template <typename Fn>
-  void run_tasks(Fn& fn, int64_t t0, int64_t t1, int64_t chunks, int64_t chunk_len) const {
-    const size_t nd = dims_.size();
-    int64_t row = t0 / chunks;
-    int64_t chunk = t0 % chunks;
-    // Odometer position of `row` over the outer dims (the only divisions: once per call).
-    std::vector<int64_t> idx(nd, 0);
-    Offsets base{};
-    {
-      int64_t rem = row;
-      for (size_t d = nd; d-- > 0;) {
-        idx[d] = rem % dims_[d];
-        rem /= dims_[d];
-        for (size_t k = 0; k < N; ++k) base[k] += idx[d] * strides_[d][k];
-      }
-    }
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = chunk * chunk_len;
-      const int64_t count = std::min(inner_, b + chunk_len) - b;
-      Offsets off;
-      for (size_t k = 0; k < N; ++k) off[k] = base[k] + b * inner_step_[k];
-      fn(row * inner_ + b, off, inner_step_, count);
-      if (++chunk == chunks) {
-        chunk = 0;
-        ++row;
-        for (size_t d = nd; d-- > 0;) {
-          for (size_t k = 0; k < N; ++k) base[k] += strides_[d][k];
-          if (++idx[d] < dims_[d]) break;
-          for (size_t k = 0; k < N; ++k) base[k] -= dims_[d] * strides_[d][k];
-          idx[d] = 0;
-        }
-      }
-    }
-  }
+  void run_tasks(RunFn fn, int64_t t0, int64_t t1, int64_t chunks, int64_t chunk_len) const;
 
   int64_t numel_ = 0;
   int64_t inner_ = 1;
   Offsets inner_step_{};
-  std::vector<int64_t> dims_;
-  std::vector<Offsets> strides_;
+  std::vector<int64_t> dims_;     // outer dims (merged), outermost first
+  std::vector<Offsets> strides_;  // their per-input strides
 };
+
+extern template class BroadcastIter<1>;
+extern template class BroadcastIter<2>;
+extern template class BroadcastIter<3>;
 
 // ---- shared entry points between the kernel files -----------------------------------------------
 // Converts a tensor to dtype `to` with ONNX Cast semantics (saturate applies to float8 targets).

@@ -126,14 +126,16 @@ void pow_kernel(KernelContext& ctx) {
       binary_apply<T, C, T>(x, e, out, [](C a, C b) { return std::pow(a, b); });
     });
   } else if (dtype_is_integer(y.dtype())) {
-    const Tensor e = y.dtype() == DataType::kInt64 ? y : cast_tensor(y, DataType::kInt64, true, ctx.node);
+    const Tensor e =
+        y.dtype() == DataType::kInt64 ? y : cast_tensor(y, DataType::kInt64, true, ctx.node);
     dispatch<IntTypes>(x.dtype(), ctx.node, "input 0 (base)", [&](auto tag) {
       using T = typename decltype(tag)::type;
       binary_apply<T, int64_t, T>(x, e, out, [](T a, int64_t b) { return int_pow<T>(a, b); });
     });
   } else {
     // Integer base, float exponent: computed in double, truncated like numpy's astype.
-    const Tensor e = y.dtype() == DataType::kFloat64 ? y : cast_tensor(y, DataType::kFloat64, true, ctx.node);
+    const Tensor e =
+        y.dtype() == DataType::kFloat64 ? y : cast_tensor(y, DataType::kFloat64, true, ctx.node);
     dispatch<IntTypes>(x.dtype(), ctx.node, "input 0 (base)", [&](auto tag) {
       using T = typename decltype(tag)::type;
       binary_apply<T, double, T>(x, e, out, [](T a, double b) {
@@ -217,8 +219,8 @@ void prelu_kernel(KernelContext& ctx) {
   TRT_CHECK(shape == x.shape(), ErrorCode::kInvalidArgument,
             "{}: slope of shape {} does not broadcast to X of shape {}", ctx.node.describe(),
             shape_str(slope.shape()), shape_str(x.shape()));
-  using L = Concat<FloatTypes, Types<DataType::kInt32, DataType::kInt64, DataType::kUInt32,
-                                     DataType::kUInt64>>;
+  using L = Concat<FloatTypes,
+                   Types<DataType::kInt32, DataType::kInt64, DataType::kUInt32, DataType::kUInt64>>;
   ctx.outputs.at(0) = binary_same_type<L>(ctx, x, slope, [](auto tag) {
     using C = compute_t<typename decltype(tag)::type>;
     return [](C v, C s) -> C {
@@ -257,17 +259,26 @@ void where_kernel(KernelContext& ctx) {
     });
   };
   switch (bits) {
-    case 8: run(Tag<uint8_t>{}); break;
-    case 16: run(Tag<uint16_t>{}); break;
-    case 32: run(Tag<uint32_t>{}); break;
-    case 64: run(Tag<uint64_t>{}); break;
+    case 8:
+      run(Tag<uint8_t>{});
+      break;
+    case 16:
+      run(Tag<uint16_t>{});
+      break;
+    case 32:
+      run(Tag<uint32_t>{});
+      break;
+    case 64:
+      run(Tag<uint64_t>{});
+      break;
     default:
       TRT_THROW(ErrorCode::kNotSupported, "{}: dtype {} is not supported", ctx.node.describe(),
                 dtype_name(x.dtype()));
   }
 }
 
-// ---- variadic Min/Max/Sum/Mean --------------------------------------------------------------------
+// ---- variadic Min/Max/Sum/Mean
+// --------------------------------------------------------------------
 template <typename L, typename MakeOp>
 void variadic(KernelContext& ctx, MakeOp make_op, bool mean) {
   const size_t n = ctx.num_inputs();
@@ -371,8 +382,7 @@ void register_elementwise_kernels(KernelRegistry& r) {
   add_binary<NumericTypes, true>(r, "Less", make([](auto a, auto b) { return a < b; }));
   add_binary<NumericTypes, true>(r, "Greater", make([](auto a, auto b) { return a > b; }));
   add_binary<NumericTypes, true>(r, "LessOrEqual", make([](auto a, auto b) { return a <= b; }));
-  add_binary<NumericTypes, true>(r, "GreaterOrEqual",
-                                 make([](auto a, auto b) { return a >= b; }));
+  add_binary<NumericTypes, true>(r, "GreaterOrEqual", make([](auto a, auto b) { return a >= b; }));
   add_binary<BoolTypes, true>(r, "And", make([](bool a, bool b) { return a && b; }));
   add_binary<BoolTypes, true>(r, "Or", make([](bool a, bool b) { return a || b; }));
   add_binary<BoolTypes, true>(r, "Xor", make([](bool a, bool b) { return a != b; }));

@@ -81,6 +81,14 @@ memory user_mem(const memory::desc& md, const void* p) {
   return memory(md, engine(), const_cast<void*>(p));
 }
 
+// oneDNN's reference implementations ("ref:any") are far slower than its jit kernels and no
+// faster than our own reference loops: treat them as "not supported" so the caller falls back.
+void require_optimized(const dnnl::primitive_desc_base& pd) {
+  const std::string impl = pd.impl_info_str();
+  if (impl.rfind("ref", 0) == 0)
+    throw dnnl::error(dnnl_unimplemented, "oneDNN offers only a reference implementation");
+}
+
 // LRU map from key to entry, bounded in entries.
 template <typename Entry>
 class Cache {
@@ -185,12 +193,19 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   const memory::desc w_md = plain_md({1, p.out_channels, p.in_channels});
   const memory::desc x_md = plain_md({p.batch, p.in_channels, s});
   const memory::desc y_md = plain_md({p.batch, p.out_channels, s});
+  // The bias is a binary-add post-op: a (1, M, 1) bias argument has only a reference
+  // implementation in oneDNN 2.6.
   e.bias_md = has_bias ? plain_md({1, p.out_channels, 1}) : memory::desc();
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::matmul::desc d = has_bias ? dnnl::matmul::desc(w_md, x_md, e.bias_md, y_md)
-                                  : dnnl::matmul::desc(w_md, x_md, y_md);
+  if (has_bias) {
+    dnnl::post_ops ops;
+    ops.append_binary(dnnl::algorithm::binary_add, e.bias_md);
+    attr.set_post_ops(ops);
+  }
+  dnnl::matmul::desc d(w_md, x_md, y_md);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
+  require_optimized(pd);
   e.prim = dnnl::matmul(pd);
   e.scratchpad_bytes = pd.scratchpad_desc().get_size();
   e.pointwise = true;
@@ -200,6 +215,15 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   e.weights = w;
   e.sample = sample_of(w);
   e.ok = true;
+}
+
+dnnl::algorithm conv_algorithm(const ConvProblem& p) {
+  static const std::string algo = env_or("TRTUTILS_CONV_ALGO", "direct");
+  const bool k3s1 = p.kernel[1] == 3 && p.kernel[2] == 3 && p.stride[1] == 1 && p.stride[2] == 1 &&
+                    p.nspatial == 2 && p.group == 1;
+  if (algo == "auto") return dnnl::algorithm::convolution_auto;
+  if (algo == "winograd" && k3s1) return dnnl::algorithm::convolution_winograd;
+  return dnnl::algorithm::convolution_direct;
 }
 
 void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias) {
@@ -256,10 +280,11 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   memory::desc wmd;
   if (!p.transpose) {
-    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                      dnnl::algorithm::convolution_direct, src_any, w_any,
-                                      e.bias_md, dst_any, strides, dilates, pad_l, pad_r);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, conv_algorithm(p),
+                                      src_any, w_any, e.bias_md, dst_any, strides, dilates, pad_l,
+                                      pad_r);
     dnnl::convolution_forward::primitive_desc pd(d, attr, engine());
+    require_optimized(pd);
     e.prim = dnnl::convolution_forward(pd);
     e.src_md = pd.src_desc();
     e.dst_md = pd.dst_desc();
@@ -270,6 +295,7 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
                                         dnnl::algorithm::deconvolution_direct, src_any, w_any,
                                         e.bias_md, dst_any, strides, dilates, pad_l, pad_r);
     dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine());
+    require_optimized(pd);
     e.prim = dnnl::deconvolution_forward(pd);
     e.src_md = pd.src_desc();
     e.dst_md = pd.dst_desc();
@@ -328,10 +354,16 @@ bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const T
       e = std::make_shared<ConvEntry>();
       try {
         static const bool pointwise_as_matmul = env_or("TRTUTILS_CONV_1X1", "conv") == "matmul";
-        if (pointwise_as_matmul && conv_is_pointwise(p))
-          build_pointwise(*e, p, w, b != nullptr);
-        else
-          build_conv(*e, p, w, b != nullptr);
+        bool built = false;
+        if (pointwise_as_matmul && conv_is_pointwise(p)) {
+          try {
+            build_pointwise(*e, p, w, b != nullptr);
+            built = true;
+          } catch (const dnnl::error&) {
+            *e = ConvEntry();
+          }
+        }
+        if (!built) build_conv(*e, p, w, b != nullptr);
       } catch (const dnnl::error& err) {
         TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
         e->ok = false;
@@ -351,9 +383,14 @@ bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const T
     }
     if (e->reorder_dst)
       dst = memory(e->dst_md, engine(), thread_buffer(kDstBuffer, e->dst_md.get_size()));
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e->weights_mem}, {DNNL_ARG_DST, dst}};
-    if (b) args.emplace(DNNL_ARG_BIAS, user_mem(e->bias_md, b->raw()));
+    // A pointwise entry is a matmul whose "src" is the weights and whose "weights" are x.
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e->pointwise ? e->weights_mem : src},
+                                         {DNNL_ARG_WEIGHTS, e->pointwise ? src : e->weights_mem},
+                                         {DNNL_ARG_DST, dst}};
+    if (b)
+      args.emplace(
+          e->pointwise ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS,
+          user_mem(e->bias_md, b->raw()));
     if (e->scratchpad_bytes > 0) {
       const memory::desc sd({static_cast<memory::dim>(e->scratchpad_bytes)}, memory::data_type::u8,
                             Tag::a);
@@ -406,6 +443,7 @@ std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::de
     }
     dnnl::matmul::desc d(a_md, b_md, y_md);
     dnnl::matmul::primitive_desc pd(d, attr, engine());
+    require_optimized(pd);
     e->prim = dnnl::matmul(pd);
     e->scratchpad_bytes = pd.scratchpad_desc().get_size();
     e->a_md = a_md;

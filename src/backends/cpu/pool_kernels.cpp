@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/nn_kernels.h"
@@ -69,6 +70,48 @@ std::vector<Taps> axis_taps(const PoolProblem& p, int a) {
 
 // indices (optional): flat index into X, row-major (storage_order 0) or with the spatial axes
 // column-major (storage_order 1), as in ONNX Runtime.
+// Output positions [lo, hi) along an axis whose tap k (input o * s - pad + k * d) is inside
+// [0, len).
+std::pair<int64_t, int64_t> outputs_for_tap(const PoolProblem& p, int a, int64_t k) {
+  const int64_t off = k * p.dilation[a] - p.pad_begin[a], s = p.stride[a];
+  const int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  const int64_t hi = (p.in[a] - 1 - off) < 0 ? 0 : std::min(p.out[a], (p.in[a] - 1 - off) / s + 1);
+  return {lo, std::max(lo, hi)};
+}
+
+// MaxPool without indices: per output row, fold every valid (kd, kh, kw) tap into the row with
+// the output position innermost (vectorisable). Rows no tap reaches stay at lowest().
+template <typename T>
+void max_pool_rows(const PoolProblem& p, const T* x, T* y) {
+  const int64_t in_sz = p.in_size(), out_sz = p.out_size();
+  const std::vector<Taps> td = axis_taps(p, 0), th = axis_taps(p, 1);
+  std::vector<std::pair<int64_t, int64_t>> rw(static_cast<size_t>(p.kernel[2]));
+  for (int64_t kw = 0; kw < p.kernel[2]; ++kw) rw[kw] = outputs_for_tap(p, 2, kw);
+  const int64_t sw = p.stride[2];
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < p.planes; ++pl) {
+    const T* xp = x + pl * in_sz;
+    for (int64_t od = 0; od < p.out[0]; ++od) {
+      for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+        T* yr = y + pl * out_sz + (od * p.out[1] + oh) * p.out[2];
+        std::fill(yr, yr + p.out[2], std::numeric_limits<T>::lowest());
+        for (int64_t kd = td[od].lo; kd < td[od].hi; ++kd) {
+          const int64_t id = td[od].start + kd * p.dilation[0];
+          for (int64_t kh = th[oh].lo; kh < th[oh].hi; ++kh) {
+            const int64_t ih = th[oh].start + kh * p.dilation[1];
+            const T* xr = xp + (id * p.in[1] + ih) * p.in[2];
+            for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
+              const T* xt = xr + kw * p.dilation[2] - p.pad_begin[2];
+              for (int64_t ow = rw[kw].first; ow < rw[kw].second; ++ow)
+                yr[ow] = std::max(yr[ow], xt[ow * sw]);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void max_pool(const PoolProblem& p, const T* x, T* y, int64_t* indices, bool col_major) {
   const int64_t in_sz = p.in_size(), out_sz = p.out_size();
@@ -224,6 +267,8 @@ void max_pool_kernel(KernelContext& ctx) {
   Tensor y(x.dtype(), out_shape);
   if (x.dtype() == DataType::kFloat64)
     max_pool(p, x.data<double>(), y.data<double>(), indices, storage_order == 1);
+  else if (!indices)
+    max_pool_rows(p, x.data<float>(), y.data<float>());
   else
     max_pool(p, x.data<float>(), y.data<float>(), indices, storage_order == 1);
   set_output_from(ctx, 0, dt, y);

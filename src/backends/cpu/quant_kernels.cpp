@@ -53,7 +53,8 @@ std::vector<float> load_floats(const Tensor& t, const ir::Node& node) {
     case DataType::kUInt32:
     case DataType::kUInt64:
     case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2FNUZ: break;
+    case DataType::kFloat8E5M2FNUZ:
+      break;
   }
   TRT_THROW(ErrorCode::kNotSupported, "{}: dtype {} is not supported here", node.describe(),
             dtype_name(t.dtype()));
@@ -96,7 +97,8 @@ std::vector<int32_t> load_ints(const Tensor& t, const ir::Node& node) {
     case DataType::kFloat8E4M3FN:
     case DataType::kFloat8E4M3FNUZ:
     case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ: break;
+    case DataType::kFloat8E5M2FNUZ:
+      break;
   }
   TRT_THROW(ErrorCode::kNotSupported, "{}: quantized dtype {} is not supported", node.describe(),
             dtype_name(t.dtype()));
@@ -153,8 +155,8 @@ void quantize_kernel(KernelContext& ctx) {
                 x.dtype() == DataType::kBFloat16 || x.dtype() == DataType::kInt32,
             ErrorCode::kNotSupported, "{}: quantizing {} is not supported", node.describe(),
             dtype_name(x.dtype()));
-  const DataType out_t = ops::quantize_output_dtype(node, ctx.opset,
-                                                    zp ? zp->dtype() : DataType::kUndefined);
+  const DataType out_t =
+      ops::quantize_output_dtype(node, ctx.opset, zp ? zp->dtype() : DataType::kUndefined);
   const QuantLayout l =
       ops::quant_layout(node, ctx.opset, x.shape(), scale.shape(), zp ? &zp->shape() : nullptr);
   const std::vector<float> xs = load_floats(x, node);
@@ -215,8 +217,7 @@ void dequantize_kernel(KernelContext& ctx) {
     for_each_scaled(l, [&](int64_t e, int64_t s) { y[e] = (xs[e] - zs[s]) * ss[s]; });
   } else {
     const std::vector<int32_t> xs = load_ints(x, node);
-    const std::vector<int32_t> zs =
-        zp ? load_ints(*zp, node) : std::vector<int32_t>(ss.size(), 0);
+    const std::vector<int32_t> zs = zp ? load_ints(*zp, node) : std::vector<int32_t>(ss.size(), 0);
     for_each_scaled(l, [&](int64_t e, int64_t s) {
       y[e] = static_cast<float>(static_cast<int64_t>(xs[e]) - zs[s]) * ss[s];
     });

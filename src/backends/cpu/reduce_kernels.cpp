@@ -99,11 +99,17 @@ A acc_abs(A a) {
 
 struct SumR {
   template <typename A>
-  A init() const { return A(0); }
+  A init() const {
+    return A(0);
+  }
   template <typename A>
-  A step(A acc, A v) const { return acc_add(acc, v); }
+  A step(A acc, A v) const {
+    return acc_add(acc, v);
+  }
   template <typename A>
-  A finish(A acc, int64_t) const { return acc; }
+  A finish(A acc, int64_t) const {
+    return acc;
+  }
 };
 struct MeanR : SumR {
   template <typename A>
@@ -132,7 +138,9 @@ struct MaxR {
     return v > acc ? v : acc;
   }
   template <typename A>
-  A finish(A acc, int64_t) const { return acc; }
+  A finish(A acc, int64_t) const {
+    return acc;
+  }
 };
 struct MinR {
   template <typename A>
@@ -151,37 +159,55 @@ struct MinR {
     return v < acc ? v : acc;
   }
   template <typename A>
-  A finish(A acc, int64_t) const { return acc; }
+  A finish(A acc, int64_t) const {
+    return acc;
+  }
 };
 struct ProdR : SumR {
   template <typename A>
-  A init() const { return A(1); }
+  A init() const {
+    return A(1);
+  }
   template <typename A>
-  A step(A acc, A v) const { return acc_mul(acc, v); }
+  A step(A acc, A v) const {
+    return acc_mul(acc, v);
+  }
 };
 struct L1R : SumR {
   template <typename A>
-  A step(A acc, A v) const { return acc_add(acc, acc_abs(v)); }
+  A step(A acc, A v) const {
+    return acc_add(acc, acc_abs(v));
+  }
 };
 struct SumSquareR : SumR {
   template <typename A>
-  A step(A acc, A v) const { return acc_add(acc, acc_mul(v, v)); }
+  A step(A acc, A v) const {
+    return acc_add(acc, acc_mul(v, v));
+  }
 };
 struct L2R : SumSquareR {
   template <typename A>
-  double finish(A acc, int64_t) const { return std::sqrt(static_cast<double>(acc)); }
+  double finish(A acc, int64_t) const {
+    return std::sqrt(static_cast<double>(acc));
+  }
 };
 struct LogSumR : SumR {
   template <typename A>
-  double finish(A acc, int64_t) const { return std::log(static_cast<double>(acc)); }
+  double finish(A acc, int64_t) const {
+    return std::log(static_cast<double>(acc));
+  }
 };
 // log(sum(exp(x))): the engine shifts by the max (kShiftByMax) so exp never overflows.
 struct LogSumExpR : SumR {
   static constexpr bool kShiftByMax = true;
   template <typename A>
-  A step(A acc, A v) const { return acc + std::exp(v); }
+  A step(A acc, A v) const {
+    return acc + std::exp(v);
+  }
   template <typename A>
-  A finish(A acc, int64_t) const { return std::log(acc); }
+  A finish(A acc, int64_t) const {
+    return std::log(acc);
+  }
 };
 
 template <typename R>
@@ -366,13 +392,27 @@ void softmax_run(const Tensor& x, Tensor& y, int64_t outer, int64_t n, int64_t i
               for (int64_t j = 0; j < lanes; ++j) ys[k * inner + j] = store<T>(C(arg[j] == k));
             continue;
           }
+          if (kind == SoftKind::kSoftmax && std::is_same_v<T, C>) {
+            // Full-precision output type: keep exp(x - max) in the output, then scale.
+            for (int64_t k = 0; k < n; ++k)
+              for (int64_t j = 0; j < lanes; ++j) {
+                const C e = std::exp(load(xs[k * inner + j]) - mx[j]);
+                sum[j] += e;
+                ys[k * inner + j] = store<T>(e);
+              }
+            for (int64_t j = 0; j < lanes; ++j) sum[j] = 1.0 / sum[j];
+            for (int64_t k = 0; k < n; ++k)
+              for (int64_t j = 0; j < lanes; ++j)
+                ys[k * inner + j] = store<T>(static_cast<C>(load(ys[k * inner + j]) * sum[j]));
+            continue;
+          }
           for (int64_t k = 0; k < n; ++k)
             for (int64_t j = 0; j < lanes; ++j) sum[j] += std::exp(load(xs[k * inner + j]) - mx[j]);
           if (kind == SoftKind::kSoftmax) {
             for (int64_t k = 0; k < n; ++k)
               for (int64_t j = 0; j < lanes; ++j)
-                ys[k * inner + j] = store<T>(
-                    static_cast<C>(std::exp(load(xs[k * inner + j]) - mx[j]) / sum[j]));
+                ys[k * inner + j] =
+                    store<T>(static_cast<C>(std::exp(load(xs[k * inner + j]) - mx[j]) / sum[j]));
           } else {
             for (int64_t k = 0; k < n; ++k)
               for (int64_t j = 0; j < lanes; ++j)
@@ -413,8 +453,9 @@ void softmax_kernel(KernelContext& ctx, SoftKind kind) {
 
 void register_reduce_kernels(KernelRegistry& r) {
   // The types ONNX allows (opset 18-20): 32/64-bit ints and floats; Max/Min also 8-bit and bool.
-  using RTypes = Concat<FloatTypes, Types<DataType::kInt32, DataType::kInt64, DataType::kUInt32,
-                                          DataType::kUInt64>>;
+  using RTypes =
+      Concat<FloatTypes,
+             Types<DataType::kInt32, DataType::kInt64, DataType::kUInt32, DataType::kUInt64>>;
   using MaxMinTypes = Concat<RTypes, Types<DataType::kInt8, DataType::kUInt8, DataType::kBool>>;
   add_reduce<RTypes>(r, "ReduceSum", SumR{});
   add_reduce<RTypes>(r, "ReduceMean", MeanR{});
@@ -430,8 +471,7 @@ void register_reduce_kernels(KernelRegistry& r) {
 
 void register_softmax_kernels(KernelRegistry& r) {
   r.add({"Softmax", "", [](KernelContext& ctx) { softmax_kernel(ctx, SoftKind::kSoftmax); }});
-  r.add({"LogSoftmax", "",
-         [](KernelContext& ctx) { softmax_kernel(ctx, SoftKind::kLogSoftmax); }});
+  r.add({"LogSoftmax", "", [](KernelContext& ctx) { softmax_kernel(ctx, SoftKind::kLogSoftmax); }});
   r.add({"Hardmax", "", [](KernelContext& ctx) { softmax_kernel(ctx, SoftKind::kHardmax); }});
 }
 

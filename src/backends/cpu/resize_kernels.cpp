@@ -1,8 +1,10 @@
 // CPU kernels for Resize (opset 10..19) and Upsample (opset 7..9).
-// nearest: a separable index gather (exact for every dtype). linear / cubic: separable 1-D
-// passes in float32, innermost axis first (the order of ONNX's reference), each output
-// coordinate a small list of (input index, weight) taps; axes the transform leaves unchanged
-// are skipped. tf_crop_and_resize points outside the input get extrapolation_value.
+// Arithmetic follows ONNX Runtime's CPU kernel (float32 coordinates, its bilinear weights and
+// summation order, integer results truncated) so results match it bit for bit where it can
+// run the case; the ONNX reference (float64) agrees within its test tolerance.
+// nearest: a separable index gather (exact for every dtype). linear: the 2^k corners of the k
+// resized axes per output point. cubic: separable 1-D passes. tf_crop_and_resize points
+// outside the input get extrapolation_value.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,97 +23,57 @@ namespace {
 using ops::CoordMode;
 using ops::ResizeMode;
 
-// Taps of one axis: for output coordinate o, ntaps (index, weight) pairs.
-struct AxisTaps {
-  int ntaps = 1;
-  std::vector<int64_t> index;
-  std::vector<float> weight;
-  std::vector<uint8_t> outside;  // tf_crop_and_resize: coordinate outside the input
-  bool identity = true;
+// Per axis and output coordinate: the input coordinate, or "outside" (tf_crop_and_resize
+// extrapolation). An axis with scale exactly 1 maps o -> o (ONNX Runtime does the same; it
+// matters for modes such as tf_half_pixel_for_nn that would shift an unscaled axis).
+struct AxisCoords {
+  bool identity = false;
+  std::vector<float> x;
+  std::vector<uint8_t> outside;
 };
 
-void cubic_coeffs(double t, double a, double c[4]) {
-  const double t1 = t + 1, t2 = 1 - t, t3 = 2 - t;
-  c[0] = ((a * t1 - 5 * a) * t1 + 8 * a) * t1 - 4 * a;
-  c[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
-  c[2] = ((a + 2) * t2 - (a + 3)) * t2 * t2 + 1;
-  c[3] = ((a * t3 - 5 * a) * t3 + 8 * a) * t3 - 4 * a;
+AxisCoords axis_coords(const ops::ResizeAttrs& at, int64_t in, int64_t out, float scale,
+                       float roi_start, float roi_end) {
+  AxisCoords c;
+  c.identity = scale == 1.0f && in == out;
+  c.x.resize(static_cast<size_t>(out));
+  c.outside.resize(static_cast<size_t>(out), 0);
+  for (int64_t o = 0; o < out; ++o) {
+    const float xo = static_cast<float>(o);
+    const float x = scale == 1.0f
+                        ? xo
+                        : ops::resize_coordinate(at.coord, xo, scale, out, in, roi_start, roi_end);
+    c.x[o] = x;
+    if (at.coord == CoordMode::kTfCropAndResize && (x < 0 || x > static_cast<float>(in - 1)))
+      c.outside[o] = 1;
+  }
+  return c;
 }
 
-AxisTaps axis_taps(const ops::ResizeAttrs& at, int64_t in, int64_t out, double scale,
-                   float roi_start, float roi_end) {
-  AxisTaps t;
-  t.ntaps = at.mode == ResizeMode::kLinear ? 2 : 4;
-  t.index.resize(static_cast<size_t>(out * t.ntaps), 0);
-  t.weight.resize(t.index.size(), 0.0f);
-  t.outside.resize(static_cast<size_t>(out), 0);
-  t.identity = in == out;
-  for (int64_t o = 0; o < out; ++o) {
-    const double x = ops::resize_coordinate(at.coord, static_cast<double>(o), scale, out, in,
-                                            roi_start, roi_end);
-    int64_t* idx = &t.index[o * t.ntaps];
-    float* w = &t.weight[o * t.ntaps];
-    if (at.coord == CoordMode::kTfCropAndResize && (x < 0 || x > static_cast<double>(in - 1))) {
-      t.outside[o] = 1;
-      t.identity = false;
-      continue;
-    }
-    if (at.mode == ResizeMode::kLinear) {
-      const double xc = std::clamp(x, 0.0, static_cast<double>(in - 1));
-      const int64_t x0 = static_cast<int64_t>(std::floor(xc));
-      const int64_t x1 = std::min(x0 + 1, in - 1);
-      const double r = xc - static_cast<double>(x0);
-      idx[0] = x0;
-      idx[1] = x1;
-      w[0] = static_cast<float>(1 - r);
-      w[1] = static_cast<float>(r);
-      if (!(x0 == o && r == 0)) t.identity = false;
-      continue;
-    }
-    const double xf = std::floor(x);
-    const int64_t xi = static_cast<int64_t>(xf);
-    double c[4];
-    cubic_coeffs(x - xf, at.cubic_a, c);
-    double sum = 0;
-    for (int k = 0; k < 4; ++k) {
-      const int64_t j = xi - 1 + k;
-      if (at.exclude_outside && (j < 0 || j >= in)) c[k] = 0;
-      sum += c[k];
-    }
-    for (int k = 0; k < 4; ++k) {
-      idx[k] = std::clamp<int64_t>(xi - 1 + k, 0, in - 1);
-      w[k] = static_cast<float>(at.exclude_outside ? c[k] / sum : c[k]);
-    }
-    if (!(xi == o && x == xf)) t.identity = false;
+// Linear taps of one axis, ONNX Runtime's formula: clamp x to [0, in-1], x1 = trunc(x),
+// x2 = min(x1 + 1, in - 1), weights |x - x2| for x1 and |x - x1| for x2 (0.5 each when equal).
+struct LinearTaps {
+  std::vector<int64_t> i1, i2;
+  std::vector<float> w1, w2;
+};
+LinearTaps linear_taps(const AxisCoords& c, int64_t in) {
+  LinearTaps t;
+  const size_t n = c.x.size();
+  t.i1.resize(n);
+  t.i2.resize(n);
+  t.w1.resize(n);
+  t.w2.resize(n);
+  const float hi = static_cast<float>(in - 1);
+  for (size_t o = 0; o < n; ++o) {
+    const float x = std::max(0.0f, std::min(c.x[o], hi));
+    const int64_t x1 = std::min(static_cast<int64_t>(x), in - 1);
+    const int64_t x2 = std::min(x1 + 1, in - 1);
+    t.i1[o] = x1;
+    t.i2[o] = x2;
+    t.w1[o] = x1 == x2 ? 0.5f : std::fabs(x - static_cast<float>(x2));
+    t.w2[o] = x1 == x2 ? 0.5f : std::fabs(x - static_cast<float>(x1));
   }
   return t;
-}
-
-// One separable pass along axis d of `cur` (shape updated to the axis' output length).
-std::vector<float> apply_axis(const std::vector<float>& src, Shape& cur, size_t d,
-                              const AxisTaps& t, int64_t out_len) {
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < d; ++i) outer *= cur[i];
-  for (size_t i = d + 1; i < cur.size(); ++i) inner *= cur[i];
-  const int64_t n = cur[d];
-  std::vector<float> dst(static_cast<size_t>(outer * out_len * inner), 0.0f);
-  const int nt = t.ntaps;
-#pragma omp parallel for if (outer * out_len * inner > (1 << 14))
-  for (int64_t o = 0; o < outer; ++o) {
-    const float* s = src.data() + o * n * inner;
-    float* r = dst.data() + o * out_len * inner;
-    for (int64_t j = 0; j < out_len; ++j) {
-      float* rj = r + j * inner;
-      for (int k = 0; k < nt; ++k) {
-        const float w = t.weight[j * nt + k];
-        if (w == 0.0f) continue;
-        const float* sk = s + t.index[j * nt + k] * inner;
-        for (int64_t i = 0; i < inner; ++i) rj[i] += w * sk[i];
-      }
-    }
-  }
-  cur[d] = out_len;
-  return dst;
 }
 
 std::vector<float> to_floats(const Tensor& x) {
@@ -124,50 +86,239 @@ std::vector<float> to_floats(const Tensor& x) {
   return v;
 }
 
-void interpolate(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePlan& plan) {
-  const auto& node = ctx.node;
-  const Tensor& x = ctx.input(0);
-  const DataType dt = x.dtype();
+// Writes float results to the output dtype (integers truncated toward zero and saturated, as
+// ONNX Runtime's static_cast does for in-range values).
+void store_floats(const std::vector<float>& v, Tensor& out, const ir::Node& node) {
+  if (out.dtype() == DataType::kFloat32) {
+    if (!v.empty()) std::memcpy(out.raw(), v.data(), v.size() * sizeof(float));
+    return;
+  }
+  const size_t esz = element_bytes(out.dtype(), node);
+  uint8_t* dst = out.data<uint8_t>();
+  for (size_t i = 0; i < v.size(); ++i) store_from_double(out.dtype(), dst + i * esz, v[i]);
+}
+
+void check_interpolatable(const ir::Node& node, const ops::ResizeAttrs& at, DataType dt) {
   TRT_CHECK((dtype_is_float(dt) || dtype_is_integer(dt)) && !is_int4(dt) &&
                 dt != DataType::kFloat8E4M3FNUZ && dt != DataType::kFloat8E5M2FNUZ,
             ErrorCode::kNotSupported, "{}: {} interpolation of dtype {} is not supported",
             node.describe(), at.mode == ResizeMode::kLinear ? "linear" : "cubic", dtype_name(dt));
+}
+
+constexpr size_t kMaxResizedAxes = 8;
+
+// Linear: for each output point, the sum over the 2^k corners of the k resized axes of
+// (product of weights, innermost axis first) * value, corners enumerated innermost-fastest:
+// ONNX Runtime's bilinear/trilinear expressions, so float and truncated integer results agree.
+// Work is done per output row (all axes but the last): the corners of the outer axes are set
+// up once per row, the last axis is walked in the inner loop.
+void linear(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePlan& plan) {
+  const auto& node = ctx.node;
+  const Tensor& x = ctx.input(0);
+  check_interpolatable(node, at, x.dtype());
   const size_t rank = x.rank();
-  std::vector<AxisTaps> taps(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    if (plan.out[d] > 0 && x.dim(d) == 0)
-      TRT_THROW(ErrorCode::kInvalidArgument, "{}: cannot resize the empty axis {}",
-                node.describe(), d);
-    taps[d] = axis_taps(at, x.dim(d), plan.out[d], plan.scales[d], plan.roi_start[d],
-                        plan.roi_end[d]);
-  }
-  Tensor& out = ctx.make_output(0, dt, plan.out);
+  Tensor& out = ctx.make_output(0, x.dtype(), plan.out);
   if (out.numel() == 0) return;
+  if (rank == 0) {
+    out = x.clone();
+    return;
+  }
+  std::vector<AxisCoords> coords(rank);
+  std::vector<LinearTaps> taps(rank);
+  std::vector<size_t> outer_resized;  // resized axes before the last, outer to inner
+  for (size_t d = 0; d < rank; ++d) {
+    TRT_CHECK(x.dim(d) > 0, ErrorCode::kInvalidArgument, "{}: cannot resize the empty axis {}",
+              node.describe(), d);
+    coords[d] =
+        axis_coords(at, x.dim(d), plan.out[d], plan.scales[d], plan.roi_start[d], plan.roi_end[d]);
+    if (coords[d].identity) continue;
+    taps[d] = linear_taps(coords[d], x.dim(d));
+    if (d + 1 < rank) outer_resized.push_back(d);
+  }
+  const size_t kr = outer_resized.size();
+  TRT_CHECK(kr + 1 <= kMaxResizedAxes, ErrorCode::kNotSupported,
+            "{}: linear resize of more than {} axes at once is not supported", node.describe(),
+            kMaxResizedAxes);
+  const size_t last = rank - 1;
+  const bool last_resized = !coords[last].identity;
+  const AxisCoords& cl = coords[last];
+  const LinearTaps& tl = taps[last];
+  const std::vector<float> src = to_floats(x);
+  const auto in_strides = strides_of(x.shape());
+  const int64_t width = plan.out[last];
+  const int64_t rows = out.numel() / width;
+  const int64_t combos = int64_t{1} << kr;
+  const float extrapolation = at.extrapolation_value;
+  // float32 results go straight to the output; other dtypes through a float buffer
+  const bool direct = out.dtype() == DataType::kFloat32;
+  std::vector<float> buffer(direct ? 0 : static_cast<size_t>(out.numel()));
+  float* const dst = direct ? out.data<float>() : buffer.data();
+#pragma omp parallel for if (out.numel() * combos > (1 << 15))
+  for (int64_t row = 0; row < rows; ++row) {
+    float* y = dst + row * width;
+    // Row index -> identity offset, outer resized output indices, "outside" flag.
+    int64_t base = 0, rem = row;
+    bool outside = false;
+    int64_t oidx[kMaxResizedAxes] = {};
+    for (size_t d = last, r = kr; d-- > 0;) {
+      const int64_t o = rem % plan.out[d];
+      rem /= plan.out[d];
+      if (coords[d].identity) {
+        base += o * in_strides[d];
+      } else {
+        oidx[--r] = o;
+        outside = outside || coords[d].outside[o];
+      }
+    }
+    if (outside) {
+      std::fill(y, y + width, extrapolation);
+      continue;
+    }
+    // Outer corners: offset and weights (innermost outer axis first).
+    int64_t off[1 << (kMaxResizedAxes - 1)];
+    float wc[1 << (kMaxResizedAxes - 1)][kMaxResizedAxes];
+    for (int64_t c = 0; c < combos; ++c) {
+      off[c] = base;
+      for (size_t j = 0; j < kr; ++j) {  // j = 0: innermost outer axis
+        const size_t r = kr - 1 - j;
+        const size_t d = outer_resized[r];
+        const bool second = (c >> j) & 1;
+        const int64_t o = oidx[r];
+        wc[c][j] = second ? taps[d].w2[o] : taps[d].w1[o];
+        off[c] += (second ? taps[d].i2[o] : taps[d].i1[o]) * in_strides[d];
+      }
+    }
+    for (int64_t xo = 0; xo < width; ++xo) {
+      if (!last_resized) {
+        if (kr == 0) {
+          y[xo] = src[base + xo];
+          continue;
+        }
+        float acc = 0;
+        for (int64_t c = 0; c < combos; ++c) {
+          float w = wc[c][0];
+          for (size_t j = 1; j < kr; ++j) w = w * wc[c][j];
+          acc = c == 0 ? w * src[off[c] + xo] : acc + w * src[off[c] + xo];
+        }
+        y[xo] = acc;
+        continue;
+      }
+      if (cl.outside[xo]) {
+        y[xo] = extrapolation;
+        continue;
+      }
+      const int64_t i1 = tl.i1[xo], i2 = tl.i2[xo];
+      const float w1 = tl.w1[xo], w2 = tl.w2[xo];
+      float acc = 0;
+      for (int64_t c = 0; c < combos; ++c) {
+        float wa = w1, wb = w2;
+        for (size_t j = 0; j < kr; ++j) {
+          wa = wa * wc[c][j];
+          wb = wb * wc[c][j];
+        }
+        const float ta = wa * src[off[c] + i1];
+        acc = c == 0 ? ta : acc + ta;
+        acc = acc + wb * src[off[c] + i2];
+      }
+      y[xo] = acc;
+    }
+  }
+  if (!direct) store_floats(buffer, out, node);
+}
+
+// Cubic: separable 1-D passes in float32, innermost axis first (the order of ONNX Runtime and
+// of the ONNX reference), 4 taps per coordinate with edge-clamped indices.
+struct CubicTaps {
+  std::vector<int64_t> index;  // 4 per output coordinate
+  std::vector<float> weight;
+};
+CubicTaps cubic_taps(const ops::ResizeAttrs& at, const AxisCoords& c, int64_t in) {
+  CubicTaps t;
+  const size_t n = c.x.size();
+  t.index.resize(4 * n);
+  t.weight.resize(4 * n);
+  const float a = at.cubic_a;
+  for (size_t o = 0; o < n; ++o) {
+    const float x = c.x[o];
+    const float xf = std::floor(x);
+    const int64_t xi = static_cast<int64_t>(xf);
+    const float s = x - xf;
+    float cf[4] = {((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a,
+                   ((a + 2) * s - (a + 3)) * s * s + 1,
+                   ((a + 2) * (1 - s) - (a + 3)) * (1 - s) * (1 - s) + 1,
+                   ((a * (2 - s) - 5 * a) * (2 - s) + 8 * a) * (2 - s) - 4 * a};
+    float sum = 1;
+    if (at.exclude_outside) {
+      sum = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t p = xi - 1 + j;
+        if (p < 0 || p >= in) cf[j] = 0;
+        sum += cf[j];
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      t.index[4 * o + j] = std::clamp<int64_t>(xi - 1 + j, 0, in - 1);
+      t.weight[4 * o + j] = cf[j] / sum;
+    }
+  }
+  return t;
+}
+
+std::vector<float> cubic_pass(const std::vector<float>& src, Shape& cur, size_t d,
+                              const CubicTaps& t, int64_t out_len) {
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < d; ++i) outer *= cur[i];
+  for (size_t i = d + 1; i < cur.size(); ++i) inner *= cur[i];
+  const int64_t n = cur[d];
+  std::vector<float> dst(static_cast<size_t>(outer * out_len * inner), 0.0f);
+#pragma omp parallel for if (outer * out_len * inner > (1 << 14))
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* s = src.data() + o * n * inner;
+    float* r = dst.data() + o * out_len * inner;
+    for (int64_t j = 0; j < out_len; ++j) {
+      float* rj = r + j * inner;
+      for (int k = 0; k < 4; ++k) {
+        const float w = t.weight[4 * j + k];
+        const float* sk = s + t.index[4 * j + k] * inner;
+        for (int64_t i = 0; i < inner; ++i) rj[i] += w * sk[i];
+      }
+    }
+  }
+  cur[d] = out_len;
+  return dst;
+}
+
+void cubic(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePlan& plan) {
+  const auto& node = ctx.node;
+  const Tensor& x = ctx.input(0);
+  check_interpolatable(node, at, x.dtype());
+  const size_t rank = x.rank();
+  Tensor& out = ctx.make_output(0, x.dtype(), plan.out);
+  if (out.numel() == 0) return;
+  std::vector<AxisCoords> coords(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    TRT_CHECK(x.dim(d) > 0, ErrorCode::kInvalidArgument, "{}: cannot resize the empty axis {}",
+              node.describe(), d);
+    coords[d] =
+        axis_coords(at, x.dim(d), plan.out[d], plan.scales[d], plan.roi_start[d], plan.roi_end[d]);
+  }
   std::vector<float> cur = to_floats(x);
   Shape cur_shape = x.shape();
   for (size_t d = rank; d-- > 0;) {
-    if (taps[d].identity) continue;
-    cur = apply_axis(cur, cur_shape, d, taps[d], plan.out[d]);
+    if (coords[d].identity) continue;
+    cur = cubic_pass(cur, cur_shape, d, cubic_taps(at, coords[d], x.dim(d)), plan.out[d]);
   }
   if (at.coord == CoordMode::kTfCropAndResize) {
     // Any axis outside the input: the whole output point is extrapolated.
     const auto strides = strides_of(plan.out);
     for (size_t d = 0; d < rank; ++d) {
-      if (std::none_of(taps[d].outside.begin(), taps[d].outside.end(), [](uint8_t b) { return b; }))
-        continue;
+      const auto& f = coords[d].outside;
+      if (std::none_of(f.begin(), f.end(), [](uint8_t b) { return b != 0; })) continue;
       for (int64_t i = 0; i < out.numel(); ++i)
-        if (taps[d].outside[(i / strides[d]) % plan.out[d]]) cur[i] = at.extrapolation_value;
+        if (f[(i / strides[d]) % plan.out[d]]) cur[i] = at.extrapolation_value;
     }
   }
-  if (dt == DataType::kFloat32) {
-    std::memcpy(out.raw(), cur.data(), cur.size() * sizeof(float));
-    return;
-  }
-  const size_t esz = element_bytes(dt, node);
-  uint8_t* dst = out.data<uint8_t>();
-  const bool integral = dtype_is_integer(dt);
-  for (size_t i = 0; i < cur.size(); ++i)
-    store_from_double(dt, dst + i * esz, integral ? std::nearbyint(cur[i]) : cur[i]);
+  store_floats(cur, out, node);
 }
 
 void nearest(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePlan& plan) {
@@ -185,15 +336,15 @@ void nearest(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePl
       const int64_t in = x.dim(d), out = plan.out[d];
       TRT_CHECK(in > 0 || out == 0, ErrorCode::kInvalidArgument,
                 "{}: cannot resize the empty axis {}", node.describe(), d);
+      const AxisCoords c =
+          axis_coords(at, in, out, plan.scales[d], plan.roi_start[d], plan.roi_end[d]);
       for (int64_t o = 0; o < out; ++o) {
-        const double c = ops::resize_coordinate(at.coord, static_cast<double>(o), plan.scales[d],
-                                                out, in, plan.roi_start[d], plan.roi_end[d]);
-        if (at.coord == CoordMode::kTfCropAndResize &&
-            (c < 0 || c > static_cast<double>(in - 1))) {
+        if (c.outside[o]) {
           tables[d].push_back(kFill);
           continue;
         }
-        const int64_t i = ops::resize_nearest_index(at.nearest, c, plan.scales[d] < 1.0);
+        const int64_t i =
+            c.identity ? o : ops::resize_nearest_index(at.nearest, c.x[o], plan.scales[d] < 1.0f);
         tables[d].push_back(std::clamp<int64_t>(i, 0, in - 1) * strides[d]);
       }
     }
@@ -211,12 +362,20 @@ void resize_kernel(KernelContext& ctx) {
   const auto& node = ctx.node;
   const ops::ResizeAttrs at = ops::resize_attrs(node, ctx.opset);
   const ops::ResizeInputs ri = ops::resize_inputs(node, ctx.opset);
-  auto in = [&](int i) -> const Tensor* { return i >= 0 && ctx.has_input(i) ? ctx.inputs[i] : nullptr; };
+  auto in = [&](int i) -> const Tensor* {
+    return i >= 0 && ctx.has_input(i) ? ctx.inputs[i] : nullptr;
+  };
   const Tensor& x = ctx.input(0);
   const ops::ResizePlan plan =
       ops::resize_plan(node, ctx.opset, x.shape(), in(ri.roi), in(ri.scales), in(ri.sizes));
-  if (at.mode == ResizeMode::kNearest) return nearest(ctx, at, plan);
-  interpolate(ctx, at, plan);
+  switch (at.mode) {
+    case ResizeMode::kNearest:
+      return nearest(ctx, at, plan);
+    case ResizeMode::kLinear:
+      return linear(ctx, at, plan);
+    case ResizeMode::kCubic:
+      return cubic(ctx, at, plan);
+  }
 }
 
 }  // namespace

@@ -20,8 +20,12 @@ namespace {
 
 using ops::normalize_axis;
 
-const uint8_t* bytes_of(const Tensor& t) { return t.data<uint8_t>(); }
-uint8_t* bytes_of(Tensor& t) { return t.data<uint8_t>(); }
+const uint8_t* bytes_of(const Tensor& t) {
+  return t.data<uint8_t>();
+}
+uint8_t* bytes_of(Tensor& t) {
+  return t.data<uint8_t>();
+}
 
 // Runs a data-movement body with int4 unpacking and stores its outputs.
 void run_moving(KernelContext& ctx,
@@ -52,8 +56,8 @@ const Tensor* opt_input(const KernelContext& ctx, size_t i) {
 
 void concat_kernel(KernelContext& ctx) {
   const auto& node = ctx.node;
-  TRT_CHECK(node.has_attr("axis"), ErrorCode::kInvalidArgument,
-            "{}: attribute 'axis' is required", node.describe());
+  TRT_CHECK(node.has_attr("axis"), ErrorCode::kInvalidArgument, "{}: attribute 'axis' is required",
+            node.describe());
   for (size_t i = 0; i < ctx.num_inputs(); ++i) (void)ctx.input(i);
   run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
     const Tensor& first = *ins[0];
@@ -126,8 +130,8 @@ void slice_kernel(KernelContext& ctx) {
   const auto& node = ctx.node;
   const auto args = ops::slice_args(node, ctx.opset, opt_input(ctx, 1), opt_input(ctx, 2),
                                     opt_input(ctx, 3), opt_input(ctx, 4));
-  TRT_CHECK(args.has_value(), ErrorCode::kInvalidArgument, "{}: inputs 'starts' and 'ends' are required",
-            node.describe());
+  TRT_CHECK(args.has_value(), ErrorCode::kInvalidArgument,
+            "{}: inputs 'starts' and 'ends' are required", node.describe());
   run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
     const Tensor& x = *ins[0];
     const int64_t rank = static_cast<int64_t>(x.rank());
@@ -202,10 +206,10 @@ void reshape_kernel(KernelContext& ctx) {
       ctx.opset < 5 ? node.attr_ints("shape") : ctx.input(1).to_int64_vector();
   if (ctx.opset >= 5)
     TRT_CHECK(ctx.input(1).dtype() == DataType::kInt64, ErrorCode::kInvalidArgument,
-              "{}: shape must be int64, got {}", node.describe(),
-              dtype_name(ctx.input(1).dtype()));
+              "{}: shape must be int64, got {}", node.describe(), dtype_name(ctx.input(1).dtype()));
   const bool allowzero = ctx.opset >= 14 && node.attr_int("allowzero", 0) != 0;
-  const auto out = ops::reshape_output(ir::sym_shape_from_static(x.shape()), target, allowzero, node);
+  const auto out =
+      ops::reshape_output(ir::sym_shape_from_static(x.shape()), target, allowzero, node);
   TRT_INTERNAL_CHECK(ir::sym_shape_is_static(out));
   ctx.outputs[0] = x.reshaped(ir::sym_shape_to_static(out));
 }
@@ -263,21 +267,115 @@ void unsqueeze_kernel(KernelContext& ctx) {
 
 // ---- Transpose / Expand / Tile ------------------------------------------------------------
 
+// The permutation with size-1 axes dropped and runs of input axes that stay adjacent and in
+// order merged: NCHW -> NHWC becomes [C, HW] with perm [1, 0].
+void simplify_transpose(const Shape& in, const std::vector<int64_t>& perm, Shape* merged_in,
+                        std::vector<int64_t>* merged_perm) {
+  std::vector<int64_t> kept;  // output order of the input axes kept
+  for (int64_t p : perm)
+    if (in[p] != 1) kept.push_back(p);
+  // Groups of consecutive input axes, in output order.
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t p : kept) {
+    if (!groups.empty() && groups.back().back() + 1 == p) {
+      groups.back().push_back(p);
+    } else {
+      groups.push_back({p});
+    }
+  }
+  // Input-order rank of each group (groups sorted by their first input axis).
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return groups[a].front() < groups[b].front(); });
+  merged_in->assign(groups.size(), 1);
+  merged_perm->assign(groups.size(), 0);
+  for (size_t r = 0; r < order.size(); ++r) {
+    for (int64_t p : groups[order[r]]) (*merged_in)[r] *= in[p];
+    (*merged_perm)[order[r]] = static_cast<int64_t>(r);
+  }
+}
+
+// Transpose whose innermost input axis moves: copied in square tiles so that both the reads
+// (strided) and the writes (contiguous) stay in cache.
+template <typename T>
+void transpose_tiled(const T* src, T* dst, const Shape& in, const std::vector<int64_t>& perm) {
+  constexpr int64_t kTile = 32;
+  const size_t r = perm.size();
+  Shape out(r);
+  for (size_t d = 0; d < r; ++d) out[d] = in[perm[d]];
+  const auto in_strides = strides_of(in);
+  const auto out_strides = strides_of(out);
+  const size_t last = r - 1;
+  size_t q = 0;  // output axis holding the innermost input axis
+  while (perm[q] != static_cast<int64_t>(last)) ++q;
+  const int64_t read_stride = in_strides[perm[last]];
+  std::vector<size_t> others;
+  for (size_t d = 0; d < r; ++d)
+    if (d != q && d != last) others.push_back(d);
+  int64_t n_other = 1;
+  for (size_t d : others) n_other *= out[d];
+  const int64_t nq = out[q], nl = out[last], q_blocks = (nq + kTile - 1) / kTile;
+#pragma omp parallel for if (n_other * nq * nl > (1 << 15))
+  for (int64_t job = 0; job < n_other * q_blocks; ++job) {
+    int64_t rem = job / q_blocks, src_base = 0, dst_base = 0;
+    for (size_t i = others.size(); i-- > 0;) {
+      const size_t d = others[i];
+      const int64_t o = rem % out[d];
+      rem /= out[d];
+      src_base += o * in_strides[perm[d]];
+      dst_base += o * out_strides[d];
+    }
+    const int64_t q0 = (job % q_blocks) * kTile, q1 = std::min(q0 + kTile, nq);
+    for (int64_t l0 = 0; l0 < nl; l0 += kTile) {
+      const int64_t l1 = std::min(l0 + kTile, nl);
+      for (int64_t a = q0; a < q1; ++a) {
+        T* d = dst + dst_base + a * out_strides[q];
+        const T* s = src + src_base + a;
+        for (int64_t l = l0; l < l1; ++l) d[l] = s[l * read_stride];
+      }
+    }
+  }
+}
+
 void transpose_kernel(KernelContext& ctx) {
   run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
     const Tensor& x = *ins[0];
     const auto perm = ops::transpose_perm(ctx.node, x.rank());
-    const auto strides = strides_of(x.shape());
     Shape out_shape(x.rank());
-    std::vector<std::vector<int64_t>> tables(x.rank());
-    for (size_t d = 0; d < perm.size(); ++d) {
-      out_shape[d] = x.dim(perm[d]);
-      for (int64_t o = 0; o < out_shape[d]; ++o) tables[d].push_back(o * strides[perm[d]]);
-    }
+    for (size_t d = 0; d < perm.size(); ++d) out_shape[d] = x.dim(perm[d]);
     Tensor out(x.dtype(), out_shape);
-    if (out.numel() > 0)
-      gather_separable(x.raw(), out.raw(), element_bytes(x.dtype(), ctx.node), out_shape, tables,
-                       nullptr);
+    if (out.numel() == 0) return std::vector<Tensor>{out};
+    const size_t esz = element_bytes(x.dtype(), ctx.node);
+    Shape in_m;
+    std::vector<int64_t> perm_m;
+    simplify_transpose(x.shape(), perm, &in_m, &perm_m);
+    if (!perm_m.empty() && perm_m.back() != static_cast<int64_t>(perm_m.size() - 1)) {
+      switch (esz) {
+        case 1:
+          transpose_tiled(x.data<uint8_t>(), out.data<uint8_t>(), in_m, perm_m);
+          break;
+        case 2:
+          transpose_tiled(x.data<uint16_t>(), out.data<uint16_t>(), in_m, perm_m);
+          break;
+        case 4:
+          transpose_tiled(x.data<uint32_t>(), out.data<uint32_t>(), in_m, perm_m);
+          break;
+        default:
+          transpose_tiled(x.data<uint64_t>(), out.data<uint64_t>(), in_m, perm_m);
+          break;
+      }
+      return std::vector<Tensor>{out};
+    }
+    // The innermost axis stays: rows are contiguous copies.
+    Shape out_m(perm_m.size());
+    const auto strides = strides_of(in_m);
+    std::vector<std::vector<int64_t>> tables(perm_m.size());
+    for (size_t d = 0; d < perm_m.size(); ++d) {
+      out_m[d] = in_m[perm_m[d]];
+      for (int64_t o = 0; o < out_m[d]; ++o) tables[d].push_back(o * strides[perm_m[d]]);
+    }
+    gather_separable(x.raw(), out.raw(), esz, out_m, tables, nullptr);
     return std::vector<Tensor>{out};
   });
 }
@@ -314,8 +412,8 @@ void tile_kernel(KernelContext& ctx) {
   run_moving(ctx, [&](const std::vector<const Tensor*>& ins) {
     const Tensor& x = *ins[0];
     TRT_CHECK(reps.size() == x.rank(), ErrorCode::kInvalidArgument,
-              "{}: repeats has {} values for an input of rank {}", ctx.node.describe(),
-              reps.size(), x.rank());
+              "{}: repeats has {} values for an input of rank {}", ctx.node.describe(), reps.size(),
+              x.rank());
     Shape out_shape = x.shape();
     for (size_t d = 0; d < reps.size(); ++d) {
       TRT_CHECK(reps[d] >= 0, ErrorCode::kInvalidArgument, "{}: negative repeat {}",
@@ -335,9 +433,12 @@ void tile_kernel(KernelContext& ctx) {
 int64_t pad_source(ops::PadMode mode, int64_t i, int64_t n) {
   if (i >= 0 && i < n) return i;
   switch (mode) {
-    case ops::PadMode::kConstant: return kFill;
-    case ops::PadMode::kEdge: return i < 0 ? 0 : n - 1;
-    case ops::PadMode::kWrap: return ((i % n) + n) % n;
+    case ops::PadMode::kConstant:
+      return kFill;
+    case ops::PadMode::kEdge:
+      return i < 0 ? 0 : n - 1;
+    case ops::PadMode::kWrap:
+      return ((i % n) + n) % n;
     case ops::PadMode::kReflect: {
       if (n == 1) return 0;
       const int64_t period = 2 * (n - 1);
@@ -414,8 +515,7 @@ void shape_kernel(KernelContext& ctx) {
 }
 
 void size_kernel(KernelContext& ctx) {
-  ctx.outputs[0] =
-      Tensor::from_vector<int64_t>(DataType::kInt64, {}, {ctx.input(0).numel()});
+  ctx.outputs[0] = Tensor::from_vector<int64_t>(DataType::kInt64, {}, {ctx.input(0).numel()});
 }
 
 void constant_of_shape_kernel(KernelContext& ctx) {
@@ -425,8 +525,8 @@ void constant_of_shape_kernel(KernelContext& ctx) {
             "{}: the shape input must be int64, got {}", node.describe(), dtype_name(s.dtype()));
   const Shape shape = s.to_int64_vector();
   for (int64_t d : shape)
-    TRT_CHECK(d >= 0, ErrorCode::kInvalidArgument, "{}: negative dim in shape {}",
-              node.describe(), shape_str(shape));
+    TRT_CHECK(d >= 0, ErrorCode::kInvalidArgument, "{}: negative dim in shape {}", node.describe(),
+              shape_str(shape));
   const ir::Attribute* a = node.attr("value");
   if (!a) {
     ctx.make_output(0, DataType::kFloat32, shape);
@@ -469,17 +569,33 @@ void range_kernel(KernelContext& ctx) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = s + i * d;
       switch (esz) {
-        case 1: dst[i] = static_cast<uint8_t>(v); break;
-        case 2: reinterpret_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(v); break;
-        case 4: reinterpret_cast<uint32_t*>(dst)[i] = static_cast<uint32_t>(v); break;
-        default: reinterpret_cast<int64_t*>(dst)[i] = v; break;
+        case 1:
+          dst[i] = static_cast<uint8_t>(v);
+          break;
+        case 2:
+          reinterpret_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(v);
+          break;
+        case 4:
+          reinterpret_cast<uint32_t*>(dst)[i] = static_cast<uint32_t>(v);
+          break;
+        default:
+          reinterpret_cast<int64_t*>(dst)[i] = v;
+          break;
       }
     }
     return;
   }
-  const double s = a.at_double(0), d = c.at_double(0);
-  for (int64_t i = 0; i < n; ++i)
-    store_from_double(dt, dst + i * esz, s + static_cast<double>(i) * d);
+  // Accumulated in the dtype's precision (float for the narrow types), as in ONNX's function
+  // body for Range (prev + delta) and ONNX Runtime.
+  if (dt == DataType::kFloat64) {
+    double v = a.at_double(0);
+    const double d = c.at_double(0);
+    for (int64_t i = 0; i < n; ++i, v += d) reinterpret_cast<double*>(dst)[i] = v;
+    return;
+  }
+  float v = static_cast<float>(a.at_double(0));
+  const float d = static_cast<float>(c.at_double(0));
+  for (int64_t i = 0; i < n; ++i, v += d) store_from_double(dt, dst + i * esz, v);
 }
 
 }  // namespace

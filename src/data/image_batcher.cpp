@@ -1,0 +1,364 @@
+// ImageBatcher: file listing, the worker pool with bounded prefetch, and the .npy output.
+//
+// Workers claim images in file order from a shared counter, but never past the end of batch
+// `consumed + prefetch_batches`: at most that many batch tensors (plus one decoded image per
+// worker) exist at any time, whatever the directory size. Each image is written straight into
+// its slot of its batch tensor, so the order of completion does not matter.
+#include "trtutils/image_batcher.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/check.h"
+#include "data/codecs.h"
+#include "data/npy_stream.h"
+#include "data/preprocess.h"
+#include "data/progress.h"
+#include "trtutils/logging.h"
+
+namespace trtutils {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+bool is_image_name(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string ext = lower(std::string_view(name).substr(dot + 1));
+  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "bmp" || ext == "webp";
+}
+
+void validate(const ImageBatcherOptions& o) {
+  const auto [h, w, c] = o.shape;
+  TRT_CHECK_ARG(h >= 1 && w >= 1 && h <= 16384 && w <= 16384,
+                "image shape (H, W, C) = ({}, {}, {}): H and W must be in 1..16384", h, w, c);
+  TRT_CHECK_ARG(c == 1 || c == 3 || c == 4,
+                "image shape (H, W, C) = ({}, {}, {}): C must be 1, 3 or 4", h, w, c);
+  TRT_CHECK(o.dtype == DataType::kFloat32 || o.dtype == DataType::kFloat16 ||
+                o.dtype == DataType::kUInt8 || o.dtype == DataType::kInt8,
+            ErrorCode::kNotSupported,
+            "image data as {} is not supported: use float32, float16, uint8 or int8",
+            dtype_name(o.dtype));
+  TRT_CHECK_ARG(o.batch_size >= 1 && o.batch_size <= (1 << 20), "batch size {} must be in 1..{}",
+                o.batch_size, 1 << 20);
+  TRT_CHECK_ARG(!o.max_images || *o.max_images >= 1, "max_images must be at least 1, got {}",
+                o.max_images.value_or(0));
+  if (o.input_scale) {
+    const auto [lo, hi] = *o.input_scale;
+    TRT_CHECK_ARG(std::isfinite(lo) && std::isfinite(hi) && lo != hi,
+                  "input_scale ({}, {}) must be two different finite numbers", lo, hi);
+  }
+  const size_t nc = static_cast<size_t>(c);
+  TRT_CHECK_ARG(o.mean.empty() || o.mean.size() == 1 || o.mean.size() == nc,
+                "mean has {} values; give 1 or C = {}", o.mean.size(), c);
+  TRT_CHECK_ARG(o.std.empty() || o.std.size() == 1 || o.std.size() == nc,
+                "std has {} values; give 1 or C = {}", o.std.size(), c);
+  for (float m : o.mean) TRT_CHECK_ARG(std::isfinite(m), "mean values must be finite, got {}", m);
+  for (float s : o.std)
+    TRT_CHECK_ARG(std::isfinite(s) && s != 0.0f, "std values must be finite and non-zero, got {}",
+                  s);
+  TRT_CHECK_ARG(o.pad_value >= 0.0f && o.pad_value <= 255.0f, "pad value {} must be in 0..255",
+                o.pad_value);
+  TRT_CHECK_ARG(o.num_threads >= 0 && o.num_threads <= 1024, "thread count {} must be in 0..1024",
+                o.num_threads);
+  TRT_CHECK_ARG(o.prefetch_batches >= 1 && o.prefetch_batches <= 1024,
+                "prefetch of {} batches must be in 1..1024", o.prefetch_batches);
+}
+
+std::vector<fs::path> list_images(const fs::path& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir, ec);
+  TRT_CHECK(fs::exists(st), ErrorCode::kIO, "image directory '{}' does not exist", dir.string());
+  TRT_CHECK_ARG(fs::is_directory(st), "'{}' is a file, not a directory of images", dir.string());
+  std::vector<fs::path> files;
+  fs::directory_iterator it(dir, ec);
+  TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
+            ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
+              ec.message());
+    std::error_code fec;
+    if (is_image_name(it->path().filename().string()) && it->is_regular_file(fec))
+      files.push_back(it->path());
+  }
+  TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
+            ec.message());
+  // Byte order of the names: the same on every machine and locale.
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return a.filename().string() < b.filename().string();
+  });
+  TRT_CHECK_ARG(!files.empty(), "no images (*.jpg, *.jpeg, *.png, *.bmp, *.webp) in '{}'",
+                dir.string());
+  return files;
+}
+
+}  // namespace
+
+std::optional<DataOrder> data_order_from_name(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "nchw") return DataOrder::kNCHW;
+  if (n == "nhwc") return DataOrder::kNHWC;
+  return std::nullopt;
+}
+std::optional<ResizeMethod> resize_method_from_name(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "letterbox") return ResizeMethod::kLetterbox;
+  if (n == "linear") return ResizeMethod::kLinear;
+  return std::nullopt;
+}
+std::optional<ColorOrder> color_order_from_name(std::string_view name) {
+  const std::string n = lower(name);
+  if (n == "rgb") return ColorOrder::kRGB;
+  if (n == "bgr") return ColorOrder::kBGR;
+  return std::nullopt;
+}
+std::string_view data_order_name(DataOrder order) {
+  switch (order) {
+    case DataOrder::kNCHW:
+      return "NCHW";
+    case DataOrder::kNHWC:
+      return "NHWC";
+  }
+  return "?";
+}
+std::string_view resize_method_name(ResizeMethod method) {
+  switch (method) {
+    case ResizeMethod::kLetterbox:
+      return "letterbox";
+    case ResizeMethod::kLinear:
+      return "linear";
+  }
+  return "?";
+}
+std::string_view color_order_name(ColorOrder order) {
+  switch (order) {
+    case ColorOrder::kRGB:
+      return "RGB";
+    case ColorOrder::kBGR:
+      return "BGR";
+  }
+  return "?";
+}
+
+struct ImageBatcher::Impl {
+  ImageBatcherOptions opt;
+  data::RenderSpec spec;
+  std::vector<fs::path> files;  // the ones used
+  int64_t batches = 0;
+  int64_t sample_bytes = 0;
+  int threads = 1;
+
+  struct Slot {
+    Tensor tensor;
+    int64_t remaining = 0;
+    int64_t error_index = -1;
+    std::exception_ptr error;
+  };
+  std::mutex mu;
+  std::condition_variable work_cv, done_cv;
+  std::vector<std::thread> workers;
+  bool stop = false;
+  int64_t next_image = 0;  // next to claim
+  int64_t consumed = 0;    // batches handed out
+  std::map<int64_t, Slot> slots;
+  std::exception_ptr failed;
+  std::unique_ptr<data::Progress> progress;
+
+  ~Impl() { stop_workers(); }
+
+  int64_t images() const { return static_cast<int64_t>(files.size()); }
+  int64_t images_in(int64_t batch) const {
+    return std::min(opt.batch_size, images() - batch * opt.batch_size);
+  }
+  Shape shape_of(int64_t n) const {
+    const auto [h, w, c] = opt.shape;
+    return opt.order == DataOrder::kNCHW ? Shape{n, c, h, w} : Shape{n, h, w, c};
+  }
+  int64_t claim_limit() const {
+    return std::min(images(), (consumed + opt.prefetch_batches) * opt.batch_size);
+  }
+
+  void worker() {
+    for (;;) {
+      int64_t idx, batch;
+      Tensor tensor;
+      {
+        std::unique_lock lk(mu);
+        work_cv.wait(lk,
+                     [&] { return stop || next_image >= images() || next_image < claim_limit(); });
+        if (stop || next_image >= images()) return;
+        idx = next_image++;
+        batch = idx / opt.batch_size;
+        Slot& slot = slots[batch];
+        if (!slot.tensor.defined()) {
+          slot.tensor = Tensor(opt.dtype, shape_of(images_in(batch)));
+          slot.remaining = images_in(batch);
+        }
+        tensor = slot.tensor;
+      }
+      std::exception_ptr error;
+      try {
+        data::Image img = data::convert_channels(data::load_image(files[idx]), spec.channels);
+        data::render_image(img, spec,
+                           tensor.data<uint8_t>() + (idx % opt.batch_size) * sample_bytes);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lk(mu);
+      Slot& slot = slots[batch];
+      if (error && (slot.error_index < 0 || idx < slot.error_index)) {
+        slot.error = error;
+        slot.error_index = idx;
+      }
+      if (--slot.remaining == 0) done_cv.notify_all();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard lk(mu);
+      stop = true;
+    }
+    work_cv.notify_all();
+    for (std::thread& t : workers) t.join();
+    workers.clear();
+    stop = false;
+  }
+
+  void reset() {
+    stop_workers();
+    slots.clear();
+    next_image = 0;
+    consumed = 0;
+    failed = nullptr;
+    progress.reset();
+  }
+
+  Tensor next() {
+    if (failed) std::rethrow_exception(failed);
+    if (consumed >= batches) return {};
+    if (consumed == 0 && opt.progress && !progress)
+      progress = std::make_unique<data::Progress>("calibration data", images(), true);
+    if (workers.empty() && next_image < images()) {
+      const int n = static_cast<int>(std::min<int64_t>(threads, images() - next_image));
+      for (int i = 0; i < n; ++i) workers.emplace_back([this] { worker(); });
+    }
+    Slot slot;
+    {
+      std::unique_lock lk(mu);
+      done_cv.wait(lk, [&] {
+        auto it = slots.find(consumed);
+        return it != slots.end() && it->second.remaining == 0;
+      });
+      auto it = slots.find(consumed);
+      slot = std::move(it->second);
+      slots.erase(it);
+      ++consumed;
+    }
+    work_cv.notify_all();
+    if (slot.error) {
+      failed = slot.error;
+      stop_workers();
+      std::rethrow_exception(failed);
+    }
+    if (progress) progress->update(std::min(images(), consumed * opt.batch_size));
+    return std::move(slot.tensor);
+  }
+};
+
+ImageBatcher::ImageBatcher(ImageBatcherOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  validate(options);
+  m.opt = std::move(options);
+  m.spec = data::make_render_spec(m.opt);
+  std::vector<fs::path> files = list_images(m.opt.image_dir);
+  const int64_t found = static_cast<int64_t>(files.size());
+  int64_t n = found;
+  if (m.opt.max_images && *m.opt.max_images < n) n = *m.opt.max_images;
+  const int64_t bs = m.opt.batch_size;
+  TRT_CHECK_ARG(n >= bs || m.opt.keep_partial,
+                "{} image(s) in '{}' do not fill one batch of {}; lower the batch size or keep the "
+                "partial batch",
+                n, m.opt.image_dir.string(), bs);
+  const int64_t dropped = m.opt.keep_partial ? 0 : n % bs;
+  if (dropped > 0)
+    TRT_LOG_WARN(
+        "dropping the last {} image(s) of {}: they do not fill a batch of {} (keep them with "
+        "keep_partial)",
+        dropped, n, bs);
+  files.resize(static_cast<size_t>(n - dropped));
+  m.files = std::move(files);
+  m.batches = (m.images() + bs - 1) / bs;
+  m.sample_bytes =
+      static_cast<int64_t>(dtype_storage_bytes(m.opt.dtype, shape_numel(m.shape_of(1))));
+  shape_numel(m.shape_of(bs));  // overflow check of a whole batch
+  m.threads = m.opt.num_threads > 0
+                  ? m.opt.num_threads
+                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (m.opt.dtype == DataType::kInt8 && !m.opt.input_scale && m.opt.mean.empty())
+    TRT_LOG_WARN(
+        "int8 image data without an input scale: pixel values above 127 saturate (input_scale "
+        "(-128, 127) "
+        "centres them)");
+  TRT_LOG_INFO("{} image(s) in '{}' (using {}): {} batch(es) of {}, {} {} {}", found,
+               m.opt.image_dir.string(), m.images(), m.batches, bs, dtype_name(m.opt.dtype),
+               data_order_name(m.opt.order), resize_method_name(m.opt.resize_method));
+}
+
+ImageBatcher::~ImageBatcher() = default;
+ImageBatcher::ImageBatcher(ImageBatcher&&) noexcept = default;
+ImageBatcher& ImageBatcher::operator=(ImageBatcher&&) noexcept = default;
+
+int64_t ImageBatcher::num_batches() const {
+  return impl_->batches;
+}
+int64_t ImageBatcher::batch_size() const {
+  return impl_->opt.batch_size;
+}
+int64_t ImageBatcher::num_images() const {
+  return impl_->images();
+}
+const std::vector<fs::path>& ImageBatcher::image_paths() const {
+  return impl_->files;
+}
+Shape ImageBatcher::batch_shape() const {
+  return impl_->shape_of(impl_->opt.batch_size);
+}
+const ImageBatcherOptions& ImageBatcher::options() const {
+  return impl_->opt;
+}
+Tensor ImageBatcher::next_batch() {
+  return impl_->next();
+}
+void ImageBatcher::reset() {
+  impl_->reset();
+}
+
+void ImageBatcher::save_calibration_data(const fs::path& path) {
+  reset();
+  try {
+    data::NpyStreamWriter out(path, impl_->opt.dtype, impl_->shape_of(impl_->images()));
+    for (Tensor b = next_batch(); !b.empty(); b = next_batch()) out.write(b.raw(), b.nbytes());
+    out.commit();
+  } catch (...) {
+    reset();
+    throw;
+  }
+  reset();
+}
+
+}  // namespace trtutils
