@@ -67,4 +67,12 @@ bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a
 bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
                    Tensor& y, const Shape& y_shape);
 
+// Process-wide counts of oneDNN fast-path runs and of calls that fell back to the reference
+// (configuration not supported by oneDNN); tests use them to check that a fast path really ran.
+struct FastPathStats {
+  int64_t conv_runs = 0, conv_fallbacks = 0;
+  int64_t matmul_runs = 0, matmul_fallbacks = 0;  // Gemm and MatMul
+};
+FastPathStats onednn_stats();
+
 }  // namespace trtutils::cpu::nn

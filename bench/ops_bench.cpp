@@ -1,0 +1,109 @@
+// Micro benchmarks of the CPU nn kernels through cpu::run_node: the oneDNN fast path against
+// the plain reference (the reference only at batch 1, it is slow). Shapes are ResNet-50's.
+//   trtutils_bench_ops --benchmark_filter=Conv3x3
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+#include "backends/cpu/kernel_registry.h"
+
+namespace trtutils {
+namespace {
+
+Tensor random_tensor(Shape shape, uint32_t seed) {
+  Tensor t(DataType::kFloat32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+ir::Attribute ints_attr(const std::string& name, std::vector<int64_t> v) {
+  ir::Attribute a;
+  a.name = name;
+  a.kind = ir::Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+// Conv n x c x hw x hw -> m channels, k x k kernel, stride 1, "same" padding, with bias.
+void run_conv(benchmark::State& state, int64_t n, int64_t c, int64_t hw, int64_t m, int64_t k,
+              bool reference) {
+  ir::Node node;
+  node.op_type = "Conv";
+  node.name = "bench_conv";
+  node.inputs = {"x", "w", "b"};
+  node.outputs = {"y"};
+  const int64_t p = k / 2;
+  node.attributes["pads"] = ints_attr("pads", {p, p, p, p});
+  const Tensor x = random_tensor({n, c, hw, hw}, 1), w = random_tensor({m, c, k, k}, 2),
+               b = random_tensor({m}, 3);
+  for (auto _ : state) {
+    auto y = cpu::run_node(node, 17, {&x, &w, &b}, reference);
+    benchmark::DoNotOptimize(y[0].raw());
+  }
+  const double flops = 2.0 * n * m * c * k * k * hw * hw;
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Conv3x3_8x64x56x56_to64_Fast(benchmark::State& s) {
+  run_conv(s, 8, 64, 56, 64, 3, false);
+}
+void BM_Conv3x3_1x64x56x56_to64_Fast(benchmark::State& s) {
+  run_conv(s, 1, 64, 56, 64, 3, false);
+}
+void BM_Conv3x3_1x64x56x56_to64_Reference(benchmark::State& s) {
+  run_conv(s, 1, 64, 56, 64, 3, true);
+}
+void BM_Conv1x1_8x256x56x56_to64_Fast(benchmark::State& s) {
+  run_conv(s, 8, 256, 56, 64, 1, false);
+}
+void BM_Conv1x1_1x256x56x56_to64_Fast(benchmark::State& s) {
+  run_conv(s, 1, 256, 56, 64, 1, false);
+}
+void BM_Conv1x1_1x256x56x56_to64_Reference(benchmark::State& s) {
+  run_conv(s, 1, 256, 56, 64, 1, true);
+}
+
+// Gemm 8 x 2048 -> 1000 (transB, bias): ResNet-50's classifier.
+void run_gemm(benchmark::State& state, bool reference) {
+  ir::Node node;
+  node.op_type = "Gemm";
+  node.name = "bench_gemm";
+  node.inputs = {"a", "b", "c"};
+  node.outputs = {"y"};
+  ir::Attribute tb;
+  tb.name = "transB";
+  tb.kind = ir::Attribute::Kind::kInt;
+  tb.i = 1;
+  node.attributes["transB"] = tb;
+  const Tensor a = random_tensor({8, 2048}, 1), b = random_tensor({1000, 2048}, 2),
+               c = random_tensor({1000}, 3);
+  for (auto _ : state) {
+    auto y = cpu::run_node(node, 17, {&a, &b, &c}, reference);
+    benchmark::DoNotOptimize(y[0].raw());
+  }
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * 8 * 2048 * 1000, benchmark::Counter::kIsIterationInvariantRate);
+}
+void BM_Gemm_8x2048x1000_Fast(benchmark::State& s) {
+  run_gemm(s, false);
+}
+void BM_Gemm_8x2048x1000_Reference(benchmark::State& s) {
+  run_gemm(s, true);
+}
+
+BENCHMARK(BM_Conv3x3_8x64x56x56_to64_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv3x3_1x64x56x56_to64_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv3x3_1x64x56x56_to64_Reference)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv1x1_8x256x56x56_to64_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv1x1_1x256x56x56_to64_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Conv1x1_1x256x56x56_to64_Reference)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Gemm_8x2048x1000_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Gemm_8x2048x1000_Reference)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace trtutils
+
+BENCHMARK_MAIN();
