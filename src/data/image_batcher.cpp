@@ -6,6 +6,8 @@
 // its slot of its batch tensor, so the order of completion does not matter.
 #include "trtutils/image_batcher.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -276,6 +278,13 @@ struct ImageBatcher::Impl {
       std::rethrow_exception(failed);
     }
     if (progress) progress->update(std::min(images(), consumed * opt.batch_size));
+#ifdef __GLIBC__
+    // glibc raises its mmap threshold after the first large free, so later image and batch
+    // buffers come from the heap, where the order of frees across threads strands free pages
+    // (RSS grew to ~200 MB for 224x224 float32 batches of 8). Handing free pages back once per
+    // batch keeps the footprint at the prefetch depth (~30 MB) for a small cost.
+    malloc_trim(0);
+#endif
     return std::move(slot.tensor);
   }
 };

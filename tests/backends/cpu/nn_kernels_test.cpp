@@ -1,5 +1,7 @@
 // CPU kernels of the nn op family: the oneDNN fast paths against the plain reference kernels
 // at tile-edge sizes, plus hand-computed known values and error cases.
+#include "backends/cpu/nn_kernels.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -102,10 +104,21 @@ void expect_values(const Tensor& t, const std::vector<double>& want, double tol 
     EXPECT_NEAR(t.at_double(i), want[i], tol * std::max(1.0, std::abs(want[i]))) << "at " << i;
 }
 
-// Runs `node` on `inputs` with the fast path and the reference and compares.
+// oneDNN fast-path runs so far for the kernel family of `op`.
+int64_t fast_runs(const std::string& op) {
+  const nn::FastPathStats s = nn::onednn_stats();
+  return (op == "Conv" || op == "ConvTranspose") ? s.conv_runs : s.matmul_runs;
+}
+
+// Runs `node` on `inputs` with the fast path and the reference and compares; also checks that
+// the fast path really ran (rather than silently falling back to the reference).
 void expect_fast_matches_reference(const ir::Node& node, const std::vector<const Tensor*>& inputs,
-                                   const std::string& what) {
+                                   const std::string& what, bool expect_onednn = true) {
+  const int64_t before = fast_runs(node.op_type);
   const auto fast = run(node, inputs, false);
+  if (expect_onednn) {
+    EXPECT_EQ(fast_runs(node.op_type), before + 1) << what << ": no oneDNN run";
+  }
   const auto ref = run(node, inputs, true);
   ASSERT_EQ(fast.size(), ref.size());
   for (size_t i = 0; i < fast.size(); ++i)
@@ -414,6 +427,37 @@ TEST(NnKernelsPool, MaxPoolKnownValuesAndIndices) {
   EXPECT_EQ(y[0].dtype(), DataType::kUInt8);
   EXPECT_EQ(y[0].data<uint8_t>()[0], 200);
   EXPECT_EQ(y[0].data<uint8_t>()[1], 4);
+}
+
+TEST(NnKernelsPool, MaxPoolWithAndWithoutIndicesAgree) {
+  // The no-indices path folds taps row-wise; the indices path walks windows. Both must agree.
+  struct Case {
+    Shape x;
+    std::vector<int64_t> k, s, d, pads;
+    int64_t ceil;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0},
+      {{1, 13, 7, 7}, {2, 3}, {1, 2}, {2, 1}, {0, 1, 1, 0}, 1},
+      {{1, 2, 8, 9}, {3, 2}, {3, 3}, {1, 2}, {1, 0, 2, 1}, 1},
+      {{3, 4, 1, 9}, {1, 4}, {1, 1}, {1, 1}, {0, 2, 0, 1}, 0},
+  };
+  uint32_t seed = 700;
+  for (const auto& c : cases) {
+    const Tensor x = random_tensor(c.x, seed++);
+    auto node = make_node(
+        "MaxPool", 1,
+        {ints_attr("kernel_shape", c.k), ints_attr("strides", c.s), ints_attr("dilations", c.d),
+         ints_attr("pads", c.pads), int_attr("ceil_mode", c.ceil)},
+        2);
+    const auto with = run(node, {&x}, false);
+    node.outputs.resize(1);
+    const auto without = run(node, {&x}, false);
+    EXPECT_EQ(rel_error(without[0], with[0]), 0.0) << shape_str(c.x);
+    // The indices point at the maxima.
+    for (int64_t i = 0; i < with[1].numel(); ++i)
+      EXPECT_EQ(x.data<float>()[with[1].data<int64_t>()[i]], with[0].data<float>()[i]);
+  }
 }
 
 TEST(NnKernelsPool, AveragePoolPadding) {
