@@ -2,12 +2,16 @@
 # generate_calibration throughput: N photos (default 1,000 JPEGs, 320..800 px, crops of real
 # photos) -> 224x224x3 float32 NCHW letterbox .npy, on 2 cores, against a straightforward
 # single-threaded decode+resize loop over the same decoders (bench/calibration_baseline.cpp).
-# Prints images/s of both (files already in the page cache, .npy write included) and peak RSS.
+# Prints images/s of both (files already in the page cache, .npy write included; best and
+# median of R interleaved runs), CPU time and peak RSS, and checks that the outputs agree.
 #
 #   bench/calibration_bench.sh [--images N] [--cores LIST] [--size S] [--keep DIR] [--out-dir DIR]
+#                              [--repeat R]
 #
 # The float32 output is 600 MB for 1,000 images: on a slow disk writing it dominates; pass
-# --out-dir /dev/shm to measure the decoding and resizing rather than the disk.
+# --out-dir /dev/shm to measure the decoding and resizing rather than the disk. On a machine
+# shared with other work, `chrt -f 10 bench/calibration_bench.sh ...` (root) keeps that work off
+# the measured cores.
 # Environment: TRTUTILS_BUILD (default build): its bin/trtutils and bin/calibration_baseline
 # (CALIBRATION_BASELINE overrides; built here from bench/calibration_baseline.cpp against the
 # build's libtrtutils.a when missing).
@@ -22,6 +26,7 @@ CORES=0,1
 SIZE=224
 KEEP=""
 OUT_DIR=""
+REPEAT=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --images) N="$2"; shift 2 ;;
@@ -29,7 +34,8 @@ while [[ $# -gt 0 ]]; do
     --size) SIZE="$2"; shift 2 ;;
     --keep) KEEP="$2"; shift 2 ;;
     --out-dir) OUT_DIR="$2"; shift 2 ;;
-    *) echo "usage: $0 [--images N] [--cores LIST] [--size S] [--keep DIR] [--out-dir DIR]" >&2; exit 2 ;;
+    --repeat) REPEAT="$2"; shift 2 ;;
+    *) echo "usage: $0 [--images N] [--cores LIST] [--size S] [--keep DIR] [--out-dir DIR] [--repeat R]" >&2; exit 2 ;;
   esac
 done
 
@@ -53,22 +59,38 @@ fi
 cat "$PHOTOS"/* > /dev/null  # page cache: measure decoding, not the disk
 echo "photos: $N JPEGs, $(du -sh "$PHOTOS" | cut -f1); cores $CORES; ${SIZE}x${SIZE}x3 float32 NCHW letterbox -> $OUT"
 
-run() {  # label, command...: prints "label: S s, I images/s, RSS MB"
-  local label="$1"; shift
+NCORES=$(taskset -c "$CORES" nproc)
+# One config: label, then the command. Every run appends "wall cpu rss_kb" to $WORK/<id>.runs.
+run_once() {
+  local id="$1"; shift
   local t0 t1
   t0=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$WORK/rss" taskset -c "$CORES" "$@" > "$WORK/log" 2>&1 || { cat "$WORK/log"; exit 1; }
+  /usr/bin/time -f "%M %U %S" -o "$WORK/time" taskset -c "$CORES" "$@" > "$WORK/$id.log" 2>&1 ||
+    { cat "$WORK/$id.log"; exit 1; }
   t1=$(date +%s.%N)
-  awk -v l="$label" -v a="$t0" -v b="$t1" -v n="$N" -v rss="$(cat "$WORK/rss")" \
-    'BEGIN { printf "%-40s %6.2f s  %7.1f images/s  peak RSS %5.0f MB\n", l, b - a, n / (b - a), rss / 1024 }'
+  awk -v a="$t0" -v b="$t1" '{ print b - a, $2 + $3, $1 }' "$WORK/time" >> "$WORK/$id.runs"
+}
+report() {  # id, label: best and median wall time over the runs
+  sort -n "$WORK/$1.runs" | awk -v l="$2" -v n="$N" '
+    { w[NR] = $1; c[NR] = $2; r[NR] = $3 }
+    END { m = w[int((NR + 1) / 2)];
+          printf "%-34s best %5.2f s %7.1f images/s | median %5.2f s %7.1f images/s | cpu %5.2f s | peak RSS %5.0f MB\n",
+                 l, w[1], n / w[1], m, n / m, c[1], r[1] / 1024 }'
 }
 
-run "generate_calibration (2 threads)" "$TRTUTILS" -q generate_calibration --calibration_dir "$PHOTOS" \
-  --input_shape "$SIZE" "$SIZE" 3 --batch_size 8 --output "$OUT/calib.npy"
-run "generate_calibration --threads 1" "$TRTUTILS" -q generate_calibration --calibration_dir "$PHOTOS" \
-  --input_shape "$SIZE" "$SIZE" 3 --batch_size 8 --threads 1 --output "$OUT/calib1.npy"
-run "baseline (1 thread, all in memory)" "$BASELINE" "$PHOTOS" "$SIZE" "$SIZE" "$OUT/baseline.npy"
-sed 's/^/  /' "$WORK/log"
+rm -f "$WORK"/*.runs
+for ((i = 0; i < REPEAT; ++i)); do  # interleaved, so that load from elsewhere hits all alike
+  run_once gen "$TRTUTILS" -q generate_calibration --calibration_dir "$PHOTOS" --input_shape "$SIZE" "$SIZE" 3 \
+    --batch_size 8 --threads "$NCORES" --output "$OUT/calib.npy"
+  run_once gen1 "$TRTUTILS" -q generate_calibration --calibration_dir "$PHOTOS" --input_shape "$SIZE" "$SIZE" 3 \
+    --batch_size 8 --threads 1 --output "$OUT/calib1.npy"
+  run_once base "$BASELINE" "$PHOTOS" "$SIZE" "$SIZE" "$OUT/baseline.npy"
+done
+echo "runs: $REPEAT each (best = least disturbed by other load on the machine)"
+report gen "generate_calibration, $NCORES threads"
+report gen1 "generate_calibration, 1 thread"
+report base "baseline, 1 thread, all in memory"
+sed 's/^/  last /' "$WORK/base.log"
 /usr/bin/python3 -c "
 import sys, numpy as np
 a, b, c = (np.load(f, mmap_mode='r') for f in sys.argv[1:])

@@ -16,8 +16,8 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # independent oracles: ONNX's backend test data, PyTorch/torchvision exporters
   libonnx-testdata python3-torch python3-torchvision python3-numpy python3-onnx
-  # image decoding for calibration data
-  libjpeg62-turbo-dev libpng-dev libwebp-dev
+  # image decoding for calibration data; Pillow writes the photos of bench/calibration_bench.sh
+  libjpeg62-turbo-dev libpng-dev libwebp-dev python3-pil
 )
 # ONNX Runtime comes from npm (onnxruntime-node) and needs Node.js + npm; keep a newer one if present
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

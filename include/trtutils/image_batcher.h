@@ -6,6 +6,10 @@
 // layout (NCHW / NHWC) -> dtype, in that order; images are processed on a thread pool with a
 // bounded prefetch, and come out in file-name order whatever the thread count.
 //
+// Files: the extension selects the candidates, the content decides the decoder. A truncated
+// or corrupt file (JPEG entropy-data errors included) is an error naming it, never skipped.
+// BMP: 1/4/8-bit paletted, 16/24/32-bit uncompressed or bit fields; RLE is refused.
+//
 // Channels: gray is replicated to RGB; RGB -> gray is BT.601 luma (0.299 R + 0.587 G + 0.114 B,
 // rounded); an alpha channel is dropped (not composited) unless C = 4, where images without
 // alpha get 255. color_order BGR swaps channels 0 and 2 of the output (RGBA -> BGRA).
@@ -69,7 +73,7 @@ struct ImageBatcherOptions {
   ColorOrder color_order = ColorOrder::kRGB;
   float pad_value = 114.0f;   // letterbox padding, in 0..255 pixel units
   bool keep_partial = false;  // keep a last batch with fewer than batch_size images
-  int num_threads = 0;        // decode/resize threads; 0: all cores
+  int num_threads = 0;        // decode/resize threads; 0: the cores this process may use
   int prefetch_batches = 2;   // batches prepared ahead of next_batch(); bounds the memory used
   bool progress = false;      // progress bar on a terminal (stderr), log lines otherwise
 };

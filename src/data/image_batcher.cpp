@@ -7,6 +7,7 @@
 #include "trtutils/image_batcher.h"
 
 #include <malloc.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cctype>
@@ -79,6 +80,14 @@ void validate(const ImageBatcherOptions& o) {
                 o.num_threads);
   TRT_CHECK_ARG(o.prefetch_batches >= 1 && o.prefetch_batches <= 1024,
                 "prefetch of {} batches must be in 1..1024", o.prefetch_batches);
+}
+
+// Cores this process may run on (taskset, cgroup cpusets), not all the machine's.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 std::vector<fs::path> list_images(const fs::path& dir) {
@@ -166,6 +175,7 @@ struct ImageBatcher::Impl {
 
   struct Slot {
     Tensor tensor;
+    bool started = false;  // `remaining` set by the first image claimed
     int64_t remaining = 0;
     int64_t error_index = -1;
     std::exception_ptr error;
@@ -177,6 +187,7 @@ struct ImageBatcher::Impl {
   int64_t next_image = 0;  // next to claim
   int64_t consumed = 0;    // batches handed out
   std::map<int64_t, Slot> slots;
+  std::vector<Tensor> spare;  // batch tensors handed back by save_calibration_data, for reuse
   std::exception_ptr failed;
   std::unique_ptr<data::Progress> progress;
 
@@ -198,6 +209,7 @@ struct ImageBatcher::Impl {
     for (;;) {
       int64_t idx, batch;
       Tensor tensor;
+      std::exception_ptr error;
       {
         std::unique_lock lk(mu);
         work_cv.wait(lk,
@@ -206,19 +218,34 @@ struct ImageBatcher::Impl {
         idx = next_image++;
         batch = idx / opt.batch_size;
         Slot& slot = slots[batch];
-        if (!slot.tensor.defined()) {
-          slot.tensor = Tensor(opt.dtype, shape_of(images_in(batch)));
+        if (!slot.started) {
+          slot.started = true;
           slot.remaining = images_in(batch);
+        }
+        if (!slot.tensor.defined()) {
+          const Shape shape = shape_of(images_in(batch));
+          if (!spare.empty() && spare.back().shape() == shape) {
+            // Every element is overwritten by the images, so a used tensor needs no clearing.
+            slot.tensor = std::move(spare.back());
+            spare.pop_back();
+          } else {
+            try {
+              slot.tensor = Tensor(opt.dtype, shape);
+            } catch (...) {  // out of memory: reported with this image's batch
+              error = std::current_exception();
+            }
+          }
         }
         tensor = slot.tensor;
       }
-      std::exception_ptr error;
-      try {
-        data::Image img = data::convert_channels(data::load_image(files[idx]), spec.channels);
-        data::render_image(img, spec,
-                           tensor.data<uint8_t>() + (idx % opt.batch_size) * sample_bytes);
-      } catch (...) {
-        error = std::current_exception();
+      if (!error) {
+        try {
+          data::Image img = data::convert_channels(data::load_image(files[idx]), spec.channels);
+          data::render_image(img, spec,
+                             tensor.data<uint8_t>() + (idx % opt.batch_size) * sample_bytes);
+        } catch (...) {
+          error = std::current_exception();
+        }
       }
       std::lock_guard lk(mu);
       Slot& slot = slots[batch];
@@ -244,6 +271,7 @@ struct ImageBatcher::Impl {
   void reset() {
     stop_workers();
     slots.clear();
+    spare.clear();
     next_image = 0;
     consumed = 0;
     failed = nullptr;
@@ -315,9 +343,7 @@ ImageBatcher::ImageBatcher(ImageBatcherOptions options) : impl_(std::make_unique
   m.sample_bytes =
       static_cast<int64_t>(dtype_storage_bytes(m.opt.dtype, shape_numel(m.shape_of(1))));
   shape_numel(m.shape_of(bs));  // overflow check of a whole batch
-  m.threads = m.opt.num_threads > 0
-                  ? m.opt.num_threads
-                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  m.threads = m.opt.num_threads > 0 ? m.opt.num_threads : usable_cores();
   if (m.opt.dtype == DataType::kInt8 && !m.opt.input_scale && m.opt.mean.empty())
     TRT_LOG_WARN(
         "int8 image data without an input scale: pixel values above 127 saturate (input_scale "
@@ -361,7 +387,13 @@ void ImageBatcher::save_calibration_data(const fs::path& path) {
   reset();
   try {
     data::NpyStreamWriter out(path, impl_->opt.dtype, impl_->shape_of(impl_->images()));
-    for (Tensor b = next_batch(); !b.empty(); b = next_batch()) out.write(b.raw(), b.nbytes());
+    for (Tensor b = next_batch(); !b.empty(); b = next_batch()) {
+      out.write(b.raw(), b.nbytes());
+      // Nobody else holds this batch: its buffer can take a later one (no fresh pages to fault
+      // in and clear for every batch).
+      std::lock_guard lk(impl_->mu);
+      impl_->spare.push_back(std::move(b));
+    }
     out.commit();
   } catch (...) {
     reset();

@@ -376,6 +376,22 @@ TEST_F(ImageBatcherTest, SaveCalibrationDataIsTheConcatenation) {
     EXPECT_EQ(std::memcmp(concat.data(), saved.raw(), concat.size()), 0) << dtype_name(dt);
     fs::remove(out);
   }
+  // Many small batches: saving reuses written batch tensors for later batches.
+  for (int i = 7; i < 20; ++i)
+    dir_.add(i % 3 ? "photo_astronaut.png" : "lossy.webp", fmt::format("{}.png", i));
+  ImageBatcherOptions o = opts(16, 16);
+  o.batch_size = 2;
+  o.prefetch_batches = 1;
+  ImageBatcher many(o);
+  many.save_calibration_data(dir_ / "many.npy");
+  const Tensor saved = npy_load(dir_ / "many.npy");
+  ASSERT_EQ(saved.shape(), (Shape{20, 3, 16, 16}));
+  int64_t offset = 0;
+  for (const Tensor& t : all_batches(many)) {
+    ASSERT_EQ(std::memcmp(static_cast<const char*>(saved.raw()) + offset, t.raw(), t.nbytes()), 0)
+        << offset;
+    offset += static_cast<int64_t>(t.nbytes());
+  }
   // A folder that does not exist: an error, nothing written.
   ImageBatcher b(opts(8, 8));
   EXPECT_THROW(b.save_calibration_data(dir_ / "no" / "calib.npy"), Error);

@@ -16,6 +16,7 @@ void add_run_command(CLI::App& app);
 void add_benchmark_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_generate_calibration_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 }  // namespace trtutils::cli
 

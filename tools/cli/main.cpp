@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   cli::add_benchmark_command(app);
   cli::add_info_command(app);
   cli::add_generate_calibration_command(app);
+  cli::add_quantize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
