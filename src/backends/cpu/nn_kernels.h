@@ -54,6 +54,10 @@ void instance_norm_kernel(KernelContext& ctx);
 void layer_norm_kernel(KernelContext& ctx);
 
 // ---- oneDNN fast paths (float32 only; false = not handled, use the reference) --------------
+// Convolutions: pointwise ones run as a batched matmul on nchw, 3x3 stride-1 ones through
+// Winograd where oneDNN has it, the rest as direct convolutions in the primitive's preferred
+// layout. Environment knobs (read once; see onednn_nn.cpp): TRTUTILS_CONV_ALGO=direct,
+// TRTUTILS_CONV_1X1=conv, TRTUTILS_CONV_LAYOUT=nchw|nhwc|blocked.
 // Y (already allocated with the output shape) = conv(X, W) + B. Reordered weights and
 // primitives are cached per (weights buffer, shapes, attributes); the cache keeps the weights
 // buffer alive and re-checks a sample of its values on every hit.
@@ -66,6 +70,11 @@ bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a
 // of A and B broadcast (size 1 or equal to Y's).
 bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
                    Tensor& y, const Shape& y_shape);
+
+// Drops every cached primitive and reordered weights copy (and the handles on user weights
+// that the conv cache holds), e.g. when a session that owned the weights goes away. Otherwise
+// the caches are bounded (LRU; conv entries by count and 2 GiB of held + reordered weights).
+void onednn_clear_caches();
 
 // Process-wide counts of oneDNN fast-path runs and of calls that fell back to the reference
 // (configuration not supported by oneDNN); tests use them to check that a fast path really ran.

@@ -92,39 +92,50 @@ void require_optimized(const dnnl::primitive_desc_base& pd) {
     throw dnnl::error(dnnl_unimplemented, "oneDNN offers only a reference implementation");
 }
 
-// LRU map from key to entry, bounded in entries.
+// LRU map from key to entry, bounded in entries and in bytes (an entry's cost: the weights it
+// holds alive plus its reordered copy). The newest entry is always kept.
 template <typename Entry>
 class Cache {
  public:
-  explicit Cache(size_t capacity) : capacity_(capacity) {}
+  Cache(size_t max_entries, size_t max_bytes) : max_entries_(max_entries), max_bytes_(max_bytes) {}
   std::shared_ptr<Entry> find(const std::string& key) {
     auto it = map_.find(key);
     if (it == map_.end()) return nullptr;
-    lru_.splice(lru_.begin(), lru_, it->second.second);
-    return it->second.first;
+    lru_.splice(lru_.begin(), lru_, it->second.pos);
+    return it->second.entry;
   }
-  void put(const std::string& key, std::shared_ptr<Entry> e) {
-    auto it = map_.find(key);
-    if (it != map_.end()) {
-      lru_.erase(it->second.second);
-      map_.erase(it);
-    }
+  void put(const std::string& key, std::shared_ptr<Entry> e, size_t cost) {
+    erase(key);
     lru_.push_front(key);
-    map_.emplace(key, std::make_pair(std::move(e), lru_.begin()));
-    while (map_.size() > capacity_) {
-      map_.erase(lru_.back());
-      lru_.pop_back();
-    }
+    map_.emplace(key, Slot{std::move(e), lru_.begin(), cost});
+    bytes_ += cost;
+    while (map_.size() > 1 && (map_.size() > max_entries_ || bytes_ > max_bytes_))
+      erase(lru_.back());
+  }
+  void clear() {
+    map_.clear();
+    lru_.clear();
+    bytes_ = 0;
   }
   std::mutex& mutex() { return mu_; }
 
  private:
-  size_t capacity_;
+  struct Slot {
+    std::shared_ptr<Entry> entry;
+    std::list<std::string>::iterator pos;
+    size_t cost;
+  };
+  void erase(const std::string& key) {
+    auto it = map_.find(key);
+    if (it == map_.end()) return;
+    bytes_ -= it->second.cost;
+    lru_.erase(it->second.pos);
+    map_.erase(it);
+  }
+  size_t max_entries_, max_bytes_, bytes_ = 0;
   std::mutex mu_;
   std::list<std::string> lru_;
-  std::unordered_map<std::string,
-                     std::pair<std::shared_ptr<Entry>, std::list<std::string>::iterator>>
-      map_;
+  std::unordered_map<std::string, Slot> map_;
 };
 
 // Values of `t` at up to 32 evenly spaced positions (bit patterns, so NaN compares equal).
@@ -156,10 +167,11 @@ struct ConvEntry {
   dnnl::reorder src_reorder, dst_reorder;
   memory weights_mem;
   size_t scratchpad_bytes = 0;
+  size_t cost_bytes = 0;  // user weights held alive + their reordered copy
 };
 
 Cache<ConvEntry>& conv_cache() {
-  static auto* c = new Cache<ConvEntry>(1024);
+  static auto* c = new Cache<ConvEntry>(4096, size_t{2} << 30);
   return *c;
 }
 
@@ -196,18 +208,38 @@ memory::desc activation_md(const memory::dims& dims) {
   return memory::desc(dims, kF32, Tag::any);
 }
 
-// 1x1, stride-1, unpadded, ungrouped convolution on nchw = per image Y (M x S) = W (M x C) X (C x
-// S): a batched matmul with W broadcast, without any reorder.
+// 1x1, unpadded, ungrouped convolution on nchw = per image Y (M x S) = W (M x C) X (C x S): a
+// batched matmul with W broadcast, without any reorder. With strides, X is first subsampled
+// into a per-thread buffer (a quarter of the reorder traffic at stride 2).
 bool conv_is_pointwise(const ConvProblem& p) {
   if (p.transpose || p.group != 1) return false;
   for (int i = 0; i < 3; ++i)
-    if (p.kernel[i] != 1 || p.stride[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0)
-      return false;
+    if (p.kernel[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0) return false;
   return true;
+}
+bool is_strided(const ConvProblem& p) {
+  return p.stride[0] != 1 || p.stride[1] != 1 || p.stride[2] != 1;
+}
+
+// X[:, :, ::s0, ::s1, ::s2] of the padded-to-3-D problem, densely into dst.
+void subsample(const ConvProblem& p, const float* x, float* dst) {
+  const int64_t in_sz = p.in[0] * p.in[1] * p.in[2], out_sz = p.out[0] * p.out[1] * p.out[2];
+  const int64_t planes = p.batch * p.in_channels;
+#pragma omp parallel for schedule(static)
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* xp = x + pl * in_sz;
+    float* dp = dst + pl * out_sz;
+    for (int64_t od = 0; od < p.out[0]; ++od)
+      for (int64_t oh = 0; oh < p.out[1]; ++oh) {
+        const float* row = xp + (od * p.stride[0] * p.in[1] + oh * p.stride[1]) * p.in[2];
+        float* drow = dp + (od * p.out[1] + oh) * p.out[2];
+        for (int64_t ow = 0; ow < p.out[2]; ++ow) drow[ow] = row[ow * p.stride[2]];
+      }
+  }
 }
 
 void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias) {
-  const int64_t s = p.in[0] * p.in[1] * p.in[2];
+  const int64_t s = p.out[0] * p.out[1] * p.out[2];
   const memory::desc w_md = plain_md({1, p.out_channels, p.in_channels});
   const memory::desc x_md = plain_md({p.batch, p.in_channels, s});
   const memory::desc y_md = plain_md({p.batch, p.out_channels, s});
@@ -230,6 +262,7 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   e.user_src_md = x_md;
   e.user_dst_md = y_md;
   e.weights_mem = user_mem(w_md, w.raw());
+  e.cost_bytes = w.nbytes();
   e.weights = w;
   e.sample = sample_of(w);
   e.ok = true;
@@ -341,7 +374,9 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
     e.weights_mem = memory(wmd, engine());
     dnnl::reorder(uw, e.weights_mem).execute(stream(), uw, e.weights_mem);
     stream().wait();
+    e.cost_bytes += wmd.get_size();
   }
+  e.cost_bytes += w.nbytes();
   e.weights = w;
   e.sample = sample_of(w);
   e.ok = true;
@@ -391,7 +426,7 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
         TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
         e->ok = false;
       }
-      cache.put(key, e);
+      cache.put(key, e, e->ok ? e->cost_bytes : 0);
     }
   }
   if (!e->ok) return false;
@@ -400,6 +435,12 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
     memory src_user = user_mem(e->user_src_md, x.raw());
     memory dst_user = user_mem(e->user_dst_md, y.raw());
     memory src = src_user, dst = dst_user;
+    if (e->pointwise && is_strided(p)) {
+      const size_t bytes = e->user_src_md.get_size();
+      float* sub = static_cast<float*>(thread_buffer(kSrcBuffer, bytes));
+      subsample(p, x.data<float>(), sub);
+      src = user_mem(e->user_src_md, sub);
+    }
     if (e->reorder_src) {
       src = memory(e->src_md, engine(), thread_buffer(kSrcBuffer, e->src_md.get_size()));
       e->src_reorder.execute(s, src_user, src);
@@ -442,7 +483,7 @@ struct MatmulEntry {
 };
 
 Cache<MatmulEntry>& matmul_cache() {
-  static auto* c = new Cache<MatmulEntry>(1024);
+  static auto* c = new Cache<MatmulEntry>(1024, size_t{1} << 30);
   return *c;
 }
 
@@ -477,7 +518,7 @@ std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::de
     TRT_LOG_VERBOSE("oneDNN cannot run matmul {} ({}); using the reference kernel", key,
                     err.what());
   }
-  cache.put(key, e);
+  cache.put(key, e, 0);
   return e;
 }
 
@@ -601,6 +642,15 @@ bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const
   const bool ok = matmul_impl(a, a_shape, b, b_shape, y, y_shape);
   (ok ? g_matmul_runs : g_matmul_fallbacks)++;
   return ok;
+}
+
+void onednn_clear_caches() {
+  {
+    std::lock_guard<std::mutex> lock(conv_cache().mutex());
+    conv_cache().clear();
+  }
+  std::lock_guard<std::mutex> lock(matmul_cache().mutex());
+  matmul_cache().clear();
 }
 
 FastPathStats onednn_stats() {

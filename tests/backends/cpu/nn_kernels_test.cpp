@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "backends/cpu/kernel_registry.h"
 #include "trtutils/status.h"
@@ -183,6 +184,10 @@ TEST(NnKernelsConv, OneAndThreeDAndAutoPad) {
   const Tensor b3 = random_tensor({16}, 15);
   expect_fast_matches_reference(make_node("Conv", 3, {ints_attr("pads", {1, 1, 1, 0, 1, 2})}),
                                 {&x3, &w3, &b3}, "conv3d");
+  // Strided pointwise (subsampled, then a batched matmul).
+  const Tensor w31 = random_tensor({16, 3, 1, 1, 1}, 18);
+  expect_fast_matches_reference(make_node("Conv", 3, {ints_attr("strides", {1, 2, 3})}),
+                                {&x3, &w31, &b3}, "conv3d pointwise strided");
   const Tensor x = random_tensor({1, 8, 9, 8}, 16), w = random_tensor({8, 8, 3, 3}, 17);
   for (const char* ap : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
     expect_fast_matches_reference(
@@ -266,6 +271,44 @@ TEST(NnKernelsConv, WeightsCacheSeesNewValuesInTheSameBuffer) {
   // Mutate in place (not done by the executor, but must not give stale results).
   for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] *= -2.0f;
   expect_fast_matches_reference(node, {&x, &w}, "mutated weights");
+  nn::onednn_clear_caches();
+  expect_fast_matches_reference(node, {&x, &w}, "after clearing the caches");
+}
+
+TEST(NnKernelsConv, EmptyBatchAndConcurrentCalls) {
+  const Tensor x0(DataType::kFloat32, {0, 4, 5, 5});
+  const Tensor w = random_tensor({8, 4, 3, 3}, 41);
+  auto y = run(make_node("Conv", 2), {&x0, &w}, false);
+  EXPECT_EQ(y[0].shape(), (Shape{0, 8, 3, 3}));
+  // Two threads share the cached primitive and weights; each has its own scratch buffers.
+  const Tensor x = random_tensor({3, 4, 9, 9}, 42);
+  auto node = make_node("Conv", 2, {ints_attr("pads", {1, 1, 1, 1})});
+  const Tensor want = run(node, {&x, &w}, true)[0];
+  std::vector<double> err(2, 1e9);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      double worst = 0;
+      for (int i = 0; i < 20; ++i)
+        worst = std::max(worst, rel_error(run(node, {&x, &w}, false)[0], want));
+      err[t] = worst;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(err[0], kFp32Tol);
+  EXPECT_LE(err[1], kFp32Tol);
+}
+
+TEST(NnKernelsConvTranspose, OneAndThreeD) {
+  const Tensor x1 = random_tensor({3, 13, 9}, 51), w1 = random_tensor({13, 8, 4}, 52);
+  expect_fast_matches_reference(make_node("ConvTranspose", 2,
+                                          {ints_attr("strides", {2}), ints_attr("pads", {1, 2}),
+                                           ints_attr("output_padding", {1})}),
+                                {&x1, &w1}, "convtranspose1d");
+  const Tensor x3 = random_tensor({1, 4, 3, 4, 5}, 53), w3 = random_tensor({4, 6, 3, 3, 3}, 54);
+  const Tensor b3 = random_tensor({6}, 55);
+  expect_fast_matches_reference(make_node("ConvTranspose", 3, {ints_attr("strides", {1, 2, 2})}),
+                                {&x3, &w3, &b3}, "convtranspose3d");
 }
 
 // ---- ConvTranspose -------------------------------------------------------------------------
