@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <chrono>
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -53,6 +55,8 @@ Session::Session(ir::Model model, SessionOptions options)
   last_use_.assign(g.nodes.size(), {});
   for (const auto& [name, i] : last)
     if (!keep.count(name)) last_use_[i].push_back(name);
+  if (options_.profile)
+    for (const auto& n : g.nodes) profile_.push_back({n.name, n.op_type, 0.0, 0});
 }
 
 void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
@@ -117,7 +121,14 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
                 node.describe(), in);
       inputs.push_back(&it->second);
     }
+    const auto t0 = options_.profile ? std::chrono::steady_clock::now()
+                                     : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs = cpu::run_node(node, opset_, inputs, options_.use_reference);
+    if (options_.profile) {
+      profile_[i].total_ms +=
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ++profile_[i].calls;
+    }
     for (size_t k = 0; k < outs.size(); ++k)
       if (!node.outputs[k].empty()) env[node.outputs[k]] = std::move(outs[k]);
     for (const auto& dead : last_use_[i]) env.erase(dead);

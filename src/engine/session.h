@@ -19,6 +19,15 @@ struct SessionOptions {
   int num_threads = 0;          // 0: OpenMP's default (all cores)
   bool use_reference = false;   // plain reference kernels only (no oneDNN fast paths)
   bool fold_constants = true;   // run the constant-folding pass at construction
+  bool profile = false;         // time every node (see Session::profile())
+};
+
+// Time spent per node over all run() calls since construction (profile = true).
+struct NodeProfile {
+  std::string name;
+  std::string op_type;
+  double total_ms = 0;
+  int64_t calls = 0;
 };
 
 class Session {
@@ -33,6 +42,8 @@ class Session {
   // Throws Error(kInvalidArgument) for unknown/missing inputs or a dtype/shape mismatch, naming
   // the input, the expected and the given type/shape.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
+  // One entry per node in execution order; empty unless SessionOptions::profile.
+  const std::vector<NodeProfile>& profile() const { return profile_; }
 
  private:
   void check_feeds(const std::map<std::string, Tensor>& feeds) const;
@@ -42,6 +53,7 @@ class Session {
   int64_t opset_ = 0;
   // last_use_[i]: values whose last reader is node i (freed right after it runs).
   std::vector<std::vector<std::string>> last_use_;
+  std::vector<NodeProfile> profile_;
 };
 
 }  // namespace trtutils

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@ struct BenchOptions {
   int threads = 0;
   uint64_t seed = 0;
   std::string json;
+  bool profile = false;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -33,13 +35,39 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+// Per-op-type and top per-layer times of the timed iterations (warm-up subtracted).
+void print_profile(const std::vector<NodeProfile>& now, const std::vector<NodeProfile>& warm,
+                   int iterations) {
+  std::map<std::string, double> by_type;
+  std::vector<std::pair<double, size_t>> layers;
+  double total = 0;
+  for (size_t i = 0; i < now.size(); ++i) {
+    const double ms = (now[i].total_ms - warm[i].total_ms) / iterations;
+    by_type[now[i].op_type] += ms;
+    layers.emplace_back(ms, i);
+    total += ms;
+  }
+  std::vector<std::pair<double, std::string>> types;
+  for (const auto& [t, ms] : by_type) types.emplace_back(ms, t);
+  std::sort(types.rbegin(), types.rend());
+  fmt::print("profile: {:.3f} ms per iteration in {} layers\n", total, now.size());
+  for (const auto& [ms, t] : types)
+    fmt::print("  {:<24} {:9.3f} ms {:5.1f}%\n", t, ms, 100 * ms / total);
+  std::sort(layers.rbegin(), layers.rend());
+  fmt::print("slowest layers:\n");
+  for (size_t k = 0; k < layers.size() && k < 10; ++k)
+    fmt::print("  {:<40} {:<12} {:9.3f} ms\n", now[layers[k].second].name,
+               now[layers[k].second].op_type, layers[k].first);
+}
+
 void bench(const BenchOptions& o) {
   TRT_CHECK_ARG(o.iterations >= 1, "--iterations must be at least 1, got {}", o.iterations);
   TRT_CHECK_ARG(o.warmup >= 0, "--warmup must be at least 0, got {}", o.warmup);
-  Session session = Session::from_file(o.onnx, {.num_threads = o.threads});
+  Session session = Session::from_file(o.onnx, {.num_threads = o.threads, .profile = o.profile});
   auto feeds = make_feeds(session, o.inputs, o.seed);
   const int64_t batch = feeds.empty() || feeds.begin()->second.rank() == 0 ? 1 : feeds.begin()->second.dim(0);
   for (int i = 0; i < o.warmup; ++i) session.run(feeds);
+  std::vector<NodeProfile> warm = session.profile();
   std::vector<double> ms;
   for (int i = 0; i < o.iterations; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -57,6 +85,7 @@ void bench(const BenchOptions& o) {
              percentile(ms, 95), percentile(ms, 99), *std::max_element(ms.begin(), ms.end()));
   fmt::print("throughput: {:.2f} inferences/s ({:.2f} samples/s)\n", 1000.0 / median,
              1000.0 * static_cast<double>(batch) / median);
+  if (o.profile) print_profile(session.profile(), warm, o.iterations);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.onnx}, {"backend", "cpu"},   {"threads", o.threads},
                         {"batch", batch},  {"latency_ms", ms},   {"median_ms", median},
@@ -76,6 +105,7 @@ void add_benchmark_command(CLI::App& app) {
   sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random input data")->capture_default_str();
   sub->add_option("--json", o->json, "also write the timings to this JSON file");
+  sub->add_flag("--profile", o->profile, "print time per op type and the slowest layers");
   sub->callback([o] { bench(*o); });
 }
 

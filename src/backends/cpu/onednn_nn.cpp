@@ -188,7 +188,7 @@ std::string env_or(const char* name, const char* def) {
   return v ? std::string(v) : std::string(def);
 }
 struct ConvPolicy {
-  bool winograd = env_or("TRTUTILS_CONV_ALGO", "winograd") == "winograd";
+  bool winograd = env_or("TRTUTILS_CONV_ALGO", "direct") == "winograd";
   bool pointwise_matmul = env_or("TRTUTILS_CONV_1X1", "matmul") == "matmul";
   std::string layout = env_or("TRTUTILS_CONV_LAYOUT", "any");
 };
