@@ -97,6 +97,12 @@ void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
   }
 }
 
+size_t Session::weight_bytes() const {
+  size_t n = 0;
+  for (const auto& [name, t] : model_.graph.initializers) n += t.nbytes();
+  return n;
+}
+
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& feeds) {
   check_feeds(feeds);
   if (options_.num_threads > 0) omp_set_num_threads(options_.num_threads);
@@ -132,6 +138,12 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     for (size_t k = 0; k < outs.size(); ++k)
       if (!node.outputs[k].empty()) env[node.outputs[k]] = std::move(outs[k]);
     for (const auto& dead : last_use_[i]) env.erase(dead);
+    // High-water mark of live activation bytes (buffers shared by views counted once).
+    std::unordered_set<const void*> seen;
+    size_t live = 0;
+    for (const auto& [name, t] : env)
+      if (seen.insert(t.raw()).second) live += t.nbytes();
+    peak_activation_bytes_ = std::max(peak_activation_bytes_, live);
   }
   std::map<std::string, Tensor> result;
   for (const auto& o : g.outputs) {

@@ -44,6 +44,10 @@ class Session {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
   // One entry per node in execution order; empty unless SessionOptions::profile.
   const std::vector<NodeProfile>& profile() const { return profile_; }
+  // Most bytes of activations (inputs, intermediates, outputs) alive at once in any run so far.
+  size_t peak_activation_bytes() const { return peak_activation_bytes_; }
+  // Bytes of the model's weights (initializers after constant folding).
+  size_t weight_bytes() const;
 
  private:
   void check_feeds(const std::map<std::string, Tensor>& feeds) const;
@@ -54,6 +58,7 @@ class Session {
   // last_use_[i]: values whose last reader is node i (freed right after it runs).
   std::vector<std::vector<std::string>> last_use_;
   std::vector<NodeProfile> profile_;
+  size_t peak_activation_bytes_ = 0;
 };
 
 }  // namespace trtutils

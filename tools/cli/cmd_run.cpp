@@ -1,6 +1,7 @@
 // trtutils run --onnx MODEL [--input NAME=FILE.npy ...] --output_dir DIR [--seed N] [--threads N]
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "commands.h"
 #include "core/check.h"
@@ -11,6 +12,15 @@
 namespace trtutils::cli {
 
 namespace {
+// "VmRSS"/"VmHWM" of this process in MiB (0 if unknown), for -v diagnostics.
+double proc_status_mib(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(line.find(':') + 1)) / 1024.0;
+  return 0;
+}
+
 struct RunOptions {
   std::string onnx;
   std::vector<std::string> inputs;
@@ -26,6 +36,8 @@ void run(const RunOptions& o) {
   TRT_CHECK_ARG(fs::is_directory(o.output_dir, ec) || fs::create_directories(o.output_dir, ec),
                 "--output_dir '{}' cannot be created: {}", o.output_dir, ec.message());
   Session session = Session::from_file(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
+  TRT_LOG_INFO("model loaded: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
+               proc_status_mib("VmHWM"));
   auto feeds = make_feeds(session, o.inputs, o.seed);
   const auto t0 = std::chrono::steady_clock::now();
   auto outputs = session.run(feeds);
@@ -36,7 +48,11 @@ void run(const RunOptions& o) {
     fmt::print("output '{}': {} {} -> {}\n", name, dtype_name(t.dtype()), shape_str(t.shape()),
                path.string());
   }
-  fmt::print("ran in {:.2f} ms\n", ms);
+  TRT_LOG_INFO("after the run: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
+               proc_status_mib("VmHWM"));
+  fmt::print("ran in {:.2f} ms (weights {:.1f} MiB, peak activations {:.1f} MiB)\n", ms,
+             static_cast<double>(session.weight_bytes()) / (1 << 20),
+             static_cast<double>(session.peak_activation_bytes()) / (1 << 20));
 }
 }  // namespace
 
