@@ -1,0 +1,104 @@
+// Post-training quantization: a float ONNX model + calibration data -> a Q/DQ ONNX model that
+// TensorRT (strongly typed) and ONNX Runtime accept, plus an accuracy report.
+//
+//   trtutils::quantize_onnx({.onnx_path = "model.onnx", .output_path = "model_qdq.onnx",
+//                            .calibration_data = "calib.npy", .quantize_mode = "int8",
+//                            .calibration_method = "entropy"});
+//
+// Field names are the Python original's keyword arguments and the CLI's flags.
+//
+// Pipeline: load -> constant folding + BatchNormalization folded into the preceding Conv ->
+// placement (which tensors get Q/DQ, per op handler) -> streaming calibration (the float model is
+// run batch by batch on the CPU backend; per tensor only |x|max and a 2048-bin histogram of |x|
+// are kept) -> a scale table -> rewriting (Q/DQ inserted, weights stored quantized) -> accuracy
+// report on held-out batches -> save.
+//
+// Modes:
+//   int8  activations per-tensor symmetric (int8, zero point 0), weights per output channel
+//         symmetric (int8 initializers feeding DequantizeLinear); opset >= 13.
+//   fp8   float8e4m3fn, scale = amax / 448, saturating; opset 19.
+//   int4  weight-only: MatMul/Gemm weights blocked along K (block_size), symmetric int4;
+//         opset 21; methods "rtn" and "awq_clip" (activation calibration does not apply).
+// Calibration methods (int8/fp8): "max" (absmax), "entropy" (KL-divergence threshold, as
+// TensorRT's entropy calibrator: 128 quantized bins for int8), "percentile" (of |x|),
+// "mse" (threshold minimising the expected quantization MSE over the histogram).
+//
+// Errors (trtutils::Error): an invalid mode or method lists the options; a missing model or
+// calibration file says "not found" with the path; calibration data whose shape does not fit
+// the model input names both shapes; a model that already has Q/DQ nodes is written unchanged
+// with a notice (QuantizeResult::already_quantized).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trtutils {
+
+struct QuantizeOptions {
+  std::filesystem::path onnx_path;
+  std::filesystem::path output_path;
+  // .npy whose first axis is samples (split into batches of batch_size; a trailing partial
+  // batch is used too), or a directory of images (read through ImageBatcher with the model
+  // input's H, W, C in NCHW float32, values in [0, 1]).
+  std::filesystem::path calibration_data;
+  std::string quantize_mode = "int8";  // "int8" | "fp8" | "int4"
+  std::string calibration_method =
+      "max";  // int8/fp8: max|entropy|percentile|mse; int4: rtn|awq_clip
+  int64_t batch_size = 1;
+  double percentile = 99.99;  // for "percentile", in (0, 100]
+  int64_t num_bins = 2048;    // histogram bins for entropy / percentile / mse
+  std::vector<std::string>
+      op_types_to_quantize;  // empty: the mode's defaults; listed ops are forced
+  std::vector<std::string> op_types_to_exclude;
+  std::vector<std::string> nodes_to_exclude;  // ECMAScript regexes matched against node names
+  std::string high_precision_dtype = "fp32";  // "fp32" | "fp16": the unquantized rest
+  int64_t block_size = 128;                   // int4: block length along K
+  int64_t eval_batches = 1;                   // held-out batches for the accuracy report
+  bool report_per_tensor = false;             // also SQNR of every quantized tensor
+  std::optional<double> min_sqnr;             // dB; sensitivity fallback target
+  int64_t max_calibration_batches = 0;        // 0: all
+  int num_threads = 0;                        // CPU threads; 0: all cores
+  bool write_report = true;                   // <output_path>.report.json
+  std::filesystem::path plot;  // non-empty: PNG of per-tensor SQNR (implies report_per_tensor)
+};
+
+struct QuantizeOutputMetrics {
+  std::string name;
+  double sqnr_db = 0;  // 10 log10(sum ref^2 / sum (ref - q)^2); +inf when equal
+  double cosine = 0;
+  double max_abs_error = 0;
+};
+
+struct QuantizeTensorMetrics {
+  std::string name;    // the quantized tensor
+  std::string node;    // the node whose input it is
+  double sqnr_db = 0;  // fake-quantized vs float, on the eval batches
+  double amax = 0;
+  double scale = 0;  // per-tensor scale (activations)
+};
+
+struct QuantizeResult {
+  bool already_quantized = false;  // the input had Q/DQ: written unchanged
+  int64_t num_quantized_nodes = 0;
+  int64_t num_qdq_pairs = 0;  // QuantizeLinear nodes inserted (weights are stored quantized)
+  int64_t num_weights_quantized = 0;
+  int64_t calibration_samples = 0;
+  int64_t eval_samples = 0;
+  std::vector<QuantizeOutputMetrics> outputs;
+  std::vector<QuantizeTensorMetrics> tensors;     // filled with report_per_tensor
+  std::vector<std::string> excluded_by_fallback;  // nodes left in high precision by min_sqnr
+  std::vector<std::string> skipped;               // "node: reason" for candidates not quantized
+  std::filesystem::path report_path;
+};
+
+// Runs the whole pipeline and writes options.output_path (atomically). Throws trtutils::Error.
+QuantizeResult quantize_onnx(const QuantizeOptions& options);
+
+// The valid names, for messages and --help.
+const std::vector<std::string>& quantize_mode_names();
+const std::vector<std::string>& calibration_method_names(const std::string& quantize_mode);
+
+}  // namespace trtutils

@@ -1,0 +1,101 @@
+// Q/DQ placement and rewriting, the two halves around calibration:
+//   place_qdq()   decides, per op handler, which activations get a Q/DQ pair (and for which
+//                 consumers) and which weights are stored quantized; needs no data.
+//   calibrate -> ScaleTable (amax per activation tensor; shared within scale groups).
+//   apply_qdq()   rewrites the graph from a Placement and a ScaleTable.
+// The graph must have unique, non-empty node names (name_nodes()) and inferred value_info.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace trtutils::quantize {
+
+enum class QuantMode { kInt8, kFp8, kInt4 };
+QuantMode quant_mode_from_name(const std::string& name);  // throws, listing the options
+std::string quant_mode_name(QuantMode m);
+// Largest representable magnitude of the quantized type: 127, 448, 7.
+double quant_mode_qmax(QuantMode m);
+DataType quant_mode_dtype(QuantMode m);
+
+struct PlacementOptions {
+  QuantMode mode = QuantMode::kInt8;
+  // Empty: the mode's defaults (int8/fp8: Conv, ConvTranspose, Gemm, MatMul + the residual Add
+  // and pooling/Concat rules; int4: MatMul, Gemm). Non-empty: only these, and the small-layer
+  // rules (< min_channels, GEMV) do not apply to them.
+  std::set<std::string> op_types_to_quantize;
+  std::set<std::string> op_types_to_exclude;
+  std::vector<std::regex> nodes_to_exclude;    // matched at the start of the node name (re.match)
+  std::set<std::string> nodes_excluded_exact;  // e.g. the sensitivity fallback's choices
+  int64_t min_channels = 16;
+  int64_t block_size = 128;  // int4
+};
+
+struct WeightQuant {
+  std::string node;    // consumer node name
+  size_t input = 1;    // input index of the weight
+  std::string tensor;  // initializer name
+  int64_t axis = -1;   // per-channel axis; -1: per tensor
+  int64_t block = 0;   // > 0: blocked along `axis` (int4)
+};
+
+struct Placement {
+  std::vector<std::string> quantized_nodes;  // in graph order
+  // Activation tensor -> the (node name, input index) uses that read its DequantizeLinear.
+  std::map<std::string, std::vector<std::pair<std::string, size_t>>> activations;
+  std::vector<WeightQuant> weights;
+  std::vector<std::string> skipped;  // "Conv 'x': reason"
+};
+
+Placement place_qdq(const ir::Graph& g, const PlacementOptions& options);
+
+// Tensors whose scales must be equal: connected through data-movement ops (Reshape, Transpose,
+// Flatten, Squeeze, Unsqueeze, Slice, Split, Identity, MaxPool, DepthToSpace, SpaceToDepth,
+// Expand, Tile) and Concat (inputs and output). Returns tensor -> group representative.
+std::map<std::string, std::string> scale_groups(const ir::Graph& g);
+
+struct ScaleTable {
+  std::map<std::string, double> amax;  // activation tensor -> clipping threshold
+};
+// Group members get the group's largest amax.
+void share_scales(const ir::Graph& g, ScaleTable& table);
+
+struct ApplyOptions {
+  QuantMode mode = QuantMode::kInt8;
+  bool awq_clip = false;  // int4: per-block clip ratio search minimising the weight MSE
+};
+struct ApplyStats {
+  int64_t qdq_pairs = 0;
+  int64_t weights = 0;
+};
+// Rewrites g: activations get QuantizeLinear -> DequantizeLinear (scale amax / qmax, zero point
+// 0 of the mode's dtype) read by their listed uses; weights become quantized initializers
+// feeding DequantizeLinear (per-channel axis / blocked). Scale zero (all-zero tensor) -> 1.
+ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
+                     const ApplyOptions& options);
+
+// Gives every unnamed node a unique name ("<op>_<n>"); returns how many were named.
+size_t name_nodes(ir::Graph& g);
+// True when the graph already contains QuantizeLinear / DequantizeLinear (or QLinear*) nodes.
+bool has_qdq(const ir::Graph& g);
+// Folds Conv -> BatchNormalization (Conv output read only by the BN, constant parameters) into
+// the Conv's weight and bias. Returns the number folded.
+size_t fold_batch_norm(ir::Graph& g);
+// Raises the default-domain opset to `target`, rewriting ops whose form changed (Squeeze /
+// Unsqueeze / Split / Reduce* axes to inputs, Softmax on the last axis, Clip / Pad attributes
+// to inputs). Throws Error(kNotSupported) naming the op when a node cannot be converted.
+void upgrade_opset(ir::Model& model, int64_t target);
+
+// high_precision_dtype fp16 (opset >= 19): float initializers (Q/DQ scales included, Resize's
+// roi/scales excepted), Cast-to-float and ConstantOfShape values become fp16; float graph inputs
+// get a Cast to fp16, float graph outputs are computed in fp16 and cast back to fp32.
+void convert_to_fp16(ir::Model& model);
+
+}  // namespace trtutils::quantize

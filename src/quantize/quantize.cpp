@@ -1,0 +1,534 @@
+// quantize_onnx: prepare -> place -> calibrate (scale table) -> rewrite -> report -> save.
+#include "trtutils/quantize.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <regex>
+
+#include "core/check.h"
+#include "engine/session.h"
+#include "ir/graph_builder.h"
+#include "onnx/onnx_io.h"
+#include "passes/passes.h"
+#include "quantize/calibration.h"
+#include "quantize/qdq.h"
+#include "quantize/report.h"
+#include "trtutils/file_util.h"
+#include "trtutils/image_batcher.h"
+#include "trtutils/logging.h"
+#include "trtutils/npy.h"
+
+namespace trtutils {
+
+const std::vector<std::string>& quantize_mode_names() {
+  static const std::vector<std::string> v = {"int8", "fp8", "int4"};
+  return v;
+}
+
+const std::vector<std::string>& calibration_method_names(const std::string& mode) {
+  static const std::vector<std::string> act = {"max", "entropy", "percentile", "mse"};
+  static const std::vector<std::string> w4 = {"rtn", "awq_clip"};
+  return mode == "int4" ? w4 : act;
+}
+
+namespace quantize {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Calibration / evaluation batches over one float input: held in memory (images), or read
+// from the .npy file one batch at a time (pread of the rows), so that a large calibration set
+// never sits in memory at once.
+class BatchSource {
+ public:
+  std::string input_name;
+  int64_t num_batches() const {
+    return file_ ? static_cast<int64_t>(ranges_.size()) : static_cast<int64_t>(batches_.size());
+  }
+  std::map<std::string, Tensor> feeds(int64_t i) const { return {{input_name, batch(i)}}; }
+  int64_t samples(int64_t begin, int64_t end) const {
+    int64_t n = 0;
+    for (int64_t i = begin; i < end; ++i)
+      n += file_ ? ranges_[i].second - ranges_[i].first : batches_[i].dim(0);
+    return n;
+  }
+  void add(Tensor t) { batches_.push_back(std::move(t)); }
+  // Rows [b, e) of a C-order float32 little-endian .npy whose data starts at `offset`.
+  void add_file_range(int64_t b, int64_t e) { ranges_.emplace_back(b, e); }
+  void set_file(const fs::path& path, uint64_t offset, Shape shape) {
+    file_ = std::make_shared<std::ifstream>(path, std::ios::binary);
+    TRT_CHECK(file_->good(), ErrorCode::kIO, "cannot open {}", path.string());
+    path_ = path;
+    offset_ = offset;
+    shape_ = std::move(shape);
+  }
+
+ private:
+  Tensor batch(int64_t i) const {
+    if (!file_) return batches_.at(i);
+    const auto [b, e] = ranges_.at(i);
+    Shape s = shape_;
+    s[0] = e - b;
+    Tensor t(DataType::kFloat32, s);
+    const uint64_t row = t.nbytes() / static_cast<uint64_t>(e - b);
+    file_->clear();
+    file_->seekg(static_cast<std::streamoff>(offset_ + row * static_cast<uint64_t>(b)));
+    file_->read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
+    TRT_CHECK(file_->good(), ErrorCode::kIO, "{}: truncated while reading samples {}..{}",
+              path_.string(), b, e - 1);
+    return t;
+  }
+  std::vector<Tensor> batches_;
+  std::shared_ptr<std::ifstream> file_;
+  fs::path path_;
+  uint64_t offset_ = 0;
+  Shape shape_;
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
+};
+
+// The header of a little-endian float32 C-order .npy: (data offset, shape); nullopt for any
+// other kind (then the file is loaded whole by npy_load, which knows every dtype).
+std::optional<std::pair<uint64_t, Shape>> npy_f32_header(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  char pre[12] = {};
+  f.read(pre, 12);
+  if (!f.good() || std::memcmp(pre, "\x93NUMPY", 6) != 0) return std::nullopt;
+  const int major = static_cast<unsigned char>(pre[6]);
+  uint64_t hlen = 0, off = 0;
+  if (major == 1) {
+    hlen = static_cast<unsigned char>(pre[8]) | (static_cast<unsigned char>(pre[9]) << 8);
+    off = 10;
+  } else if (major == 2 || major == 3) {
+    for (int k = 0; k < 4; ++k)
+      hlen |= static_cast<uint64_t>(static_cast<unsigned char>(pre[8 + k])) << (8 * k);
+    off = 12;
+  } else {
+    return std::nullopt;
+  }
+  if (hlen > (1u << 20)) return std::nullopt;
+  std::string h(hlen, '\0');
+  f.seekg(static_cast<std::streamoff>(off));
+  f.read(h.data(), static_cast<std::streamsize>(hlen));
+  if (!f.good()) return std::nullopt;
+  static const std::regex descr(R"('descr'\s*:\s*'<f4')"),
+      fortran(R"('fortran_order'\s*:\s*False)"), shape(R"('shape'\s*:\s*\(([^)]*)\))");
+  std::smatch m;
+  if (!std::regex_search(h, descr) || !std::regex_search(h, fortran) ||
+      !std::regex_search(h, m, shape))
+    return std::nullopt;
+  Shape s;
+  const std::string dims = m[1].str();
+  static const std::regex num(R"(\d+)");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
+       ++it)
+    s.push_back(std::stoll(it->str()));
+  if (s.empty()) return std::nullopt;
+  const uint64_t data_off = off + hlen;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  if (ec || size != data_off + static_cast<uint64_t>(n) * 4)
+    return std::nullopt;  // npy_load reports it
+  return std::make_pair(data_off, s);
+}
+
+Tensor slice_rows(const Tensor& t, int64_t begin, int64_t end) {
+  Shape s = t.shape();
+  s[0] = end - begin;
+  Tensor r(t.dtype(), s);
+  const size_t row = t.nbytes() / static_cast<size_t>(std::max<int64_t>(1, t.dim(0)));
+  std::memcpy(r.raw(), static_cast<const uint8_t*>(t.raw()) + row * begin, row * (end - begin));
+  return r;
+}
+
+Tensor to_dtype(const Tensor& t, DataType dt) {
+  if (t.dtype() == dt) return t;
+  TRT_CHECK(dt == DataType::kFloat32, ErrorCode::kNotSupported,
+            "calibration data is {}, the model input is {}: convert the data to {}",
+            dtype_name(t.dtype()), dtype_name(dt), dtype_name(dt));
+  std::vector<float> v = t.to_float_vector();
+  return Tensor::from_vector<float>(DataType::kFloat32, t.shape(), v);
+}
+
+BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
+  TRT_CHECK_ARG(g.inputs.size() == 1,
+                "calibration data feeds one input, but the model has {} inputs", g.inputs.size());
+  const ir::ValueInfo& in = g.inputs[0];
+  TRT_CHECK(in.shape.has_value(), ErrorCode::kNotSupported,
+            "model input '{}' has no shape: cannot check the calibration data", in.name);
+  const ir::SymShape& ms = *in.shape;
+  BatchSource src;
+  src.input_name = in.name;
+  const bool static_batch = !ms.empty() && ms[0].is_static();
+  int64_t bs = o.batch_size;
+  if (static_batch && ms[0].value != bs) {
+    TRT_LOG_INFO(
+        "model input '{}' has a fixed batch of {}: calibrating with batch_size {} (not {})",
+        in.name, ms[0].value, ms[0].value, bs);
+    bs = ms[0].value;
+  }
+  if (fs::is_directory(o.calibration_data)) {
+    TRT_CHECK_ARG(ms.size() == 4 && ms[1].is_static() && ms[2].is_static() && ms[3].is_static(),
+                  "an image directory needs a model input of shape [N, C, H, W] with static C, H, "
+                  "W; '{}' is {}",
+                  in.name, ir::sym_shape_str(ms));
+    ImageBatcherOptions bo;
+    bo.image_dir = o.calibration_data;
+    bo.shape = {ms[2].value, ms[3].value, ms[1].value};
+    bo.batch_size = bs;
+    bo.order = DataOrder::kNCHW;
+    bo.resize_method = ResizeMethod::kLinear;
+    bo.keep_partial = !static_batch;
+    ImageBatcher batcher(bo);
+    for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
+      src.add(to_dtype(t, in.dtype));
+    return src;
+  }
+  const auto header = npy_f32_header(o.calibration_data);
+  Tensor data;
+  Shape dshape;
+  if (header && in.dtype == DataType::kFloat32) {
+    dshape = header->second;
+  } else {
+    data = to_dtype(npy_load(o.calibration_data), in.dtype);
+    dshape = data.shape();
+  }
+  auto mismatch = [&] {
+    std::string expect;
+    for (size_t d = 1; d < ms.size(); ++d)
+      expect +=
+          (d > 1 ? ", " : "") + (ms[d].is_static() ? std::to_string(ms[d].value) : ms[d].param);
+    return fmt::format(
+        "calibration data {} has shape {}, which does not fit the model input '{}' {} "
+        "(expected [samples, {}])",
+        o.calibration_data.string(), shape_str(dshape), in.name, ir::sym_shape_str(ms), expect);
+  };
+  TRT_CHECK_ARG(dshape.size() == ms.size() && !dshape.empty(), "{}", mismatch());
+  for (size_t d = 1; d < ms.size(); ++d)
+    TRT_CHECK_ARG(!ms[d].is_static() || ms[d].value == dshape[d], "{}", mismatch());
+  TRT_CHECK_ARG(dshape[0] >= 1, "calibration data {} has no samples", o.calibration_data.string());
+  if (!data.defined()) src.set_file(o.calibration_data, header->first, dshape);
+  const int64_t n = dshape[0];
+  for (int64_t b = 0; b < n; b += bs) {
+    const int64_t e = std::min(n, b + bs);
+    if (e - b < bs && static_batch) {
+      TRT_LOG_INFO("dropping the last {} sample(s): the model's batch is fixed at {}", e - b, bs);
+      break;
+    }
+    if (data.defined()) {
+      src.add(slice_rows(data, b, e));
+    } else {
+      src.add_file_range(b, e);
+    }
+  }
+  TRT_CHECK_ARG(src.num_batches() > 0,
+                "calibration data {} has {} samples, fewer than one batch of {}",
+                o.calibration_data.string(), n, bs);
+  return src;
+}
+
+// Peak resident memory so far (VmHWM), in MiB; 0 where /proc is not available.
+double peak_rss_mib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+int64_t required_opset(QuantMode m) {
+  switch (m) {
+    case QuantMode::kInt8:
+      return 13;
+    case QuantMode::kFp8:
+      return 19;
+    case QuantMode::kInt4:
+      return 21;
+  }
+  return 13;
+}
+
+}  // namespace
+}  // namespace quantize
+
+QuantizeResult quantize_onnx(const QuantizeOptions& o) {
+  using namespace quantize;
+  namespace fs = std::filesystem;
+  const QuantMode mode = quant_mode_from_name(o.quantize_mode);
+  std::optional<CalibrationMethod> method;
+  bool awq = false;
+  if (mode == QuantMode::kInt4) {
+    if (o.calibration_method == "awq_clip") {
+      awq = true;
+    } else if (o.calibration_method != "rtn") {
+      TRT_CHECK_ARG(o.calibration_method == "max" || o.calibration_method == "entropy" ||
+                        o.calibration_method == "percentile" || o.calibration_method == "mse",
+                    "invalid calibration_method '{}' for int4: choose one of rtn, awq_clip",
+                    o.calibration_method);
+      TRT_LOG_WARN(
+          "calibration_method '{}' does not apply to int4 (weight-only, activations stay "
+          "float): using rtn; choose rtn or awq_clip",
+          o.calibration_method);
+    }
+  } else {
+    method = calibration_method_from_name(o.calibration_method);
+  }
+  TRT_CHECK_ARG(o.batch_size >= 1, "batch_size must be >= 1, got {}", o.batch_size);
+  TRT_CHECK_ARG(o.percentile > 0 && o.percentile <= 100, "percentile must be in (0, 100], got {}",
+                o.percentile);
+  TRT_CHECK_ARG(o.num_bins >= 256, "num_bins must be >= 256, got {}", o.num_bins);
+  TRT_CHECK_ARG(o.block_size >= 2, "block_size must be >= 2, got {}", o.block_size);
+  TRT_CHECK_ARG(o.eval_batches >= 0, "eval_batches must be >= 0, got {}", o.eval_batches);
+  TRT_CHECK_ARG(o.high_precision_dtype == "fp32" || o.high_precision_dtype == "fp16",
+                "invalid high_precision_dtype '{}': choose one of fp32, fp16",
+                o.high_precision_dtype);
+  std::error_code ec;
+  TRT_CHECK_ARG(fs::is_regular_file(o.onnx_path, ec), "ONNX model not found: {}",
+                o.onnx_path.string());
+  TRT_CHECK_ARG(!o.output_path.empty(), "output_path is empty");
+  const bool have_data = !o.calibration_data.empty();
+  TRT_CHECK_ARG(have_data || mode == QuantMode::kInt4,
+                "calibration_data is required for {} (a .npy file or an image directory)",
+                o.quantize_mode);
+  TRT_CHECK_ARG(!have_data || fs::exists(o.calibration_data, ec), "calibration data not found: {}",
+                o.calibration_data.string());
+  PlacementOptions po;
+  po.mode = mode;
+  po.op_types_to_quantize = {o.op_types_to_quantize.begin(), o.op_types_to_quantize.end()};
+  po.op_types_to_exclude = {o.op_types_to_exclude.begin(), o.op_types_to_exclude.end()};
+  po.block_size = o.block_size;
+  for (const auto& r : o.nodes_to_exclude) {
+    try {
+      po.nodes_to_exclude.emplace_back(r, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      TRT_THROW(ErrorCode::kInvalidArgument, "nodes_to_exclude: invalid regex '{}': {}", r,
+                e.what());
+    }
+  }
+
+  QuantizeResult result;
+  ir::Model model = onnx_io::load_model(o.onnx_path);
+  if (has_qdq(model.graph)) {
+    TRT_LOG_WARN("{} already contains Q/DQ nodes: written unchanged to {}", o.onnx_path.string(),
+                 o.output_path.string());
+    write_file_atomic(o.output_path, read_file(o.onnx_path));
+    result.already_quantized = true;
+    return result;
+  }
+
+  // Prepare: constant folding, BN folding, opset, names, types.
+  name_nodes(model.graph);
+  model.graph.topological_sort();
+  passes::run_pipeline(model.graph, model.opset(), {"conv_fusion"});  // FusedConv is CPU-only
+  if (size_t n = fold_batch_norm(model.graph))
+    TRT_LOG_INFO("folded {} BatchNormalization node(s)", n);
+  const bool fp16 = o.high_precision_dtype == "fp16";
+  const int64_t opset_needed = std::max<int64_t>(required_opset(mode), fp16 ? 19 : 0);
+  if (model.opset() < opset_needed) upgrade_opset(model, opset_needed);
+  model.graph.value_info.clear();
+  passes::infer_shapes(model.graph, model.opset());
+  const ir::Model float_model = model;  // tensors are shared handles: no weight copy
+  TRT_LOG_INFO("model prepared (peak RSS {:.0f} MiB)", peak_rss_mib());
+
+  // Data: held-out batches at the end for the report.
+  std::optional<BatchSource> data;
+  int64_t calib_batches = 0, eval_begin = 0;
+  if (have_data) {
+    data = load_batches(o, model.graph);
+    const int64_t nb = data->num_batches();
+    const int64_t ev = std::min(o.eval_batches, nb);
+    if (nb > ev) {
+      calib_batches = nb - ev;
+      eval_begin = calib_batches;
+    } else {
+      calib_batches = nb;
+      eval_begin = 0;
+      if (ev > 0)
+        TRT_LOG_WARN(
+            "only {} batch(es) of calibration data: the report evaluates on calibration "
+            "batches (not held out)",
+            nb);
+    }
+    if (o.max_calibration_batches > 0)
+      calib_batches = std::min(calib_batches, o.max_calibration_batches);
+    result.calibration_samples = data->samples(0, calib_batches);
+    result.eval_samples = ev > 0 ? data->samples(eval_begin, eval_begin + ev) : 0;
+  }
+  const int64_t eval_count = have_data ? std::min(o.eval_batches, data->num_batches()) : 0;
+
+  // Placement and calibration (the scale table).
+  Placement placement = place_qdq(model.graph, po);
+  ScaleTable table;
+  // Calibrates `tensors` (streaming over the calibration batches) into the table.
+  auto calibrate = [&](const std::vector<std::string>& tensors) {
+    if (tensors.empty()) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto stats = collect_stats(
+        model, tensors, calib_batches, [&](int64_t i) { return data->feeds(i); }, o.num_bins,
+        o.num_threads);
+    const auto t1 = std::chrono::steady_clock::now();
+    CalibratorParams cp;
+    cp.percentile = o.percentile;
+    cp.qmax = quant_mode_qmax(mode);
+    cp.fp8 = mode == QuantMode::kFp8;
+    for (const auto& [t, s] : stats) table.amax[t] = compute_amax(s, *method, cp);
+    share_scales(model.graph, table);
+    TRT_LOG_INFO(
+        "calibration: {} tensor(s) over {} batch(es) in {:.1f} s, {} thresholds in {:.1f} s",
+        tensors.size(), calib_batches, seconds(t0, t1), o.calibration_method,
+        seconds(t1, std::chrono::steady_clock::now()));
+  };
+  auto uncalibrated = [&](const Placement& p) {
+    std::vector<std::string> v;
+    for (const auto& [t, uses] : p.activations)
+      if (!table.amax.count(t)) v.push_back(t);
+    return v;
+  };
+  if (mode != QuantMode::kInt4) calibrate(uncalibrated(placement));
+
+  ApplyOptions ao{.mode = mode, .awq_clip = awq};
+  auto build = [&](const Placement& p, ApplyStats* st) {
+    ir::Model m = float_model;
+    ApplyStats s = apply_qdq(m.graph, p, table, ao);
+    if (st) *st = s;
+    if (fp16) convert_to_fp16(m);
+    return m;
+  };
+  ApplyStats ast;
+  ir::Model qmodel = build(placement, &ast);
+
+  // Report (and the sensitivity fallback, which needs it).
+  auto eval_feed = [&](int64_t i) { return data->feeds(eval_begin + i); };
+  auto evaluate = [&](const ir::Model& qm,
+                      const std::vector<std::pair<std::string, std::string>>& extra) {
+    return compare_models(float_model, qm, extra, eval_count, eval_feed, o.num_threads);
+  };
+  auto min_output_sqnr = [&](const std::vector<PairMetrics>& ms) {
+    double m = std::numeric_limits<double>::infinity();
+    for (const auto& x : ms) m = std::min(m, x.sqnr_db);
+    return m;
+  };
+  std::vector<std::pair<std::string, std::string>> output_pairs;
+  std::vector<std::string> output_names;
+  for (const auto& v : float_model.graph.outputs) {
+    output_pairs.emplace_back(v.name, v.name);
+    output_names.push_back(v.name);
+  }
+  std::vector<PairMetrics> metrics;
+  std::vector<std::map<std::string, Tensor>> reference;
+  if (eval_count > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    reference = run_batches(float_model, output_names, eval_count, eval_feed, o.num_threads);
+    metrics = compare_to_reference(reference, qmodel, output_pairs, eval_feed, o.num_threads);
+    TRT_LOG_INFO("report: {} batch(es) through both models in {:.1f} s (peak RSS {:.0f} MiB)",
+                 eval_count, seconds(t0, std::chrono::steady_clock::now()), peak_rss_mib());
+  }
+
+  if (o.min_sqnr && eval_count > 0 && min_output_sqnr(metrics) < *o.min_sqnr) {
+    // Sensitivity, measured once: the relative noise power each quantized node adds, i.e.
+    // N/S of its output minus the largest N/S of its quantized inputs (before their Q/DQ).
+    std::vector<std::pair<std::string, std::string>> pairs;
+    std::map<std::string, std::pair<std::string, std::vector<std::string>>> node_io;
+    const std::set<std::string> qnodes(placement.quantized_nodes.begin(),
+                                       placement.quantized_nodes.end());
+    for (const auto& n : float_model.graph.nodes) {
+      if (!qnodes.count(n.name) || n.outputs.empty() || n.outputs[0].empty()) continue;
+      std::vector<std::string> ins;
+      for (const auto& [t, uses] : placement.activations)
+        for (const auto& u : uses)
+          if (u.first == n.name) ins.push_back(t);
+      node_io[n.name] = {n.outputs[0], ins};
+      pairs.emplace_back(n.outputs[0], n.outputs[0]);
+      for (const auto& t : ins) pairs.emplace_back(t, t);
+    }
+    auto ms = evaluate(qmodel, pairs);
+    std::map<std::string, double> nsr;  // noise / signal power
+    for (size_t i = 0; i < pairs.size(); ++i)
+      nsr[pairs[i].first] = std::pow(10.0, -ms[i].sqnr_db / 10);
+    std::vector<std::pair<double, std::string>> order;
+    for (const auto& [name, io] : node_io) {
+      double in = 0;
+      for (const auto& t : io.second) in = std::max(in, nsr[t]);
+      order.emplace_back(nsr[io.first] - in, name);
+    }
+    std::sort(order.begin(), order.end(), std::greater<>());
+    std::set<std::string> excluded;
+    for (const auto& [added, worst] : order) {
+      excluded.insert(worst);
+      result.excluded_by_fallback.push_back(worst);
+      po.nodes_excluded_exact = excluded;
+      placement = place_qdq(float_model.graph, po);
+      calibrate(uncalibrated(placement));  // e.g. the other branch of a residual Add
+      qmodel = build(placement, &ast);
+      metrics = compare_to_reference(reference, qmodel, output_pairs, eval_feed, o.num_threads);
+      TRT_LOG_INFO(
+          "min_sqnr: left {} in high precision (added N/S {:.2e}), output SQNR now {:.2f} dB",
+          worst, added, min_output_sqnr(metrics));
+      if (min_output_sqnr(metrics) >= *o.min_sqnr) break;
+    }
+  }
+  for (size_t i = 0; i < output_pairs.size() && i < metrics.size(); ++i)
+    result.outputs.push_back(
+        {output_pairs[i].first, metrics[i].sqnr_db, metrics[i].cosine, metrics[i].max_abs_error});
+  if ((o.report_per_tensor || !o.plot.empty()) && eval_count > 0 &&
+      !placement.activations.empty()) {
+    // The dequantized value each quantized tensor's consumers read, vs the float tensor.
+    std::map<std::string, std::string> dq_of;
+    for (const auto& n : qmodel.graph.nodes)
+      if (n.op_type == "DequantizeLinear" && !n.inputs.empty()) {
+        for (const auto& q : qmodel.graph.nodes)
+          if (q.op_type == "QuantizeLinear" && q.outputs[0] == n.inputs[0])
+            dq_of[q.inputs[0]] = n.outputs[0];
+      }
+    std::vector<std::pair<std::string, std::string>> pairs;
+    std::vector<std::string> nodes;
+    for (const auto& [t, uses] : placement.activations)
+      if (dq_of.count(t)) {
+        pairs.emplace_back(t, dq_of[t]);
+        nodes.push_back(uses.empty() ? "" : uses[0].first);
+      }
+    auto ms = evaluate(qmodel, pairs);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const double a = table.amax[pairs[i].first];
+      result.tensors.push_back(
+          {pairs[i].first, nodes[i], ms[i].sqnr_db, a, a > 0 ? a / quant_mode_qmax(mode) : 1.0});
+    }
+  }
+
+  {  // graph order (of the first consumer) for the table and the plot
+    std::map<std::string, size_t> pos;
+    for (size_t i = 0; i < float_model.graph.nodes.size(); ++i)
+      pos[float_model.graph.nodes[i].name] = i;
+    std::stable_sort(result.tensors.begin(), result.tensors.end(),
+                     [&](const QuantizeTensorMetrics& a, const QuantizeTensorMetrics& b) {
+                       return pos[a.node] < pos[b.node];
+                     });
+  }
+  if (!o.plot.empty()) plot_sqnr_png(result.tensors, o.plot);
+  result.num_quantized_nodes = static_cast<int64_t>(placement.quantized_nodes.size());
+  result.num_qdq_pairs = ast.qdq_pairs;
+  result.num_weights_quantized = ast.weights;
+  result.skipped = placement.skipped;
+  qmodel.graph.value_info.clear();
+  qmodel.producer_name = "trtutils";
+  onnx_io::save_model(qmodel, o.output_path);
+  if (o.write_report) {
+    result.report_path = o.output_path;
+    result.report_path += ".report.json";
+    write_file_atomic(result.report_path, report_json(o, result, table, quant_mode_qmax(mode)));
+  }
+  return result;
+}
+
+}  // namespace trtutils

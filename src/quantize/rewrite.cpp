@@ -1,0 +1,296 @@
+// Rewriting a graph from a Placement and a ScaleTable: activation Q/DQ pairs, quantized
+// weight initializers feeding DequantizeLinear.
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/check.h"
+#include "ir/graph_builder.h"
+#include "quantize/qdq.h"
+
+namespace trtutils::quantize {
+
+namespace {
+
+class Namer {
+ public:
+  explicit Namer(const ir::Graph& g) {
+    for (const auto& n : g.nodes) {
+      used_.insert(n.name);
+      for (const auto& o : n.outputs) used_.insert(o);
+      for (const auto& i : n.inputs) used_.insert(i);
+    }
+    for (const auto& v : g.inputs) used_.insert(v.name);
+    for (const auto& [n, t] : g.initializers) used_.insert(n);
+  }
+  std::string operator()(const std::string& prefix) {
+    std::string c = prefix;
+    for (int i = 1; used_.count(c); ++i) c = prefix + "_" + std::to_string(i);
+    used_.insert(c);
+    return c;
+  }
+
+ private:
+  std::unordered_set<std::string> used_;
+};
+
+Tensor scalar_f32(float v) {
+  return Tensor::from_vector<float>(DataType::kFloat32, {}, {v});
+}
+
+// A zero point of `dtype` with `shape` (all zeros: Tensor storage is zero-initialised, and 0 is
+// the bit pattern of +0 in e4m3fn and of 0 in int4).
+Tensor zero_point(DataType dtype, Shape shape) {
+  return Tensor(dtype, std::move(shape));
+}
+
+// Quantizes float v (already divided by the scale) into element i of `q`.
+void store_quantized(Tensor& q, int64_t i, float v) {
+  if (q.dtype() == DataType::kInt8) {
+    q.data<int8_t>()[i] = static_cast<int8_t>(std::clamp(std::nearbyint(v), -128.0f, 127.0f));
+  } else if (q.dtype() == DataType::kFloat8E4M3FN) {
+    q.data<float8_e4m3fn>()[i] = float_to_e4m3fn(v, true);
+  } else if (q.dtype() == DataType::kInt4) {
+    const int r = static_cast<int>(std::clamp(std::nearbyint(v), -8.0f, 7.0f));
+    uint8_t& b = q.data<uint8_t>()[i / 2];
+    const uint8_t nib = static_cast<uint8_t>(r & 0xF);
+    b = (i % 2 == 0) ? static_cast<uint8_t>((b & 0xF0) | nib)
+                     : static_cast<uint8_t>((b & 0x0F) | (nib << 4));
+  } else {
+    TRT_THROW(ErrorCode::kInternal, "store_quantized: unexpected dtype {}", dtype_name(q.dtype()));
+  }
+}
+
+// v / scale as stored and read back (in units of the scale).
+float dequant_value(DataType dtype, float v) {
+  if (dtype == DataType::kInt8) return std::clamp(std::nearbyint(v), -128.0f, 127.0f);
+  if (dtype == DataType::kFloat8E4M3FN) return e4m3fn_to_float(float_to_e4m3fn(v, true));
+  if (dtype == DataType::kInt4) return std::clamp(std::nearbyint(v), -8.0f, 7.0f);
+  return v;
+}
+
+struct QuantizedWeight {
+  Tensor q, scale, zp;
+};
+
+// Scale groups of w: per tensor (axis -1), per channel along axis, or blocks of `block` along
+// axis. w viewed as [outer, axis_len, inner].
+QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, QuantMode mode,
+                                bool awq_clip) {
+  const DataType qt = quant_mode_dtype(mode);
+  const double qmax = quant_mode_qmax(mode);
+  const std::vector<float> x = w.to_float_vector();
+  const Shape& s = w.shape();
+  int64_t outer = 1, alen = 1, inner = 1;
+  if (axis >= 0) {
+    for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+    alen = s[axis];
+    for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  } else {
+    inner = w.numel();
+  }
+  const int64_t nblk = block > 0 ? (alen + block - 1) / block : alen;
+  Shape scale_shape;
+  if (axis < 0) {
+    scale_shape = {};
+  } else if (block > 0) {
+    scale_shape = s;
+    scale_shape[axis] = nblk;
+  } else {
+    scale_shape = {alen};
+  }
+  QuantizedWeight r;
+  r.q = Tensor(qt, s);
+  r.scale = Tensor(DataType::kFloat32, scale_shape);
+  r.zp = zero_point(qt, scale_shape);
+  float* sc = r.scale.data<float>();
+  // Element index for (o, a, i); scale index per layout.
+  auto eidx = [&](int64_t o, int64_t a, int64_t i) { return (o * alen + a) * inner + i; };
+  auto sidx = [&](int64_t o, int64_t a, int64_t i) -> int64_t {
+    if (axis < 0) return 0;
+    if (block > 0) return (o * nblk + a / block) * inner + i;
+    return a;
+  };
+  const int64_t ns = std::max<int64_t>(1, r.scale.numel());
+  std::vector<double> amax(ns, 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t a = 0; a < alen; ++a)
+      for (int64_t i = 0; i < inner; ++i) {
+        double& m = amax[sidx(o, a, i)];
+        m = std::max(m, std::fabs(static_cast<double>(x[eidx(o, a, i)])));
+      }
+  for (int64_t k = 0; k < ns; ++k) sc[k] = amax[k] > 0 ? static_cast<float>(amax[k] / qmax) : 1.0f;
+  if (awq_clip && block > 0) {
+    // Per block, the clip ratio (1.0 down to 0.5) minimising the block's squared error.
+    std::vector<double> best_err(ns, std::numeric_limits<double>::infinity());
+    std::vector<float> best(sc, sc + ns);
+    for (int step = 0; step <= 10; ++step) {
+      const double ratio = 1.0 - 0.05 * step;
+      std::vector<double> err(ns, 0.0);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t a = 0; a < alen; ++a)
+          for (int64_t i = 0; i < inner; ++i) {
+            const int64_t k = sidx(o, a, i);
+            const float scl = amax[k] > 0 ? static_cast<float>(amax[k] * ratio / qmax) : 1.0f;
+            const float v = x[eidx(o, a, i)];
+            const float d = dequant_value(qt, v / scl) * scl - v;
+            err[k] += static_cast<double>(d) * d;
+          }
+      for (int64_t k = 0; k < ns; ++k)
+        if (err[k] < best_err[k]) {
+          best_err[k] = err[k];
+          best[k] = amax[k] > 0 ? static_cast<float>(amax[k] * ratio / qmax) : 1.0f;
+        }
+    }
+    std::copy(best.begin(), best.end(), sc);
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t a = 0; a < alen; ++a)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t e = eidx(o, a, i);
+        store_quantized(r.q, e, x[e] / sc[sidx(o, a, i)]);
+      }
+  return r;
+}
+
+}  // namespace
+
+ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
+                     const ApplyOptions& options) {
+  ApplyStats st;
+  Namer name(g);
+  std::unordered_map<std::string, size_t> node_index;
+  for (size_t i = 0; i < g.nodes.size(); ++i) node_index[g.nodes[i].name] = i;
+  const DataType qt = quant_mode_dtype(options.mode);
+  const double qmax = quant_mode_qmax(options.mode);
+  std::vector<ir::Node> added;
+
+  // Weights: one DequantizeLinear per (tensor, axis, block).
+  std::map<std::tuple<std::string, int64_t, int64_t>, std::string> weight_dq;
+  for (const auto& wq : p.weights) {
+    auto key = std::make_tuple(wq.tensor, wq.axis, wq.block);
+    auto it = weight_dq.find(key);
+    if (it == weight_dq.end()) {
+      const Tensor* w = g.initializer(wq.tensor);
+      TRT_CHECK(w != nullptr, ErrorCode::kInternal, "weight '{}' is not an initializer", wq.tensor);
+      QuantizedWeight qw = quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip);
+      const std::string qn = name(wq.tensor + "_quantized");
+      const std::string sn = name(wq.tensor + "_scale");
+      const std::string zn = name(wq.tensor + "_zero_point");
+      g.initializers[qn] = qw.q;
+      g.initializers[sn] = qw.scale;
+      g.initializers[zn] = qw.zp;
+      ir::Node dq;
+      dq.name = name(wq.tensor + "_DequantizeLinear");
+      dq.op_type = "DequantizeLinear";
+      dq.inputs = {qn, sn, zn};
+      dq.outputs = {name(wq.tensor + "_dequantized")};
+      if (wq.axis >= 0) dq.attributes["axis"] = ir::attr_int("axis", wq.axis);
+      if (wq.block > 0) dq.attributes["block_size"] = ir::attr_int("block_size", wq.block);
+      it = weight_dq.emplace(key, dq.outputs[0]).first;
+      added.push_back(std::move(dq));
+      ++st.weights;
+    }
+    auto ni = node_index.find(wq.node);
+    TRT_CHECK(ni != node_index.end(), ErrorCode::kInternal, "node '{}' not found", wq.node);
+    g.nodes[ni->second].inputs[wq.input] = it->second;
+  }
+
+  // Activations: one Q/DQ pair per tensor, read by the listed uses.
+  for (const auto& [tensor, uses] : p.activations) {
+    auto a = table.amax.find(tensor);
+    TRT_CHECK(a != table.amax.end(), ErrorCode::kInternal, "no calibrated scale for '{}'", tensor);
+    const float scale = a->second > 0 ? static_cast<float>(a->second / qmax) : 1.0f;
+    const std::string sn = name(tensor + "_scale");
+    const std::string zn = name(tensor + "_zero_point");
+    g.initializers[sn] = scalar_f32(scale);
+    g.initializers[zn] = zero_point(qt, {});
+    ir::Node q, dq;
+    q.name = name(tensor + "_QuantizeLinear");
+    q.op_type = "QuantizeLinear";
+    q.inputs = {tensor, sn, zn};
+    q.outputs = {name(tensor + "_quantized")};
+    dq.name = name(tensor + "_DequantizeLinear");
+    dq.op_type = "DequantizeLinear";
+    dq.inputs = {q.outputs[0], sn, zn};
+    dq.outputs = {name(tensor + "_dequantized")};
+    for (const auto& [node, i] : uses) {
+      auto ni = node_index.find(node);
+      TRT_CHECK(ni != node_index.end(), ErrorCode::kInternal, "node '{}' not found", node);
+      g.nodes[ni->second].inputs[i] = dq.outputs[0];
+    }
+    added.push_back(std::move(q));
+    added.push_back(std::move(dq));
+    ++st.qdq_pairs;
+  }
+  for (auto& n : added) g.nodes.push_back(std::move(n));
+  g.topological_sort();
+  g.remove_dead_nodes();
+  return st;
+}
+
+size_t fold_batch_norm(ir::Graph& g) {
+  std::unordered_map<std::string, size_t> readers;
+  for (const auto& n : g.nodes)
+    for (const auto& in : n.inputs) ++readers[in];
+  for (const auto& o : g.outputs) ++readers[o.name];
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& o : g.nodes[i].outputs) producer[o] = i;
+  size_t folded = 0;
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
+    ir::Node& bn = g.nodes[bi];
+    if (bn.op_type != "BatchNormalization" || bn.outputs.size() > 1 || bn.num_inputs() != 5)
+      continue;
+    if (bn.attr_int("training_mode", 0) != 0) continue;
+    auto pr = producer.find(bn.inputs[0]);
+    if (pr == producer.end()) continue;
+    ir::Node& conv = g.nodes[pr->second];
+    if (conv.op_type != "Conv" || readers[bn.inputs[0]] != 1 || !g.is_initializer(conv.inputs[1]))
+      continue;
+    const Tensor* w = g.initializer(conv.inputs[1]);
+    bool ok = w->dtype() == DataType::kFloat32;
+    for (int k = 1; k < 5; ++k) {
+      const Tensor* t = g.initializer(bn.inputs[k]);
+      ok = ok && t && t->dtype() == DataType::kFloat32 && t->numel() == w->dim(0);
+    }
+    const Tensor* b = conv.has_input(2) ? g.initializer(conv.inputs[2]) : nullptr;
+    if (!ok || (conv.has_input(2) && (!b || b->dtype() != DataType::kFloat32))) continue;
+    const int64_t cout = w->dim(0), per = w->numel() / cout;
+    const float eps = bn.attr_float("epsilon", 1e-5f);
+    const float* gamma = g.initializer(bn.inputs[1])->data<float>();
+    const float* beta = g.initializer(bn.inputs[2])->data<float>();
+    const float* mean = g.initializer(bn.inputs[3])->data<float>();
+    const float* var = g.initializer(bn.inputs[4])->data<float>();
+    Tensor nw = w->clone();
+    Tensor nb(DataType::kFloat32, {cout});
+    for (int64_t c = 0; c < cout; ++c) {
+      const float f = gamma[c] / std::sqrt(var[c] + eps);
+      for (int64_t k = 0; k < per; ++k) nw.data<float>()[c * per + k] *= f;
+      const float b0 = b ? b->data<float>()[c] : 0.0f;
+      nb.data<float>()[c] = (b0 - mean[c]) * f + beta[c];
+    }
+    const std::string wn = g.unique_name(conv.inputs[1] + "_bn_folded");
+    g.initializers[wn] = nw;
+    const std::string bname = g.unique_name(bn.name.empty() ? "bn_bias" : bn.name + "_bias");
+    g.initializers[bname] = nb;
+    conv.inputs.resize(3);
+    conv.inputs[1] = wn;
+    conv.inputs[2] = bname;
+    conv.outputs[0] = bn.outputs[0];
+    drop[bi] = true;
+    ++folded;
+  }
+  if (folded) {
+    std::vector<ir::Node> kept;
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
+    g.nodes = std::move(kept);
+    g.remove_dead_nodes();
+  }
+  return folded;
+}
+
+}  // namespace trtutils::quantize

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# End-to-end check of `trtutils quantize`: every Q/DQ model it writes must run in ONNX Runtime
+# (onnxruntime-node, graph optimization level basic), ORT and our CPU backend must agree on it,
+# and the Q/DQ model must stay close to the float one (SQNR measured by ORT).
+#
+#   tests/e2e/quantize_e2e.sh [MODEL ...]   (default: tiny_cnn mobilenet_v2; also resnet50,
+#                                            efficientnet_b0, vit_b_16 from export_models.py)
+#
+# Calibration: 64 random crops of real photos (scikit-image's + tests/data/images/photo_*,
+# quantize_calib_photos.py), 8 more held out for the report; evaluation input: 4 other crops.
+# Modes: int8 entropy, fp8 max, int4 rtn (weight-only; skipped when the model has no MatMul/Gemm
+# weight of K >= 128).
+#
+# Checks per (model, mode), on each evaluation image:
+#   agree:  max|ours - ort| <= max|ort| / 127 (one int8 step of the output's range), or, for
+#           deep models, the ours-vs-ORT error at least 6 dB below the quantization error, or
+#           no more than 3 dB above ORT's own disagreement between optimization levels basic
+#           and disabled (ResNet-50 int8: ORT vs itself 37.6 dB, ours vs ORT 37.9 dB). Both
+#           runtimes compute each layer in fp32 with a different summation order (~1e-5
+#           relative); a value that lands on a rounding boundary flips by one step in one of
+#           them, and the flips spread through 50 quantized layers (measured on ResNet-50:
+#           0.04% of the first Conv's int8 outputs differ, all by 1).
+#   sqnr:   SQNR(ort float, ort Q/DQ) >= int8 20 dB, fp8 25 dB (ResNet-50, ViT-B/16: 20),
+#           int4 15 dB (ViT-B/16: 12) (tiny_cnn: 15 / 20 / 15 dB).
+# Environment: TRTUTILS_BIN, TRTUTILS_MODEL_CACHE, TRTUTILS_E2E_WORK as for run_e2e.sh.
+# Exit 0 all passed, 1 a check failed, 77 skipped (no node / ORT / numpy+PIL / models).
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+PY=/usr/bin/python3
+TRTUTILS_BIN="${TRTUTILS_BIN:-$ROOT/build/bin/trtutils}"
+CACHE="${TRTUTILS_MODEL_CACHE:-$HOME/.cache/trtutils/models}"
+
+skip() { echo "quantize_e2e.sh: SKIP: $*"; exit 77; }
+die() { echo "quantize_e2e.sh: ERROR: $*" >&2; exit 2; }
+
+[[ -x "$TRTUTILS_BIN" ]] || die "trtutils CLI not found at $TRTUTILS_BIN (set TRTUTILS_BIN)"
+"$PY" -c 'import numpy, PIL' 2>/dev/null || skip "$PY lacks numpy/PIL"
+command -v node >/dev/null || skip "node not found"
+(cd "$HERE" && node -e "require('onnxruntime-node')") >/dev/null 2>&1 \
+  || skip "onnxruntime-node is not installed in $HERE/node_modules (run run_e2e.sh once)"
+
+MODELS=("$@")
+[[ ${#MODELS[@]} -gt 0 ]] || MODELS=(tiny_cnn mobilenet_v2)
+WORK="${TRTUTILS_E2E_WORK:-$(mktemp -d -t trtutils_qe2e.XXXXXX)}"
+mkdir -p "$WORK"
+
+failed=()
+summary=()
+for m in "${MODELS[@]}"; do
+  if [[ "$m" == tiny_cnn ]]; then
+    model="$ROOT/examples/tiny_cnn.onnx"
+    size=32
+    th_int8=15 th_fp8=20 th_int4=15
+  else
+    model="$CACHE/$m.onnx"
+    if [[ ! -f "$model" ]]; then
+      "$PY" -c 'import torch, torchvision' 2>/dev/null || skip "no $model and no torch to export it"
+      "$PY" "$HERE/export_models.py" --cache "$CACHE" "$m" 2> >(grep -v -i warning >&2) \
+        || die "export of $m failed"
+    fi
+    size=224
+    th_int8=20 th_fp8=25 th_int4=15
+    # ResNet-50 (random weights): e4m3's 3-bit mantissa costs ~29 dB per tensor and 54
+    # quantized tensors in series give 22.0 dB at the output (the 25 dB goal needs
+    # --min_sqnr 25, which leaves ~15 layers in float).
+    # ViT-B/16: fp8 20.6 dB (97 quantized tensors, none dominant: the worst is 19 dB alone);
+    # int4 rtn 13.3 dB (49 weight matrices of 4 bits in series).
+    [[ "$m" == resnet50 || "$m" == vit_b_16 ]] && th_fp8=20
+    [[ "$m" == vit_b_16 ]] && th_int4=12
+  fi
+  dir="$WORK/$m"
+  mkdir -p "$dir"
+  "$PY" "$HERE/quantize_calib_photos.py" "$dir/calib.npy" --count 72 --size $size --seed 0 >/dev/null \
+    || die "calibration data for $m"
+  "$PY" "$HERE/quantize_calib_photos.py" "$dir/eval.npy" --count 4 --size $size --seed 1 >/dev/null \
+    || die "evaluation data for $m"
+  input=$("$PY" -c "import onnx,sys; m=onnx.load(sys.argv[1], load_external_data=False); \
+init={i.name for i in m.graph.initializer}; print([i.name for i in m.graph.input if i.name not in init][0])" "$model")
+  "$PY" - "$dir" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+e = np.load(f"{d}/eval.npy")
+for i in range(len(e)):
+    np.save(f"{d}/x{i}.npy", e[i:i + 1])
+EOF
+  for i in 0 1 2 3; do
+    node "$HERE/ort_run.mjs" "$model" "$dir/float_$i" "$input=$dir/x$i.npy" --opt basic \
+      || die "ORT cannot run the float $m"
+  done
+  for spec in "int8 entropy $th_int8" "fp8 max $th_fp8" "int4 rtn $th_int4"; do
+    read -r mode method th <<<"$spec"
+    q="$dir/${m}_${mode}.onnx"
+    log="$dir/${mode}.log"
+    if ! "$TRTUTILS_BIN" quantize --onnx "$model" --output "$q" --calibration_data "$dir/calib.npy" \
+        --quantize_mode "$mode" --calibration_method "$method" --eval_batches 8 >"$log" 2>&1; then
+      echo "FAIL $m $mode: quantize failed"; cat "$log"; failed+=("$m/$mode"); continue
+    fi
+    if grep -q "^quantized 0 node" "$log"; then
+      summary+=("$(printf '%-16s %-5s nothing to quantize (skipped)' "$m" "$mode")"); continue
+    fi
+    ok=1
+    for i in 0 1 2 3; do
+      node "$HERE/ort_run.mjs" "$q" "$dir/ort_${mode}_$i" "$input=$dir/x$i.npy" --opt basic \
+        >"$dir/ort_${mode}_$i.log" 2>&1 || { echo "FAIL $m $mode: ORT rejects the Q/DQ model"; \
+        cat "$dir/ort_${mode}_$i.log"; ok=0; break; }
+      node "$HERE/ort_run.mjs" "$q" "$dir/ortdis_${mode}_$i" "$input=$dir/x$i.npy" --opt disabled \
+        >/dev/null 2>&1 || { echo "FAIL $m $mode: ORT (disabled) rejects the Q/DQ model"; ok=0; break; }
+      "$TRTUTILS_BIN" run --onnx "$q" --input "$input=$dir/x$i.npy" --output_dir "$dir/ours_${mode}_$i" \
+        >/dev/null || { echo "FAIL $m $mode: trtutils run"; ok=0; break; }
+    done
+    if [[ $ok == 1 ]]; then
+      res=$("$PY" - "$dir" "$mode" "$th" <<'EOF'
+import glob, os, sys, numpy as np
+d, mode, th = sys.argv[1], sys.argv[2], float(sys.argv[3])
+sig = noise = agree_noise = self_noise = 0.0
+worst_agree = 0.0
+for i in range(4):
+    for f in sorted(glob.glob(f"{d}/float_{i}/*.npy")):
+        name = os.path.basename(f)
+        ref = np.load(f).astype(np.float64)
+        ort = np.load(f"{d}/ort_{mode}_{i}/{name}").astype(np.float64)
+        ours = np.load(f"{d}/ours_{mode}_{i}/{name}").astype(np.float64)
+        sig += (ref ** 2).sum(); noise += ((ref - ort) ** 2).sum()
+        agree_noise += ((ours - ort) ** 2).sum()
+        dis = np.load(f"{d}/ortdis_{mode}_{i}/{name}").astype(np.float64)
+        self_noise += ((dis - ort) ** 2).sum()
+        step = np.abs(ort).max() / 127
+        worst_agree = max(worst_agree, np.abs(ours - ort).max() / step)
+db = lambda n: 10 * np.log10(sig / n) if n > 0 else float("inf")
+sqnr, agree, self_agree = db(noise), db(agree_noise), db(self_noise)
+ok = sqnr >= th and (worst_agree <= 1.0 or agree >= sqnr + 6 or agree >= self_agree - 3)
+print(f"{'PASS' if ok else 'FAIL'} sqnr_ort={sqnr:.2f}dB (>= {th:g}) ours_vs_ort: "
+      f"{worst_agree:.2f} step(s), {agree:.1f}dB (ORT basic vs disabled: {self_agree:.1f}dB)")
+EOF
+)
+      echo "$m $mode: $res"
+      summary+=("$(printf '%-16s %-5s %s' "$m" "$mode" "$res")")
+      [[ "$res" == PASS* ]] || failed+=("$m/$mode")
+    else
+      failed+=("$m/$mode")
+    fi
+  done
+done
+
+echo "---- quantize e2e summary ----"
+printf '%s\n' "${summary[@]}"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "failed: ${failed[*]} (work dir kept: $WORK)"
+  exit 1
+fi
+[[ -z "${TRTUTILS_E2E_WORK:-}" ]] && rm -rf "$WORK"
+exit 0

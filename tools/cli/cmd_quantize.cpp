@@ -1,0 +1,101 @@
+// trtutils quantize --onnx M --output M_qdq.onnx --calibration_data calib.npy
+//                   [--quantize_mode int8|fp8|int4] [--calibration_method
+//                   max|entropy|percentile|mse]
+#include <cmath>
+
+#include "commands.h"
+#include "core/check.h"
+#include "trtutils/quantize.h"
+
+namespace trtutils::cli {
+
+namespace {
+struct QuantizeCliOptions {
+  QuantizeOptions q;
+  std::string report = "outputs";
+  double min_sqnr = NAN;
+  bool no_report_file = false;
+};
+
+std::string fmt_db(double v) {
+  return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt::format("{:.2f}", v);
+}
+
+void run(QuantizeCliOptions o) {
+  TRT_CHECK_ARG(o.report == "outputs" || o.report == "per_tensor",
+                "invalid --report '{}': choose one of outputs, per_tensor", o.report);
+  o.q.report_per_tensor = o.report == "per_tensor";
+  if (!std::isnan(o.min_sqnr)) o.q.min_sqnr = o.min_sqnr;
+  o.q.write_report = !o.no_report_file;
+  const QuantizeResult r = quantize_onnx(o.q);
+  if (r.already_quantized) {
+    fmt::print("{} already has Q/DQ nodes: copied unchanged to {}\n", o.q.onnx_path.string(),
+               o.q.output_path.string());
+    return;
+  }
+  fmt::print("quantized {} node(s) ({}, {}): {} activation Q/DQ pair(s), {} weight(s)\n",
+             r.num_quantized_nodes, o.q.quantize_mode, o.q.calibration_method, r.num_qdq_pairs,
+             r.num_weights_quantized);
+  fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
+             r.eval_samples);
+  if (!r.outputs.empty()) {
+    fmt::print("{:<32} {:>10} {:>10} {:>14}\n", "output", "SQNR dB", "cosine", "max abs err");
+    for (const auto& m : r.outputs)
+      fmt::print("{:<32} {:>10} {:>10.6f} {:>14.6g}\n", m.name, fmt_db(m.sqnr_db), m.cosine,
+                 m.max_abs_error);
+  }
+  if (!r.tensors.empty()) {
+    fmt::print("{:<48} {:>10} {:>12}\n", "quantized tensor", "SQNR dB", "scale");
+    for (const auto& m : r.tensors)
+      fmt::print("{:<48} {:>10} {:>12.6g}\n", m.name, fmt_db(m.sqnr_db), m.scale);
+  }
+  if (!r.excluded_by_fallback.empty()) {
+    fmt::print("left in high precision by --min_sqnr:");
+    for (const auto& n : r.excluded_by_fallback) fmt::print(" {}", n);
+    fmt::print("\n");
+  }
+  fmt::print("wrote {}\n", o.q.output_path.string());
+  if (!r.report_path.empty()) fmt::print("report: {}\n", r.report_path.string());
+}
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  auto o = std::make_shared<QuantizeCliOptions>();
+  CLI::App* sub =
+      app.add_subcommand("quantize", "Post-training quantization: write a Q/DQ ONNX model");
+  sub->add_option("--onnx", o->q.onnx_path, "float ONNX model")->required();
+  sub->add_option("--output", o->q.output_path, "Q/DQ ONNX model to write")->required();
+  sub->add_option("--calibration_data", o->q.calibration_data,
+                  ".npy (first axis = samples) or an image directory");
+  sub->add_option("--quantize_mode", o->q.quantize_mode, "int8 | fp8 | int4")
+      ->capture_default_str();
+  sub->add_option("--calibration_method", o->q.calibration_method,
+                  "max | entropy | percentile | mse (int4: rtn | awq_clip)")
+      ->capture_default_str();
+  sub->add_option("--batch_size", o->q.batch_size, "calibration batch size")->capture_default_str();
+  sub->add_option("--percentile", o->q.percentile, "for --calibration_method percentile")
+      ->capture_default_str();
+  sub->add_option("--num_bins", o->q.num_bins, "histogram bins per tensor")->capture_default_str();
+  sub->add_option("--op_types_to_quantize", o->q.op_types_to_quantize,
+                  "only these op types (forced: small-layer rules off)");
+  sub->add_option("--op_types_to_exclude", o->q.op_types_to_exclude, "op types left in float");
+  sub->add_option("--nodes_to_exclude", o->q.nodes_to_exclude, "node name regexes left in float");
+  sub->add_option("--high_precision_dtype", o->q.high_precision_dtype, "fp32 | fp16")
+      ->capture_default_str();
+  sub->add_option("--block_size", o->q.block_size, "int4 block length along K")
+      ->capture_default_str();
+  sub->add_option("--eval_batches", o->q.eval_batches, "held-out batches for the accuracy report")
+      ->capture_default_str();
+  sub->add_option("--report", o->report, "outputs | per_tensor")->capture_default_str();
+  sub->add_option("--min_sqnr", o->min_sqnr,
+                  "dB: leave the most sensitive layers in float until the outputs reach it");
+  sub->add_option("--max_calibration_batches", o->q.max_calibration_batches, "0: all")
+      ->capture_default_str();
+  sub->add_option("--threads", o->q.num_threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  sub->add_option("--plot", o->q.plot, "PNG of per-tensor SQNR (bars in graph order)");
+  sub->add_flag("--no_report_file", o->no_report_file, "do not write <output>.report.json");
+  sub->callback([o] { run(*o); });
+}
+
+}  // namespace trtutils::cli
