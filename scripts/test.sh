@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite: unit tests, ONNX's own backend tests, end-to-end comparisons with
-# ONNX Runtime on torchvision models. Warnings are errors. Prints ctest's summary.
+# The whole test suite. Warnings are errors; sources must be clang-formatted.
+#   1. an ASan + UBSan build runs the unit tests and ONNX's own backend tests;
+#   2. the release build runs everything: unit tests, ONNX backend conformance, and the
+#      end-to-end comparisons with ONNX Runtime on torchvision models (plain and quantized).
+# Extra arguments go to the final ctest (e.g. -L unit). Prints ctest's summary last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
+bash scripts/format.sh --check
 jobs=$(nproc)
+
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRTUTILS_WERROR=ON \
+  -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE e2e)
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRTUTILS_WERROR=ON
 cmake --build build -j"$jobs"
 cd build
