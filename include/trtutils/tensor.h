@@ -25,6 +25,9 @@ class Tensor {
   Tensor() = default;
   // Allocates a zero-filled tensor. Throws Error(kOutOfRange) if the byte size overflows.
   Tensor(DataType dtype, Shape shape);
+  // Like the constructor but the elements are left uninitialised: only for outputs whose every
+  // element the caller writes before anyone reads them (saves a pass over memory).
+  static Tensor uninitialized(DataType dtype, Shape shape);
   // Wraps `data` (copied) as a tensor; data.size() must equal the element count.
   template <typename T>
   static Tensor from_vector(DataType dtype, Shape shape, const std::vector<T>& data);
@@ -60,6 +63,8 @@ class Tensor {
   std::vector<float> to_float_vector() const;
 
  private:
+  void allocate();  // buffer_ for dtype_/shape_ (sets numel_), contents undefined
+
   DataType dtype_ = DataType::kUndefined;
   Shape shape_;
   int64_t numel_ = 0;

@@ -28,7 +28,19 @@ std::string shape_str(const Shape& shape) {
   return s + "]";
 }
 
-Tensor::Tensor(DataType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DataType dtype, Shape shape) : Tensor(uninitialized(dtype, std::move(shape))) {
+  std::memset(buffer_.get(), 0, (nbytes() + 63) / 64 * 64 + 64);
+}
+
+Tensor Tensor::uninitialized(DataType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.allocate();
+  return t;
+}
+
+void Tensor::allocate() {
   numel_ = shape_numel(shape_);
   const int bits = dtype_bits(dtype_);
   TRT_CHECK(bits > 0, ErrorCode::kNotSupported, "tensors of dtype {} are not supported",
@@ -40,7 +52,6 @@ Tensor::Tensor(DataType dtype, Shape shape) : dtype_(dtype), shape_(std::move(sh
   void* p = std::aligned_alloc(64, alloc);
   TRT_CHECK(p != nullptr, ErrorCode::kOutOfRange, "cannot allocate {} bytes for a tensor of shape {}",
             bytes, shape_str(shape_));
-  std::memset(p, 0, alloc);
   buffer_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
@@ -55,14 +66,14 @@ Tensor Tensor::reshaped(Shape shape) const {
 Tensor Tensor::clone() const {
   if (!defined()) return {};
   Tensor t(dtype_, shape_);
-  std::memcpy(t.raw(), raw(), nbytes());
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
 
 std::vector<int64_t> Tensor::to_int64_vector() const {
   std::vector<int64_t> v(static_cast<size_t>(numel_));
   if (dtype_ == DataType::kInt64) {
-    std::memcpy(v.data(), raw(), v.size() * 8);
+    if (!v.empty()) std::memcpy(v.data(), raw(), v.size() * 8);
   } else {
     for (int64_t i = 0; i < numel_; ++i) v[i] = static_cast<int64_t>(at_double(i));
   }

@@ -194,9 +194,27 @@ void infer_matmul(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
+// com.trtutils::FusedConv (made by the conv_fusion pass): a Conv whose optional input 3, the
+// residual, has the output's shape.
+void infer_fused_conv(InferContext& ctx) {
+  infer_conv(ctx, false);
+  if (!ctx.has_input(3)) return;
+  TRT_CHECK_ARG(ctx.input_dtype(3) == ctx.input_dtype(0),
+                "{}: residual dtype {} differs from X's {}", ctx.node.describe(),
+                dtype_name(ctx.input_dtype(3)), dtype_name(ctx.input_dtype(0)));
+  const auto& r = ctx.input_shape(3);
+  const auto& y = ctx.outputs[0].shape;
+  if (!r || !y) return;
+  TRT_CHECK_ARG(r->size() == y->size(), "{}: residual {} must have the output's shape {}",
+                ctx.node.describe(), ir::sym_shape_str(*r), ir::sym_shape_str(*y));
+  for (size_t i = 0; i < r->size(); ++i)
+    check_dims_match(ctx.node, (*r)[i], (*y)[i], "residual and output shape");
+}
+
 }  // namespace
 
 void register_nn_ops(OpRegistry& r) {
+  r.add({"FusedConv", "com.trtutils", infer_fused_conv});
   r.add({"Conv", "", [](InferContext& c) { infer_conv(c, false); }});
   r.add({"ConvTranspose", "", [](InferContext& c) { infer_conv(c, true); }});
   r.add({"MaxPool", "", infer_pool});

@@ -1,6 +1,7 @@
 // Conv and ConvTranspose on the CPU: geometry, the plain reference kernels (1-D/2-D/3-D, groups,
 // dilations, asymmetric pads) and dispatch to the oneDNN fast path for float32.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "backends/cpu/nn_kernels.h"
@@ -122,7 +123,9 @@ void conv_transpose_reference(const ConvProblem& p, const T* x, const T* w, cons
   }
 }
 
-void run_conv(KernelContext& ctx, bool transpose) {
+// Validates a Conv / ConvTranspose node's inputs and attributes and fills its problem and
+// output shape.
+ConvProblem make_problem(const KernelContext& ctx, bool transpose, Shape& out_shape) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
   const Tensor& w_in = ctx.input(1);
@@ -164,7 +167,7 @@ void run_conv(KernelContext& ctx, bool transpose) {
                   shape_str(b_in->shape()), p.out_channels);
   const std::vector<int64_t> wk(w_in.shape().begin() + 2, w_in.shape().end());
   const ops::WindowSpec ws = ops::read_window_spec(node, nsp, &wk);
-  Shape out_shape{p.batch, p.out_channels};
+  out_shape = {p.batch, p.out_channels};
   const size_t o = 3 - nsp;  // leading padding axes
   for (size_t i = 0; i < nsp; ++i) {
     const ops::AxisGeometry g = transpose ? ops::conv_transpose_axis(ws, i, x_in.dim(2 + i), node)
@@ -178,10 +181,55 @@ void run_conv(KernelContext& ctx, bool transpose) {
     p.pad_end[o + i] = g.pad_end;
     out_shape.push_back(g.out);
   }
+  return p;
+}
+
+template <typename T>
+T apply_activation(const ConvPostOps& post, T v) {
+  switch (post.act) {
+    case ConvActivation::kNone:
+      return v;
+    case ConvActivation::kRelu:
+      return v > T(0) ? v : T(0);
+    case ConvActivation::kLeakyRelu:
+      return v < T(0) ? static_cast<T>(post.alpha) * v : v;
+    case ConvActivation::kClip:
+      return std::min(std::max(v, static_cast<T>(post.alpha)), static_cast<T>(post.beta));
+    case ConvActivation::kSigmoid:
+      return T(1) / (T(1) + std::exp(-v));
+    case ConvActivation::kHardSwish:
+      return v * std::max(T(0), std::min(T(1), v / T(6) + T(0.5)));
+  }
+  return v;
+}
+
+// Reference post-ops on the computed output: y = act(y + residual).
+template <typename T>
+void apply_post_ops(const ConvPostOps& post, const T* residual, T* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = apply_activation(post, residual ? y[i] + residual[i] : y[i]);
+}
+
+void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  const Tensor& w_in = ctx.input(1);
+  const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
+  const DataType dt = x_in.dtype();
+  Shape out_shape;
+  const ConvProblem p = make_problem(ctx, transpose, out_shape);
+  if (post.residual) {
+    TRT_CHECK_ARG(post.residual->dtype() == dt && post.residual->shape() == out_shape,
+                  "{}: residual {} {} must have the output's dtype and shape {} {}",
+                  node.describe(), dtype_name(post.residual->dtype()),
+                  shape_str(post.residual->shape()), dtype_name(dt), shape_str(out_shape));
+  }
 
   if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
-    Tensor& y = ctx.make_output(0, dt, out_shape);
-    if (onednn_conv(p, x_in, w_in, b_in, y)) return;
+    // oneDNN writes every element (after the residual copy, if any): no zero-fill needed.
+    ctx.outputs.at(0) = Tensor::uninitialized(dt, out_shape);
+    if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post)) return;
   }
   const Tensor x = to_compute(x_in, node, "input X");
   const Tensor w = to_compute(w_in, node, "weights W");
@@ -194,7 +242,50 @@ void run_conv(KernelContext& ctx, bool transpose) {
     auto fn = transpose ? conv_transpose_reference<float> : conv_reference<float>;
     fn(p, x.data<float>(), w.data<float>(), b_in ? b.data<float>() : nullptr, y.data<float>());
   }
+  if (post.residual || post.act != ConvActivation::kNone) {
+    const Tensor r = post.residual ? to_compute(*post.residual, node, "residual") : Tensor();
+    if (y.dtype() == DataType::kFloat64)
+      apply_post_ops(post, post.residual ? r.data<double>() : nullptr, y.data<double>(), y.numel());
+    else
+      apply_post_ops(post, post.residual ? r.data<float>() : nullptr, y.data<float>(), y.numel());
+  }
   set_output_from(ctx, 0, dt, y);
+}
+
+ConvPostOps read_post_ops(const KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  ConvPostOps post;
+  post.residual = ctx.has_input(3) ? ctx.inputs[3] : nullptr;
+  const std::string act = node.attr_string("activation", "");
+  const std::vector<float> params = node.attr_floats("activation_params");
+  auto want_params = [&](size_t n) {
+    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
+                  node.describe(), act, n, params.size());
+  };
+  if (act.empty() || act == "None") {
+    post.act = ConvActivation::kNone;
+  } else if (act == "Relu") {
+    post.act = ConvActivation::kRelu;
+  } else if (act == "Sigmoid") {
+    post.act = ConvActivation::kSigmoid;
+  } else if (act == "HardSwish") {
+    post.act = ConvActivation::kHardSwish;
+  } else if (act == "LeakyRelu") {
+    want_params(1);
+    post.act = ConvActivation::kLeakyRelu;
+    post.alpha = params[0];
+  } else if (act == "Clip") {
+    want_params(2);
+    post.act = ConvActivation::kClip;
+    post.alpha = params[0];
+    post.beta = params[1];
+  } else {
+    TRT_THROW(ErrorCode::kNotSupported,
+              "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
+              node.describe(), act);
+  }
+  if (act == "Relu" || act == "Sigmoid" || act == "HardSwish") want_params(0);
+  return post;
 }
 
 }  // namespace
@@ -204,6 +295,9 @@ void conv_kernel(KernelContext& ctx) {
 }
 void conv_transpose_kernel(KernelContext& ctx) {
   run_conv(ctx, true);
+}
+void fused_conv_kernel(KernelContext& ctx) {
+  run_conv(ctx, false, read_post_ops(ctx));
 }
 
 }  // namespace trtutils::cpu::nn

@@ -72,6 +72,7 @@ std::vector<double> to_doubles(const Tensor& t) {
 void register_nn_kernels(KernelRegistry& r) {
   r.add({"Conv", "", nn::conv_kernel});
   r.add({"ConvTranspose", "", nn::conv_transpose_kernel});
+  r.add({"FusedConv", "com.trtutils", nn::fused_conv_kernel});
   r.add({"Gemm", "", nn::gemm_kernel});
   r.add({"MatMul", "", nn::matmul_kernel});
   r.add({"MaxPool", "", nn::max_pool_kernel});

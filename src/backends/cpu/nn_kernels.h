@@ -40,8 +40,18 @@ struct ConvProblem {
       dilation{1, 1, 1}, pad_begin{0, 0, 0}, pad_end{0, 0, 0};
 };
 
+// What a com.trtutils::FusedConv adds after the convolution (and its bias), in this order:
+// Y = act(conv + B + residual). See passes.h (fuse_convolutions) for the node's contract.
+enum class ConvActivation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish };
+struct ConvPostOps {
+  const Tensor* residual = nullptr;  // Y's shape and dtype; read only (may be shared)
+  ConvActivation act = ConvActivation::kNone;
+  float alpha = 0, beta = 0;  // Clip: min, max (may be infinite); LeakyRelu: alpha
+};
+
 // ---- kernel entry points (registered by register_nn_kernels) --------------------------------
 void conv_kernel(KernelContext& ctx);
+void fused_conv_kernel(KernelContext& ctx);  // com.trtutils::FusedConv
 void conv_transpose_kernel(KernelContext& ctx);
 void gemm_kernel(KernelContext& ctx);
 void matmul_kernel(KernelContext& ctx);
@@ -58,11 +68,12 @@ void layer_norm_kernel(KernelContext& ctx);
 // Winograd where oneDNN has it, the rest as direct convolutions in the primitive's preferred
 // layout. Environment knobs (read once; see onednn_nn.cpp): TRTUTILS_CONV_ALGO=direct,
 // TRTUTILS_CONV_1X1=conv, TRTUTILS_CONV_LAYOUT=nchw|nhwc|blocked.
-// Y (already allocated with the output shape) = conv(X, W) + B. Reordered weights and
+// Y (already allocated with the output shape; its contents are overwritten) =
+// act(conv(X, W) + B + residual) with `post` (default: none). Reordered weights and
 // primitives are cached per (weights buffer, shapes, attributes); the cache keeps the weights
 // buffer alive and re-checks a sample of its values on every hit.
-bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                 Tensor& y);
+bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+                 const ConvPostOps& post = {});
 // Y[M,N] = alpha * op(A) * op(B) + beta * C (C broadcast to [M,N], or absent).
 bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
                  float alpha, float beta, Tensor& y);

@@ -92,6 +92,31 @@ void require_optimized(const dnnl::primitive_desc_base& pd) {
     throw dnnl::error(dnnl_unimplemented, "oneDNN offers only a reference implementation");
 }
 
+// The eltwise post-op for an activation (oneDNN's forms match the ONNX ops exactly:
+// LeakyRelu = relu with a negative slope, Clip = clip(min, max), Sigmoid = logistic,
+// HardSwish = x * relu6(x + 3) / 6).
+void append_activation(dnnl::post_ops& ops, const ConvPostOps& post) {
+  switch (post.act) {
+    case ConvActivation::kNone:
+      return;
+    case ConvActivation::kRelu:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      return;
+    case ConvActivation::kLeakyRelu:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, post.alpha, 0.0f);
+      return;
+    case ConvActivation::kClip:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, post.alpha, post.beta);
+      return;
+    case ConvActivation::kSigmoid:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_logistic, 0.0f, 0.0f);
+      return;
+    case ConvActivation::kHardSwish:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
+      return;
+  }
+}
+
 // LRU map from key to entry, bounded in entries and in bytes (an entry's cost: the weights it
 // holds alive plus its reordered copy). The newest entry is always kept.
 template <typename Entry>
@@ -165,6 +190,7 @@ struct ConvEntry {
   bool pointwise = false;  // run as a batched matmul (src = weights, weights = x)
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_reorder, dst_reorder;
+  dnnl::reorder residual_reorder;  // user layout -> dst_md, when a sum post-op needs it
   memory weights_mem;
   size_t scratchpad_bytes = 0;
   size_t cost_bytes = 0;  // user weights held alive + their reordered copy
@@ -238,7 +264,8 @@ void subsample(const ConvProblem& p, const float* x, float* dst) {
   }
 }
 
-void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias) {
+void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias,
+                     const ConvPostOps& post) {
   const int64_t s = p.out[0] * p.out[1] * p.out[2];
   const memory::desc w_md = plain_md({1, p.out_channels, p.in_channels});
   const memory::desc x_md = plain_md({p.batch, p.in_channels, s});
@@ -246,13 +273,16 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   // The bias is a binary-add post-op: a (1, M, 1) bias argument has only a reference
   // implementation in oneDNN 2.6.
   e.bias_md = has_bias ? plain_md({1, p.out_channels, 1}) : memory::desc();
+  // Post-ops: sum (the residual, copied into y beforehand) first, then the bias, then the
+  // activation: act(W X + residual + b) rounds like act(W X + b + residual) up to the order
+  // of one float addition.
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (has_bias) {
-    dnnl::post_ops ops;
-    ops.append_binary(dnnl::algorithm::binary_add, e.bias_md);
-    attr.set_post_ops(ops);
-  }
+  dnnl::post_ops ops;
+  if (post.residual) ops.append_sum(1.0f);
+  if (has_bias) ops.append_binary(dnnl::algorithm::binary_add, e.bias_md);
+  append_activation(ops, post);
+  attr.set_post_ops(ops);
   dnnl::matmul::desc d(w_md, x_md, y_md);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
   require_optimized(pd);
@@ -274,7 +304,8 @@ bool winograd_candidate(const ConvProblem& p) {
          p.dilation[1] == 1 && p.dilation[2] == 1;
 }
 
-void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias) {
+void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias,
+                const ConvPostOps& post) {
   const size_t nsp = p.nspatial, o = 3 - nsp;
   memory::dims src_dims{p.batch, p.in_channels}, dst_dims{p.batch, p.out_channels};
   memory::dims strides, dilates, pad_l, pad_r, kdims;
@@ -325,6 +356,13 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   const memory::desc w_any(wdims, kF32, Tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  {
+    // The residual enters through a sum post-op: dst holds it when the primitive runs.
+    dnnl::post_ops ops;
+    if (post.residual) ops.append_sum(1.0f);
+    append_activation(ops, post);
+    attr.set_post_ops(ops);
+  }
   memory::desc wmd;
   if (!p.transpose) {
     auto make_pd = [&](dnnl::algorithm algo) {
@@ -367,6 +405,9 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   if (e.reorder_dst)
     e.dst_reorder =
         dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.dst_md, engine(), e.user_dst_md));
+  if (e.reorder_dst && post.residual)
+    e.residual_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.user_dst_md, engine(), e.dst_md));
   memory uw = user_mem(user_w_md, w.raw());
   if (wmd == user_w_md) {
     e.weights_mem = uw;  // e.weights keeps the buffer alive
@@ -382,7 +423,8 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   e.ok = true;
 }
 
-std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias) {
+std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias,
+                     const ConvPostOps& post) {
   std::string key = p.transpose ? "deconv|" : "conv|";
   key += fmt::format("{}|", w.raw());
   append_dims(key, "x", {p.batch, p.in_channels, p.in[0], p.in[1], p.in[2]});
@@ -394,15 +436,20 @@ std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias) {
       key, "p",
       {p.pad_begin[0], p.pad_begin[1], p.pad_begin[2], p.pad_end[0], p.pad_end[1], p.pad_end[2]});
   append_dims(key, "g", {p.group, static_cast<int64_t>(p.nspatial), has_bias ? 1 : 0});
+  key += fmt::format("post{},{},{},{}", post.residual ? 1 : 0, static_cast<int>(post.act),
+                     post.alpha, post.beta);
   return key;
 }
 
 }  // namespace
 
 static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                      Tensor& y) {
+                      Tensor& y, const ConvPostOps& post) {
   if (x.dtype() != DataType::kFloat32 || p.nspatial < 1 || p.nspatial > 3) return false;
-  const std::string key = conv_key(p, w, b != nullptr);
+  if (post.residual && (post.residual->dtype() != DataType::kFloat32 ||
+                        post.residual->shape() != y.shape() || p.transpose))
+    return false;
+  const std::string key = conv_key(p, w, b != nullptr, post);
   std::shared_ptr<ConvEntry> e;
   {
     auto& cache = conv_cache();
@@ -415,13 +462,13 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
         bool built = false;
         if (conv_policy().pointwise_matmul && conv_is_pointwise(p)) {
           try {
-            build_pointwise(*e, p, w, b != nullptr);
+            build_pointwise(*e, p, w, b != nullptr, post);
             built = true;
           } catch (const dnnl::error&) {
             *e = ConvEntry();
           }
         }
-        if (!built) build_conv(*e, p, w, b != nullptr);
+        if (!built) build_conv(*e, p, w, b != nullptr, post);
       } catch (const dnnl::error& err) {
         TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
         e->ok = false;
@@ -447,14 +494,23 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
     }
     if (e->reorder_dst)
       dst = memory(e->dst_md, engine(), thread_buffer(kDstBuffer, e->dst_md.get_size()));
+    if (post.residual) {
+      // The sum post-op adds what dst holds: the residual, in dst's layout (never written to).
+      if (e->reorder_dst) {
+        memory res = user_mem(e->user_dst_md, post.residual->raw());
+        e->residual_reorder.execute(s, res, dst);
+      } else
+        std::memcpy(y.raw(), post.residual->raw(), y.nbytes());
+    }
     // A pointwise entry is a matmul whose "src" is the weights and whose "weights" are x.
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e->pointwise ? e->weights_mem : src},
                                          {DNNL_ARG_WEIGHTS, e->pointwise ? src : e->weights_mem},
                                          {DNNL_ARG_DST, dst}};
     if (b)
-      args.emplace(
-          e->pointwise ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : DNNL_ARG_BIAS,
-          user_mem(e->bias_md, b->raw()));
+      args.emplace(e->pointwise
+                       ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(post.residual ? 1 : 0) | DNNL_ARG_SRC_1)
+                       : DNNL_ARG_BIAS,
+                   user_mem(e->bias_md, b->raw()));
     if (e->scratchpad_bytes > 0) {
       const memory::desc sd({static_cast<memory::dim>(e->scratchpad_bytes)}, memory::data_type::u8,
                             Tag::a);
@@ -623,9 +679,9 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
   return true;
 }
 
-bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                 Tensor& y) {
-  const bool ok = conv_impl(p, x, w, b, y);
+bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+                 const ConvPostOps& post) {
+  const bool ok = conv_impl(p, x, w, b, y, post);
   (ok ? g_conv_runs : g_conv_fallbacks)++;
   return ok;
 }

@@ -1,0 +1,188 @@
+// Conv fusion: Conv [-> Add(residual)] [-> activation] becomes one com.trtutils::FusedConv node
+// (see passes.h for its contract), so that the CPU backend runs the add and the activation as
+// oneDNN post-ops inside the convolution instead of three passes over memory.
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "passes/passes.h"
+#include "trtutils/logging.h"
+
+namespace trtutils::passes {
+
+namespace {
+
+// Number of reads of every value: node inputs (each occurrence) in the graph and, recursively,
+// in subgraph attributes (a subgraph may read outer values implicitly).
+void count_uses(const ir::Graph& g, std::unordered_map<std::string, int>& uses) {
+  for (const auto& n : g.nodes) {
+    for (const auto& in : n.inputs)
+      if (!in.empty()) ++uses[in];
+    for (const auto& [name, a] : n.attributes)
+      if (a.kind == ir::Attribute::Kind::kGraph && a.g) {
+        count_uses(*a.g, uses);
+        for (const auto& o : a.g->outputs) ++uses[o.name];
+      }
+  }
+}
+
+// Shape of a value when every dim is known or a named symbol (equal names are equal sizes at
+// run time; the kernel re-checks the residual's shape anyway).
+std::optional<ir::SymShape> known_shape(const ir::Graph& g, const std::string& v) {
+  const auto info = g.find_value_info(v);
+  if (!info || !info->shape) return std::nullopt;
+  for (const auto& d : *info->shape)
+    if (!d.is_static() && d.param.empty()) return std::nullopt;
+  return info->shape;
+}
+
+bool is_float32(const ir::Graph& g, const std::string& v) {
+  const auto info = g.find_value_info(v);
+  return info && info->dtype == DataType::kFloat32;
+}
+
+// A scalar float initializer, or nullopt.
+std::optional<float> scalar_constant(const ir::Graph& g, const std::string& v) {
+  const Tensor* t = g.initializer(v);
+  if (!t || t->numel() != 1 || t->dtype() != DataType::kFloat32) return std::nullopt;
+  return *t->data<float>();
+}
+
+struct Activation {
+  std::string name;  // Relu, Clip, LeakyRelu, Sigmoid, HardSwish
+  std::vector<float> params;
+};
+
+// The activation `n` computes when oneDNN has an exact eltwise post-op for it.
+std::optional<Activation> as_activation(const ir::Graph& g, const ir::Node& n, int64_t opset) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return std::nullopt;
+  if (n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0)) return std::nullopt;
+  const std::string& op = n.op_type;
+  if (op == "Relu" || op == "Sigmoid" || op == "HardSwish") return Activation{op, {}};
+  if (op == "LeakyRelu") return Activation{op, {n.attr_float("alpha", 0.01f)}};
+  if (op == "Clip") {
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    float lo = -kInf, hi = kInf;
+    if (opset < 11) {
+      lo = n.attr_float("min", -std::numeric_limits<float>::max());
+      hi = n.attr_float("max", std::numeric_limits<float>::max());
+    } else {
+      if (n.has_input(1)) {
+        const auto v = scalar_constant(g, n.inputs[1]);
+        if (!v) return std::nullopt;
+        lo = *v;
+      }
+      if (n.has_input(2)) {
+        const auto v = scalar_constant(g, n.inputs[2]);
+        if (!v) return std::nullopt;
+        hi = *v;
+      }
+    }
+    if (!(lo <= hi)) return std::nullopt;  // ONNX's result for min > max is not a clip
+    return Activation{op, {lo, hi}};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
+  std::unordered_map<std::string, int> uses;
+  count_uses(graph, uses);
+  for (const auto& o : graph.outputs) uses[o.name] += 1000;  // never fuse away a graph output
+  std::unordered_map<std::string, size_t> consumer;          // value -> index of its (last) reader
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const auto& in : graph.nodes[i].inputs)
+      if (!in.empty()) consumer[in] = i;
+  // A value read once (by node index consumer[v]) and not a graph output.
+  auto single_reader = [&](const std::string& v) -> const ir::Node* {
+    auto u = uses.find(v);
+    if (u == uses.end() || u->second != 1) return nullptr;
+    return &graph.nodes[consumer.at(v)];
+  };
+
+  std::vector<bool> removed(graph.nodes.size(), false);
+  std::unordered_map<size_t, ir::Node> replacement;  // index of a pattern's last node -> fused
+  size_t fused = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const ir::Node& conv = graph.nodes[i];
+    if (removed[i] || conv.op_type != "Conv" || !(conv.domain.empty() || conv.domain == "ai.onnx"))
+      continue;
+    if (conv.outputs.size() != 1 || !conv.has_input(0) || !conv.has_input(1)) continue;
+    const std::string& y = conv.outputs[0];
+    if (!is_float32(graph, y) || !is_float32(graph, conv.inputs[0])) continue;
+
+    std::vector<size_t> chain;  // nodes after the Conv that the fused node absorbs
+    std::string residual, out = y;
+    Activation act;
+    const ir::Node* next = single_reader(y);
+    if (next && !removed[consumer.at(y)] && next->op_type == "Add" && next->domain.empty() &&
+        next->inputs.size() == 2 && next->outputs.size() == 1) {
+      const std::string& other = next->inputs[0] == y ? next->inputs[1] : next->inputs[0];
+      const auto ys = known_shape(graph, y);
+      const auto rs = known_shape(graph, other);
+      const auto os = known_shape(graph, next->outputs[0]);
+      if (other != y && ys && rs && os && *ys == *rs && *ys == *os && is_float32(graph, other)) {
+        residual = other;
+        chain.push_back(consumer.at(y));
+        out = next->outputs[0];
+        next = single_reader(out);
+      } else {
+        next = nullptr;
+      }
+    }
+    if (next && !removed[consumer.at(out)]) {
+      if (auto a = as_activation(graph, *next, opset); a && next->inputs[0] == out) {
+        act = *a;
+        chain.push_back(consumer.at(out));
+        out = next->outputs[0];
+      }
+    }
+    if (chain.empty()) continue;
+
+    ir::Node f;
+    f.name = conv.name.empty() ? graph.unique_name("FusedConv") : conv.name;
+    f.op_type = "FusedConv";
+    f.domain = "com.trtutils";
+    f.inputs = {conv.inputs[0], conv.inputs[1], conv.has_input(2) ? conv.inputs[2] : ""};
+    if (!residual.empty()) f.inputs.push_back(residual);
+    while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
+    f.outputs = {out};
+    f.attributes = conv.attributes;
+    if (!act.name.empty()) {
+      ir::Attribute a;
+      a.name = "activation";
+      a.kind = ir::Attribute::Kind::kString;
+      a.s = act.name;
+      f.attributes[a.name] = a;
+      ir::Attribute p;
+      p.name = "activation_params";
+      p.kind = ir::Attribute::Kind::kFloats;
+      p.floats = act.params;
+      f.attributes[p.name] = p;
+    }
+    // The fused node takes the place of the pattern's last node: all of its inputs (the Conv's
+    // and the residual, which the Add read) are computed before that point.
+    removed[i] = true;
+    for (size_t k = 0; k + 1 < chain.size(); ++k) removed[chain[k]] = true;
+    removed[chain.back()] = true;
+    replacement.emplace(chain.back(), std::move(f));
+    graph.value_info.erase(y);
+    if (chain.size() == 2) graph.value_info.erase(graph.nodes[chain[0]].outputs[0]);
+    ++fused;
+  }
+  if (!fused) return 0;
+  std::vector<ir::Node> kept;
+  kept.reserve(graph.nodes.size() - fused);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (auto it = replacement.find(i); it != replacement.end())
+      kept.push_back(std::move(it->second));
+    else if (!removed[i])
+      kept.push_back(std::move(graph.nodes[i]));
+  }
+  graph.nodes = std::move(kept);
+  TRT_LOG_VERBOSE("conv fusion: {} Conv node(s) fused", fused);
+  return fused;
+}
+
+}  // namespace trtutils::passes
