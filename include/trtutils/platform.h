@@ -15,14 +15,14 @@ struct GpuInfo {
 };
 
 struct PlatformInfo {
-  std::string version;          // trtutils version
-  std::string cpu_model;        // from /proc/cpuinfo
-  int cpu_cores = 0;            // online logical cores
-  int gpu_count = 0;            // CUDA devices seen by the driver (0 without a driver)
-  GpuInfo gpu;                  // device 0 when gpu_count > 0
-  std::string gpu_status;       // why no GPU was found, when gpu_count == 0
+  std::string version;                 // trtutils version
+  std::string cpu_model;               // from /proc/cpuinfo
+  int cpu_cores = 0;                   // online logical cores
+  int gpu_count = 0;                   // CUDA devices seen by the driver (0 without a driver)
+  GpuInfo gpu;                         // device 0 when gpu_count > 0
+  std::string gpu_status;              // why no GPU was found, when gpu_count == 0
   bool cuda_toolkit_at_build = false;  // the CUDA toolkit was found when this binary was built
-  bool is_jetson = false;       // /etc/nv_tegra_release present
+  bool is_jetson = false;              // /etc/nv_tegra_release present
   // IS_BLACKWELL: true on SM 10.0+ GPUs (compute capability >= 100).
   bool is_blackwell = false;
   // STRONGLY_TYPED_SUPPORTED: our builder always supports strongly typed networks.

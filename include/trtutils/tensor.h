@@ -74,7 +74,8 @@ class Tensor {
 template <typename T>
 Tensor Tensor::from_vector(DataType dtype, Shape shape, const std::vector<T>& data) {
   Tensor t(dtype, std::move(shape));
-  if (static_cast<int64_t>(data.size()) != t.numel() || sizeof(T) * 8 != static_cast<size_t>(dtype_bits(dtype)))
+  if (static_cast<int64_t>(data.size()) != t.numel() ||
+      sizeof(T) * 8 != static_cast<size_t>(dtype_bits(dtype)))
     throw std::invalid_argument("Tensor::from_vector: size or element type mismatch");
   std::copy(data.begin(), data.end(), t.data<T>());
   return t;

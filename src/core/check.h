@@ -15,12 +15,13 @@ template <typename... Args>
 }  // namespace trtutils
 
 // TRT_CHECK(cond, code, "format {}", args...): throws trtutils::Error(code, message) when false.
-#define TRT_CHECK(cond, code, ...)                              \
-  do {                                                          \
-    if (!(cond)) ::trtutils::throw_error(code, __VA_ARGS__);    \
+#define TRT_CHECK(cond, code, ...)                           \
+  do {                                                       \
+    if (!(cond)) ::trtutils::throw_error(code, __VA_ARGS__); \
   } while (0)
-#define TRT_CHECK_ARG(cond, ...) TRT_CHECK(cond, ::trtutils::ErrorCode::kInvalidArgument, __VA_ARGS__)
+#define TRT_CHECK_ARG(cond, ...) \
+  TRT_CHECK(cond, ::trtutils::ErrorCode::kInvalidArgument, __VA_ARGS__)
 #define TRT_THROW(code, ...) ::trtutils::throw_error(code, __VA_ARGS__)
-#define TRT_INTERNAL_CHECK(cond)                                                         \
-  TRT_CHECK(cond, ::trtutils::ErrorCode::kInternal, "internal error: {} failed at {}:{}", \
-            #cond, __FILE__, __LINE__)
+#define TRT_INTERNAL_CHECK(cond)                                                                 \
+  TRT_CHECK(cond, ::trtutils::ErrorCode::kInternal, "internal error: {} failed at {}:{}", #cond, \
+            __FILE__, __LINE__)

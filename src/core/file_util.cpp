@@ -16,8 +16,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view data)
   namespace fs = std::filesystem;
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
-  TRT_CHECK(fs::is_directory(dir, ec), ErrorCode::kIO, "cannot write '{}': folder '{}' does not exist",
-            path.string(), dir.string());
+  TRT_CHECK(fs::is_directory(dir, ec), ErrorCode::kIO,
+            "cannot write '{}': folder '{}' does not exist", path.string(), dir.string());
   std::random_device rd;
   const fs::path tmp = dir / fmt::format(".{}.tmp{:08x}", path.filename().string(), rd());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -11,7 +11,8 @@ namespace trtutils {
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    TRT_CHECK(d >= 0, ErrorCode::kOutOfRange, "negative dimension {} in shape {}", d, shape_str(shape));
+    TRT_CHECK(d >= 0, ErrorCode::kOutOfRange, "negative dimension {} in shape {}", d,
+              shape_str(shape));
     TRT_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d, ErrorCode::kOutOfRange,
               "shape {} has more elements than fit in int64", shape_str(shape));
     n *= d;
@@ -50,14 +51,14 @@ void Tensor::allocate() {
   const size_t bytes = dtype_storage_bytes(dtype_, numel_);
   const size_t alloc = (bytes + 63) / 64 * 64 + 64;
   void* p = std::aligned_alloc(64, alloc);
-  TRT_CHECK(p != nullptr, ErrorCode::kOutOfRange, "cannot allocate {} bytes for a tensor of shape {}",
-            bytes, shape_str(shape_));
+  TRT_CHECK(p != nullptr, ErrorCode::kOutOfRange,
+            "cannot allocate {} bytes for a tensor of shape {}", bytes, shape_str(shape_));
   buffer_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
-  TRT_CHECK(shape_numel(shape) == numel_, ErrorCode::kInvalidArgument,
-            "cannot reshape {} to {}", shape_str(shape_), shape_str(shape));
+  TRT_CHECK(shape_numel(shape) == numel_, ErrorCode::kInvalidArgument, "cannot reshape {} to {}",
+            shape_str(shape_), shape_str(shape));
   Tensor t = *this;
   t.shape_ = std::move(shape);
   return t;

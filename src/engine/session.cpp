@@ -3,7 +3,6 @@
 #include <omp.h>
 
 #include <chrono>
-
 #include <unordered_map>
 #include <unordered_set>
 
@@ -36,9 +35,11 @@ Session::Session(ir::Model model, SessionOptions options)
   if (!unsupported.empty()) {
     std::string list;
     for (size_t i = 0; i < unsupported.size() && i < 10; ++i) list += "\n  " + unsupported[i];
-    if (unsupported.size() > 10) list += fmt::format("\n  ... and {} more", unsupported.size() - 10);
-    TRT_THROW(ErrorCode::kNotSupported, "{} node(s) use operators the CPU backend does not support:{}",
-              unsupported.size(), list);
+    if (unsupported.size() > 10)
+      list += fmt::format("\n  ... and {} more", unsupported.size() - 10);
+    TRT_THROW(ErrorCode::kNotSupported,
+              "{} node(s) use operators the CPU backend does not support:{}", unsupported.size(),
+              list);
   }
 
   // Liveness: free each intermediate after its last reader; graph outputs are never freed.
@@ -110,16 +111,20 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   std::unordered_map<std::string, Tensor> env;
   for (const auto& [name, t] : feeds) env[name] = t;
   std::vector<const Tensor*> inputs;
+  std::vector<bool> constant;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     inputs.clear();
-    for (const auto& in : node.inputs) {
+    constant.assign(node.inputs.size(), false);
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const std::string& in = node.inputs[k];
       if (in.empty()) {
         inputs.push_back(nullptr);
         continue;
       }
       if (const Tensor* t = g.initializer(in)) {
         inputs.push_back(t);
+        constant[k] = true;
         continue;
       }
       auto it = env.find(in);
@@ -129,7 +134,8 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     }
     const auto t0 = options_.profile ? std::chrono::steady_clock::now()
                                      : std::chrono::steady_clock::time_point{};
-    std::vector<Tensor> outs = cpu::run_node(node, opset_, inputs, options_.use_reference);
+    std::vector<Tensor> outs =
+        cpu::run_node(node, opset_, inputs, options_.use_reference, constant);
     if (options_.profile) {
       profile_[i].total_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -16,10 +16,10 @@
 namespace trtutils {
 
 struct SessionOptions {
-  int num_threads = 0;          // 0: OpenMP's default (all cores)
-  bool use_reference = false;   // plain reference kernels only (no oneDNN fast paths)
-  bool fold_constants = true;   // run the constant-folding pass at construction
-  bool profile = false;         // time every node (see Session::profile())
+  int num_threads = 0;         // 0: OpenMP's default (all cores)
+  bool use_reference = false;  // plain reference kernels only (no oneDNN fast paths)
+  bool fold_constants = true;  // run the constant-folding pass at construction
+  bool profile = false;        // time every node (see Session::profile())
 };
 
 // Time spent per node over all run() calls since construction (profile = true).

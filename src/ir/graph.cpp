@@ -26,13 +26,16 @@ Shape sym_shape_to_static(const SymShape& s) {
   Shape r;
   r.reserve(s.size());
   for (const auto& d : s) {
-    TRT_CHECK(d.is_static(), ErrorCode::kInvalidArgument, "shape {} is not static", sym_shape_str(s));
+    TRT_CHECK(d.is_static(), ErrorCode::kInvalidArgument, "shape {} is not static",
+              sym_shape_str(s));
     r.push_back(d.value);
   }
   return r;
 }
 
-SymShape sym_shape_from_static(const Shape& s) { return SymShape(s.begin(), s.end()); }
+SymShape sym_shape_from_static(const Shape& s) {
+  return SymShape(s.begin(), s.end());
+}
 
 const Attribute* Node::attr(const std::string& n) const {
   auto it = attributes.find(n);
@@ -159,8 +162,9 @@ void Graph::remove_dead_nodes() {
   std::vector<bool> keep(nodes.size(), false);
   for (size_t k = nodes.size(); k-- > 0;) {
     const Node& n = nodes[k];
-    const bool used = std::any_of(n.outputs.begin(), n.outputs.end(),
-                                  [&](const std::string& o) { return !o.empty() && needed.count(o); });
+    const bool used = std::any_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) {
+      return !o.empty() && needed.count(o);
+    });
     if (!used) continue;
     keep[k] = true;
     for (const auto& in : n.inputs)

@@ -59,7 +59,7 @@ struct Attribute {
 struct Node {
   std::string name;
   std::string op_type;
-  std::string domain;  // "" (or "ai.onnx") = the default ONNX domain
+  std::string domain;                // "" (or "ai.onnx") = the default ONNX domain
   std::vector<std::string> inputs;   // "" = an omitted optional input
   std::vector<std::string> outputs;  // "" = an omitted optional output
   std::map<std::string, Attribute> attributes;

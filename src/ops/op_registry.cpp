@@ -25,7 +25,9 @@ OpRegistry& OpRegistry::instance() {
   return *r;
 }
 
-void OpRegistry::add(OpSchema schema) { schemas_.push_back(std::move(schema)); }
+void OpRegistry::add(OpSchema schema) {
+  schemas_.push_back(std::move(schema));
+}
 
 const OpSchema* OpRegistry::find(std::string_view domain, std::string_view op_type) const {
   for (const auto& s : schemas_)

@@ -67,7 +67,8 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
           for (const auto& t : outs) bytes += t.nbytes();
           if (bytes <= options.max_output_bytes) {
             for (size_t i = 0; i < outs.size(); ++i)
-              if (!node.outputs[i].empty()) graph.initializers[node.outputs[i]] = std::move(outs[i]);
+              if (!node.outputs[i].empty())
+                graph.initializers[node.outputs[i]] = std::move(outs[i]);
             done = true;
           }
         } catch (const Error& e) {

@@ -36,7 +36,8 @@ size_t infer_shapes(ir::Graph& graph, int64_t opset, const ShapeInferenceOptions
       ctx.constants.push_back(graph.initializer(in));
     }
     if (!inputs_known) continue;
-    for (const auto& o : node.outputs) ctx.outputs.push_back(ir::ValueInfo{o, DataType::kUndefined, {}, {}});
+    for (const auto& o : node.outputs)
+      ctx.outputs.push_back(ir::ValueInfo{o, DataType::kUndefined, {}, {}});
     try {
       schema->infer(ctx);
     } catch (const Error& e) {

@@ -37,8 +37,9 @@ Result run_cli(const std::string& args) {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("trtutils_cli_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("trtutils_cli_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     example_ = fs::path(TRTUTILS_TEST_DATA_DIR) / "../../examples";
   }
@@ -50,9 +51,12 @@ class CliTest : public ::testing::Test {
     const Result r = run_cli(args + " --output_dir " + out.string());
     EXPECT_EQ(r.code, 1) << r.output;
     size_t errors = 0;
-    for (size_t p = r.output.find("error:"); p != std::string::npos; p = r.output.find("error:", p + 1)) ++errors;
+    for (size_t p = r.output.find("error:"); p != std::string::npos;
+         p = r.output.find("error:", p + 1))
+      ++errors;
     EXPECT_EQ(errors, 1u) << r.output;
-    EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos)
+        << "expected '" << needle << "' in: " << r.output;
     EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out)) << "output written despite the error";
   }
 
@@ -67,13 +71,15 @@ class CliTest : public ::testing::Test {
 };
 
 TEST_F(CliTest, RunsTheExampleAndWritesOutputs) {
-  const Result r = run_cli("run --onnx " + (example_ / "tiny_cnn.onnx").string() + " --input input=" +
-                           (example_ / "tiny_cnn_input.npy").string() + " --output_dir " + dir_.string());
+  const Result r = run_cli("run --onnx " + (example_ / "tiny_cnn.onnx").string() +
+                           " --input input=" + (example_ / "tiny_cnn_input.npy").string() +
+                           " --output_dir " + dir_.string());
   ASSERT_EQ(r.code, 0) << r.output;
   const Tensor out = npy_load(dir_ / "probabilities.npy");
   const Tensor ref = npy_load(example_ / "tiny_cnn_expected.npy");
   ASSERT_EQ(out.shape(), ref.shape());
-  for (int64_t i = 0; i < out.numel(); ++i) EXPECT_NEAR(out.data<float>()[i], ref.data<float>()[i], 1e-5);
+  for (int64_t i = 0; i < out.numel(); ++i)
+    EXPECT_NEAR(out.data<float>()[i], ref.data<float>()[i], 1e-5);
 }
 
 TEST_F(CliTest, RandomInputWhenOmittedIsSeeded) {
@@ -102,7 +108,8 @@ TEST_F(CliTest, TruncatedAndGarbageModels) {
   const std::string model = read_file(example_ / "tiny_cnn.onnx");
   expect_clean_failure("run --onnx " + write("trunc.onnx", model.substr(0, model.size() / 2)),
                        "trunc.onnx");
-  expect_clean_failure("run --onnx " + write("garbage.onnx", std::string(1000, '\xff')), "garbage.onnx");
+  expect_clean_failure("run --onnx " + write("garbage.onnx", std::string(1000, '\xff')),
+                       "garbage.onnx");
   expect_clean_failure("run --onnx " + write("empty.onnx", ""), "empty.onnx");
   expect_clean_failure("run --onnx " + (dir_ / "missing.onnx").string(), "missing.onnx");
 }
@@ -154,8 +161,8 @@ TEST_F(CliTest, NpyWithMismatchedDims) {
   bytes += static_cast<char>(header.size() >> 8);
   bytes += header + std::string(40, '\0');
   const std::string p = write("short.npy", bytes);
-  expect_clean_failure("run --onnx " + (example_ / "tiny_cnn.onnx").string() + " --input input=" + p,
-                       "short.npy");
+  expect_clean_failure(
+      "run --onnx " + (example_ / "tiny_cnn.onnx").string() + " --input input=" + p, "short.npy");
 }
 
 TEST_F(CliTest, ExternalDataOutsideTheModelFolderIsRefused) {

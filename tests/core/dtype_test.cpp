@@ -10,8 +10,8 @@ namespace {
 TEST(DType, HalfRoundTripsAndRoundsToNearestEven) {
   EXPECT_EQ(float_to_half(1.0f).bits, 0x3c00);
   EXPECT_EQ(float_to_half(65504.0f).bits, 0x7bff);
-  EXPECT_EQ(float_to_half(65520.0f).bits, 0x7c00);  // rounds up to inf
-  EXPECT_EQ(float_to_half(5.96046448e-08f).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half(65520.0f).bits, 0x7c00);            // rounds up to inf
+  EXPECT_EQ(float_to_half(5.96046448e-08f).bits, 0x0001);     // smallest subnormal
   EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048).bits, 0x3c00);  // tie -> even
   EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048).bits, 0x3c02);
   for (uint32_t b = 0; b < 0x7c00; ++b)
@@ -21,8 +21,8 @@ TEST(DType, HalfRoundTripsAndRoundsToNearestEven) {
 
 TEST(DType, Float8E4M3FN) {
   EXPECT_EQ(e4m3fn_to_float(float8_e4m3fn{0x7e}), 448.0f);
-  EXPECT_EQ(float_to_e4m3fn(1000.0f).bits, 0x7e);               // saturate
-  EXPECT_EQ(float_to_e4m3fn(1000.0f, false).bits, 0x7f);        // NaN
+  EXPECT_EQ(float_to_e4m3fn(1000.0f).bits, 0x7e);         // saturate
+  EXPECT_EQ(float_to_e4m3fn(1000.0f, false).bits, 0x7f);  // NaN
   EXPECT_EQ(float_to_e4m3fn(-INFINITY).bits, 0xfe);
   EXPECT_EQ(e4m3fn_to_float(float8_e4m3fn{0x01}), std::ldexp(1.0f, -9));
   for (uint32_t b = 0; b < 0x7f; ++b)

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backends/cpu/nn_kernels.h"
 #include "trtutils/npy.h"
 #include "trtutils/status.h"
 
@@ -56,7 +57,8 @@ TEST(Session, RunsAndFoldsShapeChainWhenStatic) {
   auto out = s.run({{"x", iota({2, 2, 3})}});
   const Tensor& y = out.at("y");
   EXPECT_EQ(y.shape(), (Shape{2, 6}));
-  for (int64_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], static_cast<float>(i + 1 + i % 3));
+  for (int64_t i = 0; i < 12; ++i)
+    EXPECT_FLOAT_EQ(y.data<float>()[i], static_cast<float>(i + 1 + i % 3));
 }
 
 TEST(Session, KeepsSymbolicBatchAndBindsItAtRunTime) {
@@ -80,7 +82,8 @@ TEST(Session, RejectsBadFeedsWithClearMessages) {
     }
   };
   expect_error({}, "input 'x' (float32 [2, 2, 3]) is not given");
-  expect_error({{"x", Tensor(DataType::kInt32, {2, 2, 3})}}, "input 'x' must be float32, got int32");
+  expect_error({{"x", Tensor(DataType::kInt32, {2, 2, 3})}},
+               "input 'x' must be float32, got int32");
   expect_error({{"x", iota({2, 3, 3})}}, "input 'x' must have shape [2, 2, 3], got [2, 3, 3]");
   expect_error({{"x", iota({2, 2, 3})}, {"z", iota({1})}}, "unknown input 'z'");
 }
@@ -108,8 +111,40 @@ TEST(Session, TinyCnnExampleMatchesPyTorch) {
     const Tensor& got = out.at("probabilities");
     ASSERT_EQ(got.shape(), expected.shape());
     for (int64_t i = 0; i < got.numel(); ++i)
-      EXPECT_NEAR(got.data<float>()[i], expected.data<float>()[i], 1e-5) << "reference=" << reference;
+      EXPECT_NEAR(got.data<float>()[i], expected.data<float>()[i], 1e-5)
+          << "reference=" << reference;
   }
+}
+
+}  // namespace
+}  // namespace trtutils
+
+namespace trtutils {
+namespace {
+
+// Conv weights produced at run time (DequantizeLinear of int8 weights, as in Q/DQ models) get a
+// new buffer every run: the fast path must not cache their packed form, or the cache grows with
+// every run.
+TEST(Session, RunTimeWeightsAreNotCached) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = m.graph;
+  g.inputs.push_back({"x", DataType::kFloat32, ir::SymShape{1, 16, 8, 8}, {}});
+  Tensor wq(DataType::kInt8, {16, 16, 3, 3});
+  for (int64_t i = 0; i < wq.numel(); ++i) wq.data<int8_t>()[i] = static_cast<int8_t>(i % 7 - 3);
+  g.initializers["wq"] = wq;
+  g.initializers["scale"] = Tensor::from_vector<float>(DataType::kFloat32, {}, {0.05f});
+  g.nodes.push_back(make_node("DequantizeLinear", {"wq", "scale"}, {"w"}));
+  g.nodes.push_back(make_node("Conv", {"x", "w"}, {"y"}));
+  g.outputs.push_back({"y", DataType::kFloat32, std::nullopt, {}});
+  Session s(std::move(m), {.fold_constants = false});
+  const Tensor x = iota({1, 16, 8, 8});
+  s.run({{"x", x}});
+  const auto before = cpu::nn::onednn_stats();
+  for (int i = 0; i < 3; ++i) s.run({{"x", x}});
+  const auto after = cpu::nn::onednn_stats();
+  EXPECT_EQ(after.conv_runs - before.conv_runs, 3) << "the oneDNN fast path should run";
+  EXPECT_EQ(after.conv_cache_entries, before.conv_cache_entries);
 }
 
 }  // namespace

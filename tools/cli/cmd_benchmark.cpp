@@ -5,7 +5,6 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -65,14 +64,16 @@ void bench(const BenchOptions& o) {
   TRT_CHECK_ARG(o.warmup >= 0, "--warmup must be at least 0, got {}", o.warmup);
   Session session = Session::from_file(o.onnx, {.num_threads = o.threads, .profile = o.profile});
   auto feeds = make_feeds(session, o.inputs, o.seed);
-  const int64_t batch = feeds.empty() || feeds.begin()->second.rank() == 0 ? 1 : feeds.begin()->second.dim(0);
+  const int64_t batch =
+      feeds.empty() || feeds.begin()->second.rank() == 0 ? 1 : feeds.begin()->second.dim(0);
   for (int i = 0; i < o.warmup; ++i) session.run(feeds);
   std::vector<NodeProfile> warm = session.profile();
   std::vector<double> ms;
   for (int i = 0; i < o.iterations; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     session.run(feeds);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   double mean = 0;
   for (double v : ms) mean += v;
@@ -80,16 +81,24 @@ void bench(const BenchOptions& o) {
   const double median = percentile(ms, 50);
   fmt::print("backend: cpu, threads: {}, iterations: {}, warmup: {}, batch: {}\n",
              o.threads > 0 ? std::to_string(o.threads) : "all", o.iterations, o.warmup, batch);
-  fmt::print("latency (ms): min {:.3f}, mean {:.3f}, median {:.3f}, p90 {:.3f}, p95 {:.3f}, p99 {:.3f}, max {:.3f}\n",
-             *std::min_element(ms.begin(), ms.end()), mean, median, percentile(ms, 90),
-             percentile(ms, 95), percentile(ms, 99), *std::max_element(ms.begin(), ms.end()));
+  fmt::print(
+      "latency (ms): min {:.3f}, mean {:.3f}, median {:.3f}, p90 {:.3f}, p95 {:.3f}, p99 {:.3f}, "
+      "max {:.3f}\n",
+      *std::min_element(ms.begin(), ms.end()), mean, median, percentile(ms, 90), percentile(ms, 95),
+      percentile(ms, 99), *std::max_element(ms.begin(), ms.end()));
   fmt::print("throughput: {:.2f} inferences/s ({:.2f} samples/s)\n", 1000.0 / median,
              1000.0 * static_cast<double>(batch) / median);
   if (o.profile) print_profile(session.profile(), warm, o.iterations);
   if (!o.json.empty()) {
-    nlohmann::json j = {{"model", o.onnx}, {"backend", "cpu"},   {"threads", o.threads},
-                        {"batch", batch},  {"latency_ms", ms},   {"median_ms", median},
-                        {"mean_ms", mean}, {"p90_ms", percentile(ms, 90)}, {"p99_ms", percentile(ms, 99)}};
+    nlohmann::json j = {{"model", o.onnx},
+                        {"backend", "cpu"},
+                        {"threads", o.threads},
+                        {"batch", batch},
+                        {"latency_ms", ms},
+                        {"median_ms", median},
+                        {"mean_ms", mean},
+                        {"p90_ms", percentile(ms, 90)},
+                        {"p99_ms", percentile(ms, 99)}};
     std::ofstream(o.json) << j.dump(2) << "\n";
   }
 }

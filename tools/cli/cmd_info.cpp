@@ -1,5 +1,6 @@
 // trtutils info [--json]: version, CPU, GPU (with SM version) and the platform flags.
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -9,7 +10,8 @@ namespace trtutils::cli {
 
 void add_info_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
-  CLI::App* sub = app.add_subcommand("info", "Show the version, the hardware and the platform flags");
+  CLI::App* sub =
+      app.add_subcommand("info", "Show the version, the hardware and the platform flags");
   sub->add_flag("--json", *json, "print as JSON");
   sub->callback([json] {
     const PlatformInfo& p = platform_info();
@@ -20,7 +22,8 @@ void add_info_command(CLI::App& app) {
                           {"cpu", p.cpu_model},
                           {"cpu_cores", p.cpu_cores},
                           {"gpu_count", p.gpu_count},
-                          {"gpu", gpu ? nlohmann::json{{"name", p.gpu.name}, {"sm", sm},
+                          {"gpu", gpu ? nlohmann::json{{"name", p.gpu.name},
+                                                       {"sm", sm},
                                                        {"memory_bytes", p.gpu.total_memory_bytes}}
                                       : nlohmann::json(nullptr)},
                           {"is_jetson", p.is_jetson},
@@ -39,7 +42,10 @@ void add_info_command(CLI::App& app) {
       fmt::print("GPU: none ({})\n", p.gpu_status);
     }
     fmt::print("Jetson: {}\n", p.is_jetson ? "yes" : "no");
-    fmt::print("Backends: cpu{}\n", p.cuda_toolkit_at_build ? " (CUDA toolkit present at build; CUDA backend not built yet)" : "");
+    fmt::print("Backends: cpu{}\n",
+               p.cuda_toolkit_at_build
+                   ? " (CUDA toolkit present at build; CUDA backend not built yet)"
+                   : "");
     fmt::print("IS_BLACKWELL: {}\n", p.is_blackwell ? "True" : "False");
     fmt::print("STRONGLY_TYPED_SUPPORTED: {}\n", p.strongly_typed_supported ? "True" : "False");
   });

@@ -35,13 +35,15 @@ void run(const RunOptions& o) {
   std::error_code ec;
   TRT_CHECK_ARG(fs::is_directory(o.output_dir, ec) || fs::create_directories(o.output_dir, ec),
                 "--output_dir '{}' cannot be created: {}", o.output_dir, ec.message());
-  Session session = Session::from_file(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
+  Session session =
+      Session::from_file(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
   TRT_LOG_INFO("model loaded: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
                proc_status_mib("VmHWM"));
   auto feeds = make_feeds(session, o.inputs, o.seed);
   const auto t0 = std::chrono::steady_clock::now();
   auto outputs = session.run(feeds);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& [name, t] : outputs) {
     const fs::path path = fs::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
     npy_save(path, t);
@@ -58,11 +60,13 @@ void run(const RunOptions& o) {
 
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Run an ONNX model on the CPU backend, write outputs as .npy");
+  CLI::App* sub =
+      app.add_subcommand("run", "Run an ONNX model on the CPU backend, write outputs as .npy");
   sub->add_option("--onnx", o->onnx, "ONNX model to run")->required();
   sub->add_option("--input", o->inputs,
                   "NAME=FILE.npy for each input (one input may be left out: it gets random data)");
-  sub->add_option("--output_dir", o->output_dir, "folder for <output name>.npy files")->capture_default_str();
+  sub->add_option("--output_dir", o->output_dir, "folder for <output name>.npy files")
+      ->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random input data")->capture_default_str();
   sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str();
   sub->add_flag("--reference", o->reference, "use the plain reference kernels only");

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <map>
 #include <string>
 #include <vector>
@@ -26,8 +25,8 @@ namespace cli {
 // Shared by run and benchmark: "NAME=FILE.npy" (or "FILE.npy" for a single-input model) specs
 // to feeds; one input left out gets seeded random data (floats uniform in [0, 1), integers in
 // [0, 10)); its symbolic dims are set to 1.
-std::map<std::string, Tensor> make_feeds(const Session& session, const std::vector<std::string>& specs,
-                                         uint64_t seed);
+std::map<std::string, Tensor> make_feeds(const Session& session,
+                                         const std::vector<std::string>& specs, uint64_t seed);
 // A file name for a tensor name: characters other than [A-Za-z0-9._-] become '_'.
 std::string sanitize_file_name(const std::string& name);
 }  // namespace cli

@@ -46,7 +46,8 @@ Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
     case DataType::kInt8:
     case DataType::kBool:
       for (int64_t i = 0; i < n; ++i)
-        t.data<uint8_t>()[i] = static_cast<uint8_t>(v.dtype == DataType::kBool ? ui(rng) % 2 : ui(rng));
+        t.data<uint8_t>()[i] =
+            static_cast<uint8_t>(v.dtype == DataType::kBool ? ui(rng) % 2 : ui(rng));
       break;
     case DataType::kInt32:
       for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = ui(rng);
@@ -55,17 +56,18 @@ Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
       for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = ui(rng);
       break;
     default:
-      TRT_THROW(ErrorCode::kNotSupported,
-                "cannot make random data of dtype {} for input '{}'; give it with --input {}=FILE.npy",
-                dtype_name(v.dtype), v.name, v.name);
+      TRT_THROW(
+          ErrorCode::kNotSupported,
+          "cannot make random data of dtype {} for input '{}'; give it with --input {}=FILE.npy",
+          dtype_name(v.dtype), v.name, v.name);
   }
   return t;
 }
 
 }  // namespace
 
-std::map<std::string, Tensor> make_feeds(const Session& session, const std::vector<std::string>& specs,
-                                         uint64_t seed) {
+std::map<std::string, Tensor> make_feeds(const Session& session,
+                                         const std::vector<std::string>& specs, uint64_t seed) {
   std::map<std::string, Tensor> feeds;
   const auto& inputs = session.inputs();
   for (const auto& spec : specs) {

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "errors only");
   app.parse_complete_callback([&] {
     set_log_level(quiet ? LogLevel::kError
-                        : static_cast<LogLevel>(std::min(1 + verbosity, static_cast<int>(LogLevel::kVerbose))));
+                        : static_cast<LogLevel>(
+                              std::min(1 + verbosity, static_cast<int>(LogLevel::kVerbose))));
   });
   cli::add_run_command(app);
   cli::add_benchmark_command(app);

@@ -229,7 +229,7 @@ void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) 
   if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
     // oneDNN writes every element (after the residual copy, if any): no zero-fill needed.
     ctx.outputs.at(0) = Tensor::uninitialized(dt, out_shape);
-    if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post)) return;
+    if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1))) return;
   }
   const Tensor x = to_compute(x_in, node, "input X");
   const Tensor w = to_compute(w_in, node, "weights W");

@@ -36,7 +36,9 @@ KernelRegistry& KernelRegistry::instance() {
   return *r;
 }
 
-void KernelRegistry::add(KernelDef def) { kernels_.push_back(std::move(def)); }
+void KernelRegistry::add(KernelDef def) {
+  kernels_.push_back(std::move(def));
+}
 
 const KernelDef* KernelRegistry::find(std::string_view domain, std::string_view op_type) const {
   for (const auto& k : kernels_)
@@ -52,12 +54,15 @@ std::vector<std::string> KernelRegistry::op_types() const {
 }
 
 std::vector<Tensor> run_node(const ir::Node& node, int64_t opset,
-                             const std::vector<const Tensor*>& inputs, bool use_reference) {
+                             const std::vector<const Tensor*>& inputs, bool use_reference,
+                             std::vector<bool> constant_inputs) {
   const KernelDef* def = KernelRegistry::instance().find(node.domain, node.op_type);
   TRT_CHECK(def != nullptr, ErrorCode::kNotSupported,
             "{}: operator '{}{}{}' is not supported by the CPU backend", node.describe(),
             node.domain, node.domain.empty() ? "" : "::", node.op_type);
-  KernelContext ctx{node, opset, inputs, std::vector<Tensor>(node.outputs.size()), use_reference};
+  KernelContext ctx{node,          opset,
+                    inputs,        std::vector<Tensor>(node.outputs.size()),
+                    use_reference, std::move(constant_inputs)};
   try {
     def->fn(ctx);
   } catch (const Error& e) {

@@ -19,10 +19,16 @@ struct KernelContext {
   std::vector<const Tensor*> inputs;  // nullptr for an omitted optional input
   std::vector<Tensor> outputs;        // sized to node.outputs; the kernel assigns each
   bool use_reference = false;         // run the plain reference even where a fast path exists
+  // Per input: true when it is a constant (initializer) whose buffer lives across runs, so a
+  // fast path may cache work derived from it (packed weights). Empty = all inputs constant.
+  std::vector<bool> constant_inputs;
 
   size_t num_inputs() const { return inputs.size(); }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != nullptr; }
   const Tensor& input(size_t i) const;  // throws Error(kInvalidArgument) naming the node if omitted
+  bool input_is_constant(size_t i) const {
+    return constant_inputs.empty() || (i < constant_inputs.size() && constant_inputs[i]);
+  }
   // Allocates output i with the given dtype/shape and returns it.
   Tensor& make_output(size_t i, DataType dtype, Shape shape);
 };
@@ -53,7 +59,9 @@ void register_quant_kernels(KernelRegistry& r);
 
 // Runs one node on the CPU: looks up the kernel (Error(kNotSupported) naming node and op if
 // none) and executes it. Errors from the kernel are rethrown with the node named.
-std::vector<Tensor> run_node(const ir::Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
-                             bool use_reference = false);
+// constant_inputs: see KernelContext::constant_inputs.
+std::vector<Tensor> run_node(const ir::Node& node, int64_t opset,
+                             const std::vector<const Tensor*>& inputs, bool use_reference = false,
+                             std::vector<bool> constant_inputs = {});
 
 }  // namespace trtutils::cpu

@@ -72,8 +72,10 @@ void layer_norm_kernel(KernelContext& ctx);
 // act(conv(X, W) + B + residual) with `post` (default: none). Reordered weights and
 // primitives are cached per (weights buffer, shapes, attributes); the cache keeps the weights
 // buffer alive and re-checks a sample of its values on every hit.
+// cache_weights: w is a constant whose buffer outlives the call, so its packed form is cached
+// (keyed by the buffer); otherwise it is packed for this call only.
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-                 const ConvPostOps& post = {});
+                 const ConvPostOps& post = {}, bool cache_weights = true);
 // Y[M,N] = alpha * op(A) * op(B) + beta * C (C broadcast to [M,N], or absent).
 bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
                  float alpha, float beta, Tensor& y);
@@ -92,6 +94,7 @@ void onednn_clear_caches();
 struct FastPathStats {
   int64_t conv_runs = 0, conv_fallbacks = 0;
   int64_t matmul_runs = 0, matmul_fallbacks = 0;  // Gemm and MatMul
+  int64_t conv_cache_entries = 0;                 // packed-weight entries held now
 };
 FastPathStats onednn_stats();
 

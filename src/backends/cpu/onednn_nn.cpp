@@ -143,6 +143,7 @@ class Cache {
     bytes_ = 0;
   }
   std::mutex& mutex() { return mu_; }
+  size_t size() const { return map_.size(); }
 
  private:
   struct Slot {
@@ -444,7 +445,7 @@ std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias,
 }  // namespace
 
 static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                      Tensor& y, const ConvPostOps& post) {
+                      Tensor& y, const ConvPostOps& post, bool cache_weights) {
   if (x.dtype() != DataType::kFloat32 || p.nspatial < 1 || p.nspatial > 3) return false;
   if (post.residual && (post.residual->dtype() != DataType::kFloat32 ||
                         post.residual->shape() != y.shape() || p.transpose))
@@ -454,7 +455,7 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
   {
     auto& cache = conv_cache();
     std::lock_guard<std::mutex> lock(cache.mutex());
-    e = cache.find(key);
+    if (cache_weights) e = cache.find(key);
     if (e && e->ok && e->sample != sample_of(w)) e = nullptr;  // weights changed in place
     if (!e) {
       e = std::make_shared<ConvEntry>();
@@ -473,7 +474,9 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
         TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
         e->ok = false;
       }
-      cache.put(key, e, e->ok ? e->cost_bytes : 0);
+      // Weights computed at run time get a new buffer every run: caching them would only grow
+      // the cache, so their packed form lives for this call only.
+      if (cache_weights) cache.put(key, e, e->ok ? e->cost_bytes : 0);
     }
   }
   if (!e->ok) return false;
@@ -680,8 +683,8 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
 }
 
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-                 const ConvPostOps& post) {
-  const bool ok = conv_impl(p, x, w, b, y, post);
+                 const ConvPostOps& post, bool cache_weights) {
+  const bool ok = conv_impl(p, x, w, b, y, post, cache_weights);
   (ok ? g_conv_runs : g_conv_fallbacks)++;
   return ok;
 }
@@ -715,6 +718,8 @@ FastPathStats onednn_stats() {
   s.conv_fallbacks = g_conv_fallbacks.load();
   s.matmul_runs = g_matmul_runs.load();
   s.matmul_fallbacks = g_matmul_fallbacks.load();
+  std::lock_guard<std::mutex> lock(conv_cache().mutex());
+  s.conv_cache_entries = static_cast<int64_t>(conv_cache().size());
   return s;
 }
 
