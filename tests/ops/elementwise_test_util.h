@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernel_registry.h"
 #include "ir/graph.h"
+#include "ir/graph_builder.h"
 #include "ops/op_registry.h"
 #include "trtutils/status.h"
 #include "trtutils/tensor.h"
@@ -18,32 +19,16 @@
 namespace trtutils::ew_testing {
 
 inline ir::Attribute attr_i(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
+  return ir::attr_int(name, v);
 }
 inline ir::Attribute attr_f(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
+  return ir::attr_float(name, v);
 }
 inline ir::Attribute attr_s(const std::string& name, const std::string& v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = v;
-  return a;
+  return ir::attr_string(name, v);
 }
 inline ir::Attribute attr_ints(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
+  return ir::attr_ints(name, v);
 }
 
 // A node named "n" with inputs "x0".."x{n-1}" ("" where omitted[i]) and one output "y".

@@ -10,45 +10,26 @@
 
 #include "backends/cpu/kernel_registry.h"
 #include "ir/graph.h"
+#include "ir/graph_builder.h"
 #include "ops/op_registry.h"
 #include "trtutils/tensor.h"
 
 namespace trtutils::tensor_testing {
 
 inline ir::Attribute ai(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
+  return ir::attr_int(name, v);
 }
 inline ir::Attribute af(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
+  return ir::attr_float(name, v);
 }
 inline ir::Attribute as(const std::string& name, const std::string& v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = v;
-  return a;
+  return ir::attr_string(name, v);
 }
 inline ir::Attribute ais(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
+  return ir::attr_ints(name, v);
 }
 inline ir::Attribute afs(const std::string& name, std::vector<float> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kFloats;
-  a.floats = std::move(v);
-  return a;
+  return ir::attr_floats(name, v);
 }
 inline ir::Attribute at(const std::string& name, Tensor v) {
   ir::Attribute a;
