@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli_runner.h"
 #include "trtutils/file_util.h"
 #include "trtutils/npy.h"
 
@@ -17,21 +18,10 @@ namespace fs = std::filesystem;
 namespace trtutils {
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout + stderr
-};
+using Result = test_util::CommandResult;
 
 Result run_cli(const std::string& args) {
-  const std::string cmd = "timeout 120 " + std::string(TRTUTILS_CLI) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return test_util::run_command(std::string(TRTUTILS_CLI) + " " + args);
 }
 
 class CliTest : public ::testing::Test {

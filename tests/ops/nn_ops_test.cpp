@@ -1,6 +1,7 @@
 // Shape inference of the nn op family (Conv, ConvTranspose, pools, Gemm, MatMul, norms).
 #include <gtest/gtest.h>
 
+#include "ir/graph_builder.h"
 #include "ops/op_registry.h"
 #include "trtutils/status.h"
 
@@ -11,25 +12,13 @@ using ir::Dim;
 using ir::SymShape;
 
 ir::Attribute ints_attr(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
+  return ir::attr_ints(name, v);
 }
 ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
+  return ir::attr_int(name, v);
 }
 ir::Attribute str_attr(const std::string& name, std::string v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = std::move(v);
-  return a;
+  return ir::attr_string(name, v);
 }
 
 // Runs the registered shape function on inputs of the given shapes (nullopt = unknown rank);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backends/cpu/kernel_registry.h"
+#include "ir/graph_builder.h"
 #include "trtutils/status.h"
 
 namespace trtutils::cpu {
@@ -22,32 +23,16 @@ constexpr double kFp32Tol = 1e-4;
 constexpr double kExactTol = 1e-5;
 
 ir::Attribute ints_attr(const std::string& name, std::vector<int64_t> v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
+  return ir::attr_ints(name, v);
 }
 ir::Attribute int_attr(const std::string& name, int64_t v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kInt;
-  a.i = v;
-  return a;
+  return ir::attr_int(name, v);
 }
 ir::Attribute float_attr(const std::string& name, float v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kFloat;
-  a.f = v;
-  return a;
+  return ir::attr_float(name, v);
 }
 ir::Attribute str_attr(const std::string& name, std::string v) {
-  ir::Attribute a;
-  a.name = name;
-  a.kind = ir::Attribute::Kind::kString;
-  a.s = std::move(v);
-  return a;
+  return ir::attr_string(name, v);
 }
 
 ir::Node make_node(const std::string& op, size_t n_inputs, std::vector<ir::Attribute> attrs = {},
