@@ -38,8 +38,12 @@ die() { echo "quantize_e2e.sh: ERROR: $*" >&2; exit 2; }
 [[ -x "$TRTUTILS_BIN" ]] || die "trtutils CLI not found at $TRTUTILS_BIN (set TRTUTILS_BIN)"
 "$PY" -c 'import numpy, PIL' 2>/dev/null || skip "$PY lacks numpy/PIL"
 command -v node >/dev/null || skip "node not found"
+if [[ ! -d "$HERE/node_modules/onnxruntime-node" ]]; then  # installed as run_e2e.sh does
+  command -v npm >/dev/null || skip "npm not found (needed to install onnxruntime-node)"
+  (cd "$HERE" && npm ci --no-audit --no-fund) >&2 || skip "npm ci failed (offline?)"
+fi
 (cd "$HERE" && node -e "require('onnxruntime-node')") >/dev/null 2>&1 \
-  || skip "onnxruntime-node is not installed in $HERE/node_modules (run run_e2e.sh once)"
+  || skip "onnxruntime-node does not load from $HERE/node_modules"
 
 MODELS=("$@")
 [[ ${#MODELS[@]} -gt 0 ]] || MODELS=(tiny_cnn mobilenet_v2)
