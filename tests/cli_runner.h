@@ -10,7 +10,7 @@
 namespace trtutils::test_util {
 
 struct CommandResult {
-  int code = -1;        // exit status, or 128 + signal
+  int code = -1;       // exit status, or 128 + signal
   std::string output;  // stdout + stderr
 };
 
