@@ -343,16 +343,8 @@ void infer_shape_op(InferContext& ctx) {
   const auto& s = ctx.input_shape(0);
   if (!s) return ctx.set_output(0, DataType::kInt64, SymShape{Dim()});
   const int64_t rank = static_cast<int64_t>(s->size());
-  int64_t start = 0, end = rank;
-  if (ctx.opset >= 15) {
-    start = ctx.node.attr_int("start", 0);
-    end = ctx.node.attr_int("end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, 0, rank);
-  }
-  ctx.set_output(0, DataType::kInt64, SymShape{Dim(std::max<int64_t>(end - start, 0))});
+  const DimRange r = shape_op_range(ctx.node, ctx.opset, rank);
+  ctx.set_output(0, DataType::kInt64, SymShape{Dim(std::max<int64_t>(r.end - r.start, 0))});
 }
 
 DataType constant_of_shape_dtype(const ir::Node& node) {

@@ -542,4 +542,10 @@ int64_t range_length(const Tensor& start, const Tensor& limit, const Tensor& del
   return n > 0 ? static_cast<int64_t>(n) : 0;
 }
 
+DimRange shape_op_range(const ir::Node& node, int64_t opset, int64_t rank) {
+  if (opset < 15) return {0, rank};
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  return {clamp(node.attr_int("start", 0)), clamp(node.attr_int("end", rank))};
+}
+
 }  // namespace trtutils::ops

@@ -118,4 +118,11 @@ float resize_coordinate(CoordMode mode, float x, float scale, int64_t len_out, i
 // Nearest input index (unclamped) for an input coordinate.
 int64_t resize_nearest_index(NearestMode mode, float x, bool downsample);
 
+// Shape's [start, end) over an input of rank `rank` (opset 15 attributes, clamped like slicing;
+// earlier opsets: the whole shape). end <= start means an empty output.
+struct DimRange {
+  int64_t start = 0, end = 0;
+};
+DimRange shape_op_range(const ir::Node& node, int64_t opset, int64_t rank);
+
 }  // namespace trtutils::ops

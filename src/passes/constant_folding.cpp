@@ -2,6 +2,7 @@
 
 #include "backends/cpu/kernel_registry.h"
 #include "core/check.h"
+#include "ops/tensor_shapes.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
 
@@ -10,7 +11,7 @@ namespace trtutils::passes {
 namespace {
 
 // Shape / Size of a value whose shape is fully static is a constant even though the value is not.
-bool fold_shape_query(ir::Graph& graph, const ir::Node& node) {
+bool fold_shape_query(ir::Graph& graph, const ir::Node& node, int64_t opset) {
   if (node.domain.size() || (node.op_type != "Shape" && node.op_type != "Size")) return false;
   if (!node.has_input(0) || node.outputs.empty()) return false;
   const auto info = graph.find_value_info(node.inputs[0]);
@@ -21,16 +22,10 @@ bool fold_shape_query(ir::Graph& graph, const ir::Node& node) {
     out = Tensor(DataType::kInt64, {});
     *out.data<int64_t>() = shape_numel(shape);
   } else {
-    const auto rank = static_cast<int64_t>(shape.size());
-    auto clamp = [rank](int64_t v) {
-      if (v < 0) v += rank;
-      return std::min(std::max<int64_t>(v, 0), rank);
-    };
-    const int64_t start = clamp(node.attr_int("start", 0));
-    const int64_t end = clamp(node.attr_int("end", rank));
-    const int64_t n = std::max<int64_t>(end - start, 0);
+    const ops::DimRange r = ops::shape_op_range(node, opset, static_cast<int64_t>(shape.size()));
+    const int64_t n = std::max<int64_t>(r.end - r.start, 0);
     out = Tensor(DataType::kInt64, {n});
-    for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = shape[start + i];
+    for (int64_t i = 0; i < n; ++i) out.data<int64_t>()[i] = shape[r.start + i];
   }
   graph.initializers[node.outputs[0]] = out;
   return true;
@@ -47,7 +42,7 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
   for (ir::Node& node : graph.nodes) {
     bool done = false;
     if (!options.keep_ops.count(node.op_type)) {
-      done = fold_shape_query(graph, node);
+      done = fold_shape_query(graph, node, opset);
       bool all_const = !done && node.domain.empty() && !node.outputs.empty();
       std::vector<const Tensor*> inputs;
       for (const auto& in : node.inputs) {

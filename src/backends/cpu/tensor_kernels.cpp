@@ -499,17 +499,9 @@ void pad_kernel(KernelContext& ctx) {
 void shape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
-  int64_t start = 0, end = rank;
-  if (ctx.opset >= 15) {
-    start = ctx.node.attr_int("start", 0);
-    end = ctx.node.attr_int("end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, 0, rank);
-  }
+  const ops::DimRange r = ops::shape_op_range(ctx.node, ctx.opset, rank);
   std::vector<int64_t> dims;
-  for (int64_t d = start; d < end; ++d) dims.push_back(x.dim(d));
+  for (int64_t d = r.start; d < r.end; ++d) dims.push_back(x.dim(d));
   const int64_t n = static_cast<int64_t>(dims.size());
   ctx.outputs[0] = Tensor::from_vector<int64_t>(DataType::kInt64, {n}, dims);
 }
