@@ -15,6 +15,8 @@ enum class ErrorCode {
   kIO,               // a file could not be read or written
   kOutOfRange,       // sizes over a limit, offsets outside a buffer
   kInternal,         // a bug in trtutils
+  kConfig,           // option combinations that are rejected as such (the Python original's
+                     // ValueError: e.g. strongly_typed with precision flags); CLI exit code 2
 };
 
 std::string_view error_code_name(ErrorCode code);

@@ -28,6 +28,9 @@ class Tensor {
   // Like the constructor but the elements are left uninitialised: only for outputs whose every
   // element the caller writes before anyone reads them (saves a pass over memory).
   static Tensor uninitialized(DataType dtype, Shape shape);
+  // A tensor over memory it does not allocate: `data` (an aliasing shared_ptr keeps its owner,
+  // e.g. a mapped engine file, alive) must hold the tensor's bytes. No copy is made.
+  static Tensor wrap(DataType dtype, Shape shape, std::shared_ptr<uint8_t> data);
   // Wraps `data` (copied) as a tensor; data.size() must equal the element count.
   template <typename T>
   static Tensor from_vector(DataType dtype, Shape shape, const std::vector<T>& data);

@@ -38,6 +38,8 @@ std::string_view error_code_name(ErrorCode code) {
       return "out of range";
     case ErrorCode::kInternal:
       return "internal error";
+    case ErrorCode::kConfig:
+      return "invalid configuration";
   }
   return "error";
 }

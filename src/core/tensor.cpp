@@ -41,6 +41,18 @@ Tensor Tensor::uninitialized(DataType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::wrap(DataType dtype, Shape shape, std::shared_ptr<uint8_t> data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = shape_numel(t.shape_);
+  TRT_CHECK(dtype_bits(dtype) > 0, ErrorCode::kNotSupported, "tensors of dtype {} are not supported",
+            dtype_name(dtype));
+  TRT_CHECK(data != nullptr || t.numel_ == 0, ErrorCode::kInternal, "Tensor::wrap: no data");
+  t.buffer_ = std::move(data);
+  return t;
+}
+
 void Tensor::allocate() {
   numel_ = shape_numel(shape_);
   const int bits = dtype_bits(dtype_);

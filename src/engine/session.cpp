@@ -24,7 +24,7 @@ Session::Session(ir::Model model, SessionOptions options)
   g.topological_sort();
   std::set<std::string> disabled;
   if (!options_.fold_constants) disabled.insert("constant_folding");
-  passes::run_pipeline(g, opset_, disabled);
+  if (options_.run_passes) passes::run_pipeline(g, opset_, disabled);
 
   // Every node must have a kernel: report all unsupported ops at once.
   std::vector<std::string> unsupported;

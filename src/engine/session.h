@@ -20,6 +20,8 @@ struct SessionOptions {
   bool use_reference = false;  // plain reference kernels only (no oneDNN fast paths)
   bool fold_constants = true;  // run the constant-folding pass at construction
   bool profile = false;        // time every node (see Session::profile())
+  // Run the pass pipeline at construction; false for graphs already optimized (engines).
+  bool run_passes = true;
 };
 
 // Time spent per node over all run() calls since construction (profile = true).

@@ -1,4 +1,5 @@
-// trtutils run --onnx MODEL [--input NAME=FILE.npy ...] --output_dir DIR [--seed N] [--threads N]
+// trtutils run (--engine ENGINE | --onnx MODEL) [--input NAME=FILE.npy ...] --output_dir DIR
+//              [--seed N] [--threads N]
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -6,6 +7,7 @@
 #include "commands.h"
 #include "core/check.h"
 #include "engine/session.h"
+#include "trtutils/engine.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
 
@@ -23,6 +25,8 @@ double proc_status_mib(const char* key) {
 
 struct RunOptions {
   std::string onnx;
+  std::string engine;
+  std::string backend = "auto";
   std::vector<std::string> inputs;
   std::string output_dir = ".";
   uint64_t seed = 0;
@@ -35,11 +39,31 @@ void run(const RunOptions& o) {
   std::error_code ec;
   TRT_CHECK_ARG(fs::is_directory(o.output_dir, ec) || fs::create_directories(o.output_dir, ec),
                 "--output_dir '{}' cannot be created: {}", o.output_dir, ec.message());
+  TRT_CHECK_ARG(o.onnx.empty() != o.engine.empty(), "give exactly one of --engine and --onnx");
+  if (!o.engine.empty()) {
+    auto engine = Engine::load(o.engine, {.backend = o.backend});
+    auto ctx = engine->create_execution_context({.num_threads = o.threads});
+    auto feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto outputs = ctx->execute(feeds);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (const auto& [name, t] : outputs) {
+      const fs::path path = fs::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
+      npy_save(path, t);
+      fmt::print("output '{}': {} {} -> {}\n", name, dtype_name(t.dtype()), shape_str(t.shape()),
+                 path.string());
+    }
+    fmt::print("ran in {:.2f} ms on {} (weights {:.1f} MiB, peak activations {:.1f} MiB)\n", ms,
+               engine->runtime_backend(), static_cast<double>(engine->weight_bytes()) / (1 << 20),
+               static_cast<double>(ctx->peak_activation_bytes()) / (1 << 20));
+    return;
+  }
   Session session =
       Session::from_file(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
   TRT_LOG_INFO("model loaded: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
                proc_status_mib("VmHWM"));
-  auto feeds = make_feeds(session, o.inputs, o.seed);
+  auto feeds = make_feeds(session.inputs(), o.inputs, o.seed);
   const auto t0 = std::chrono::steady_clock::now();
   auto outputs = session.run(feeds);
   const double ms =
@@ -61,8 +85,12 @@ void run(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub =
-      app.add_subcommand("run", "Run an ONNX model on the CPU backend, write outputs as .npy");
-  sub->add_option("--onnx", o->onnx, "ONNX model to run")->required();
+      app.add_subcommand("run", "Run an engine (or an ONNX model), write outputs as .npy");
+  auto* eng = sub->add_option("--engine", o->engine, "engine file (from `trtutils build`)");
+  sub->add_option("--onnx", o->onnx, "ONNX model to run directly on the CPU backend")
+      ->excludes(eng);
+  sub->add_option("--backend", o->backend, "engine runtime: auto, cpu, cuda")
+      ->capture_default_str();
   sub->add_option("--input", o->inputs,
                   "NAME=FILE.npy for each input (one input may be left out: it gets random data)");
   sub->add_option("--output_dir", o->output_dir, "folder for <output name>.npy files")

@@ -1,8 +1,10 @@
+#include <charconv>
 #include <random>
 
 #include "commands.h"
 #include "core/check.h"
 #include "engine/session.h"
+#include "trtutils/engine.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
 
@@ -66,10 +68,53 @@ Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
 
 }  // namespace
 
-std::map<std::string, Tensor> make_feeds(const Session& session,
+std::vector<ir::ValueInfo> engine_inputs(const Engine& engine) {
+  std::vector<ir::ValueInfo> r;
+  for (const auto& t : engine.inputs()) {
+    ir::ValueInfo v;
+    v.name = t.name;
+    v.dtype = t.dtype;
+    ir::SymShape s;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d] >= 0)
+        s.emplace_back(t.shape[d]);
+      else if (d < t.opt_shape.size())
+        s.emplace_back(t.opt_shape[d]);
+      else
+        s.emplace_back(d < t.dim_names.size() ? t.dim_names[d] : std::string());
+    }
+    v.shape = s;
+    r.push_back(v);
+  }
+  return r;
+}
+
+std::pair<std::string, Shape> parse_shape_spec(const std::string& spec, const char* flag) {
+  const auto colon = spec.rfind(':');
+  TRT_CHECK_ARG(colon != std::string::npos && colon > 0 && colon + 1 < spec.size(),
+                "{} '{}': expected NAME:d0,d1,... (e.g. input:8,3,224,224)", flag, spec);
+  const std::string name = spec.substr(0, colon);
+  Shape shape;
+  std::string dims = spec.substr(colon + 1);
+  for (char& c : dims)
+    if (c == 'x') c = ',';
+  size_t pos = 0;
+  while (pos <= dims.size()) {
+    const size_t next = std::min(dims.find(',', pos), dims.size());
+    const std::string tok = dims.substr(pos, next - pos);
+    int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    TRT_CHECK_ARG(!tok.empty() && ec == std::errc() && ptr == tok.data() + tok.size() && v >= 1,
+                  "{} '{}': '{}' is not a dimension (positive integers only)", flag, spec, tok);
+    shape.push_back(v);
+    pos = next + 1;
+  }
+  return {name, shape};
+}
+
+std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& inputs,
                                          const std::vector<std::string>& specs, uint64_t seed) {
   std::map<std::string, Tensor> feeds;
-  const auto& inputs = session.inputs();
   for (const auto& spec : specs) {
     std::string name, file;
     const auto eq = spec.find('=');

@@ -1,0 +1,110 @@
+// The runtime: an engine file -> Engine (immutable, shareable) -> ExecutionContexts (one per
+// thread or stream) that bind inputs by name and execute.
+//
+//   auto engine = trtutils::Engine::load("model.engine");
+//   auto ctx = engine->create_execution_context();
+//   std::map<std::string, trtutils::Tensor> out = ctx->execute({{"input", batch}});
+//
+// An Engine may be used by any number of contexts on any threads at once; one context runs one
+// execute() at a time. Loading refuses a file that is not a trtutils engine, has another format
+// version, is truncated or corrupted (checksum), or was built for a backend / GPU that is not
+// the one asked for; the CPU backend runs every engine (it is the reference).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trtutils/dtype.h"
+#include "trtutils/tensor.h"
+
+namespace trtutils {
+
+struct EngineTensorInfo {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  std::vector<int64_t> shape;           // -1 for a dynamic dimension
+  std::vector<std::string> dim_names;   // symbol of each dynamic dimension ("" if none)
+  Shape min_shape, opt_shape, max_shape;  // the optimization profile (empty: static / none)
+  std::string format = "LINEAR";
+};
+
+struct EngineLayerInfo {
+  int64_t index = 0;
+  std::string name;
+  std::string op;         // op type ("com.trtutils::QConv" for our fused kinds)
+  std::string precision;  // fp32, fp16, int8, fp8, ... (int64 etc. for shape layers)
+  std::string device;     // cpu, gpu, dla, ...
+  std::string kernel;
+  std::string tactic;
+  std::vector<std::string> inputs, outputs;
+  std::vector<std::string> input_shapes, output_shapes;  // "[8, 64, 56, 56]", "?" when unknown
+};
+
+struct EngineLoadOptions {
+  std::string backend = "auto";  // "cpu" | "cuda" | "auto": the engine's own backend if usable
+};
+
+struct ContextOptions {
+  int num_threads = 0;  // CPU threads; 0: all cores
+  bool profile = false;  // time every layer (see ExecutionContext::profile())
+};
+
+struct LayerTiming {
+  std::string name;
+  std::string op;
+  double total_ms = 0;
+  int64_t calls = 0;
+};
+
+class ExecutionContext;
+
+class Engine {
+ public:
+  static std::shared_ptr<Engine> load(const std::filesystem::path& path,
+                                      const EngineLoadOptions& options = {});
+  ~Engine();
+
+  const std::vector<EngineTensorInfo>& inputs() const;
+  const std::vector<EngineTensorInfo>& outputs() const;
+  const std::vector<EngineLayerInfo>& layers() const;
+  std::string backend() const;        // the backend it was built for
+  std::string runtime_backend() const;  // the backend that executes it here
+  int target_sm() const;              // 0 for CPU engines
+  bool strongly_typed() const;
+  uint64_t weight_bytes() const;
+  uint64_t activation_arena_bytes() const;  // planned by liveness at the opt/static shapes
+  std::string info_json() const;            // everything the builder recorded (JSON text)
+  std::filesystem::path path() const;
+
+  std::unique_ptr<ExecutionContext> create_execution_context(const ContextOptions& options = {})
+      const;
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+class ExecutionContext {
+ public:
+  ~ExecutionContext();
+  // Checks every input against the engine (name, dtype, shape within the profile) and runs.
+  // Throws Error(kInvalidArgument) naming the input and the expected dtype / shape.
+  std::map<std::string, Tensor> execute(const std::map<std::string, Tensor>& inputs);
+  const std::vector<LayerTiming>& profile() const;
+  // Most bytes of activations alive at once in any execute() so far.
+  uint64_t peak_activation_bytes() const;
+
+  struct Impl;
+  explicit ExecutionContext(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trtutils

@@ -1,0 +1,676 @@
+// build_engine: parse -> validate config -> IO shapes / formats -> precision (Q/DQ from the
+// graph, or from calibration scales when weakly typed) -> graph passes -> layer records ->
+// memory plan -> serialize (atomically).
+#include "trtutils/builder.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "core/check.h"
+#include "engine/engine_file.h"
+#include "engine/memory_plan.h"
+#include "ir/graph_builder.h"
+#include "onnx/onnx_io.h"
+#include "passes/passes.h"
+#include "precision/calibration_cache.h"
+#include "precision/layer_precision.h"
+#include "quantize/calibration.h"
+#include "quantize/qdq.h"
+#include "trtutils/file_util.h"
+#include "trtutils/logging.h"
+#include "trtutils/npy.h"
+#include "trtutils/platform.h"
+
+namespace trtutils::builder {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string dtype_short(DataType d) {
+  switch (d) {
+    case DataType::kFloat32:
+      return "fp32";
+    case DataType::kFloat16:
+      return "fp16";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kFloat8E4M3FN:
+      return "fp8";
+    default:
+      return std::string(dtype_name(d));
+  }
+}
+
+json shape_json(const Shape& s) { return json(s); }
+
+json config_json(const BuildConfig& c) {
+  json lp = json::array();
+  for (const auto& [l, d] : c.layer_precision) lp.push_back({{"layer", l}, {"dtype", dtype_short(d)}});
+  auto formats = [](const std::vector<TensorFormat>& v) {
+    json a = json::array();
+    for (const auto& f : v)
+      a.push_back((f.dtype == DataType::kUndefined ? "" : dtype_short(f.dtype) + ":") + f.format);
+    return a;
+  };
+  auto shapes = [](const std::map<std::string, Shape>& m) {
+    json o = json::object();
+    for (const auto& [k, v] : m) o[k] = v;
+    return o;
+  };
+  json j{{"strongly_typed", c.strongly_typed},
+         {"fp16", c.fp16},
+         {"int8", c.int8},
+         {"fp8", c.fp8},
+         {"calibration_cache", c.calibration_cache.string()},
+         {"calibration_data", c.calibration_data.string()},
+         {"data_batcher", c.data_batcher.has_value()},
+         {"calibration_batch_size", c.calibration_batch_size},
+         {"calibration_algorithm", c.calibration_algorithm},
+         {"layer_precision", lp},
+         {"precision_constraints", c.precision_constraints},
+         {"input_tensor_formats", formats(c.input_tensor_formats)},
+         {"output_tensor_formats", formats(c.output_tensor_formats)},
+         {"shapes", shapes(c.shapes)},
+         {"min_shapes", shapes(c.min_shapes)},
+         {"opt_shapes", shapes(c.opt_shapes)},
+         {"max_shapes", shapes(c.max_shapes)},
+         {"workspace", c.workspace},
+         {"optimization_level", c.optimization_level}};
+  if (c.data_batcher) {
+    const auto& b = *c.data_batcher;
+    j["data_batcher"] = {{"image_dir", b.image_dir.string()},
+                         {"shape", b.shape},
+                         {"batch_size", b.batch_size},
+                         {"order", std::string(data_order_name(b.order))},
+                         {"resize_method", std::string(resize_method_name(b.resize_method))}};
+  }
+  return j;
+}
+
+std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+
+fs::path cache_dir() {
+  if (const char* d = std::getenv("TRTUTILS_CACHE_DIR"); d && *d) return fs::path(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "trtutils";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "trtutils";
+  return fs::temp_directory_path() / "trtutils-cache";
+}
+
+// ---- IO shapes ----
+
+void apply_fixed_shapes(ir::Graph& g, const std::map<std::string, Shape>& shapes,
+                        const char* flag) {
+  for (const auto& [name, shape] : shapes) {
+    auto it = std::find_if(g.inputs.begin(), g.inputs.end(),
+                           [&](const ir::ValueInfo& v) { return v.name == name; });
+    if (it == g.inputs.end()) {
+      std::string names;
+      for (const auto& v : g.inputs) names += (names.empty() ? "'" : ", '") + v.name + "'";
+      TRT_THROW(ErrorCode::kInvalidArgument, "{}: the model has no input '{}'; its inputs are {}",
+                flag, name, names);
+    }
+    if (it->shape) {
+      const ir::SymShape& s = *it->shape;
+      TRT_CHECK_ARG(s.size() == shape.size(), "{}: input '{}' has rank {} ({}), got {}", flag, name,
+                    s.size(), ir::sym_shape_str(s), shape_str(shape));
+      for (size_t d = 0; d < s.size(); ++d)
+        TRT_CHECK_ARG(!s[d].is_static() || s[d].value == shape[d],
+                      "{}: input '{}' has a fixed dimension {} = {}, got {}", flag, name, d,
+                      s[d].value, shape_str(shape));
+    }
+    for (int64_t d : shape)
+      TRT_CHECK_ARG(d >= 1, "{}: input '{}': dimensions must be >= 1, got {}", flag, name,
+                    shape_str(shape));
+  }
+}
+
+// ---- calibration ----
+
+struct ScaleSource {
+  precision::CalibrationCache cache;
+  bool from_data = false;
+  fs::path written;
+};
+
+std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g) {
+  TRT_CHECK_ARG(g.inputs.size() == 1,
+                "calibration data feeds one input, but the model has {} inputs", g.inputs.size());
+  const ir::ValueInfo& in = g.inputs[0];
+  std::vector<Tensor> batches;
+  if (c.data_batcher) {
+    ImageBatcher batcher(*c.data_batcher);
+    for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
+      batches.push_back(std::move(t));
+  } else {
+    std::error_code ec;
+    TRT_CHECK_ARG(fs::is_regular_file(c.calibration_data, ec), "calibration data not found: {}",
+                  c.calibration_data.string());
+    Tensor all = npy_load(c.calibration_data);
+    TRT_CHECK_ARG(all.rank() >= 1 && all.dim(0) >= 1, "calibration data {} has no samples",
+                  c.calibration_data.string());
+    int64_t bs = c.calibration_batch_size;
+    if (in.shape && !in.shape->empty() && (*in.shape)[0].is_static()) bs = (*in.shape)[0].value;
+    const int64_t n = all.dim(0);
+    const size_t row = all.nbytes() / static_cast<size_t>(n);
+    for (int64_t b = 0; b + bs <= n || (b < n && !(in.shape && (*in.shape)[0].is_static()));
+         b += bs) {
+      const int64_t e = std::min(n, b + bs);
+      Shape s = all.shape();
+      s[0] = e - b;
+      Tensor t(all.dtype(), s);
+      std::memcpy(t.raw(), static_cast<const uint8_t*>(all.raw()) + row * b, row * (e - b));
+      batches.push_back(std::move(t));
+    }
+  }
+  TRT_CHECK_ARG(!batches.empty(), "calibration data gives no complete batch for input '{}' {}",
+                in.name, in.shape ? ir::sym_shape_str(*in.shape) : "");
+  for (const auto& t : batches) {
+    TRT_CHECK_ARG(t.dtype() == in.dtype || in.dtype == DataType::kUndefined,
+                  "calibration data is {}, the model input '{}' is {}", dtype_name(t.dtype()),
+                  in.name, dtype_name(in.dtype));
+    if (!in.shape) continue;
+    bool ok = in.shape->size() == t.rank();
+    for (size_t d = 1; ok && d < t.rank(); ++d)
+      ok = !(*in.shape)[d].is_static() || (*in.shape)[d].value == t.dim(d);
+    TRT_CHECK_ARG(ok, "calibration data of shape {} does not fit the model input '{}' {}",
+                  shape_str(t.shape()), in.name, ir::sym_shape_str(*in.shape));
+  }
+  return batches;
+}
+
+// Runs the float model over the calibration data and returns TensorRT-style scales
+// (amax / 127) for `tensors`.
+precision::CalibrationCache calibrate(const BuildConfig& c, const ir::Model& model,
+                                      const std::vector<std::string>& tensors) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> batches = calibration_batches(c, model.graph);
+  const std::string input = model.graph.inputs[0].name;
+  TRT_LOG_INFO("calibrating {} tensor(s) over {} batch(es) ({})", tensors.size(), batches.size(),
+               c.calibration_algorithm);
+  auto stats = quantize::collect_stats(
+      model, tensors, static_cast<int64_t>(batches.size()),
+      [&](int64_t i) { return std::map<std::string, Tensor>{{input, batches[i]}}; }, 2048,
+      c.num_threads);
+  precision::CalibrationCache cache;
+  cache.algorithm = c.calibration_algorithm == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration";
+  const auto method = c.calibration_algorithm == "entropy" ? quantize::CalibrationMethod::kEntropy
+                                                           : quantize::CalibrationMethod::kMax;
+  quantize::CalibratorParams cp;
+  for (const auto& t : tensors) {
+    auto it = stats.find(t);
+    if (it == stats.end()) continue;
+    double amax = quantize::compute_amax(it->second, method, cp);
+    if (!(amax > 0)) amax = 1e-8;  // an all-zero tensor: any positive scale quantizes it exactly
+    cache.scales.emplace_back(t, static_cast<float>(amax / 127.0));
+  }
+  TRT_LOG_INFO("calibration done in {:.1f} s",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return cache;
+}
+
+// ---- fp16 layers (weakly typed, forced): inputs cast to fp16, weights stored fp16, outputs
+// computed in fp16 and cast back, as TensorRT runs an FP16 layer between FP32 neighbours.
+void make_fp16_layer(ir::Graph& g, size_t idx) {
+  ir::Node node = g.nodes[idx];
+  std::vector<ir::Node> before, after;
+  for (auto& in : node.inputs) {
+    if (in.empty()) continue;
+    if (const Tensor* t = g.initializer(in)) {
+      if (t->dtype() != DataType::kFloat32) continue;
+      const std::string name = g.unique_name(in + "_fp16");
+      std::vector<float> v = t->to_float_vector();
+      Tensor h(DataType::kFloat16, t->shape());
+      for (size_t k = 0; k < v.size(); ++k) h.data<half>()[k] = float_to_half(v[k]);
+      g.initializers[name] = h;
+      in = name;
+      continue;
+    }
+    auto vi = g.find_value_info(in);
+    if (!vi || vi->dtype != DataType::kFloat32) continue;
+    ir::Node cast;
+    cast.op_type = "Cast";
+    cast.name = g.unique_name(node.name + "_to_fp16");
+    cast.inputs = {in};
+    cast.outputs = {g.unique_name(in + "_fp16")};
+    cast.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat16));
+    in = cast.outputs[0];
+    before.push_back(cast);
+  }
+  for (auto& o : node.outputs) {
+    if (o.empty()) continue;
+    auto vi = g.find_value_info(o);
+    if (!vi || vi->dtype != DataType::kFloat32) continue;
+    ir::Node cast;
+    cast.op_type = "Cast";
+    cast.name = g.unique_name(node.name + "_to_fp32");
+    const std::string h = g.unique_name(o + "_fp16");
+    cast.inputs = {h};
+    cast.outputs = {o};
+    cast.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat32));
+    o = h;
+    after.push_back(cast);
+  }
+  std::vector<ir::Node> seq = before;
+  seq.push_back(node);
+  seq.insert(seq.end(), after.begin(), after.end());
+  g.nodes.erase(g.nodes.begin() + static_cast<std::ptrdiff_t>(idx));
+  g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(idx), seq.begin(), seq.end());
+}
+
+// ---- IO formats: HWC-like formats and IO dtypes become nodes at the engine boundary ----
+
+void apply_io_formats(ir::Graph& g, const BuildConfig& c, std::vector<std::string>& warnings,
+                      json& io) {
+  auto check_count = [&](const std::vector<TensorFormat>& f, size_t n, const char* what) {
+    TRT_CHECK_ARG(f.empty() || f.size() == n, "{}: {} format(s) given for {} {}", what, f.size(),
+                  n, std::string(what).find("input") == 0 ? "inputs" : "outputs");
+  };
+  check_count(c.input_tensor_formats, g.inputs.size(), "input_tensor_formats");
+  check_count(c.output_tensor_formats, g.outputs.size(), "output_tensor_formats");
+  auto supported = [](const std::string& f) { return f == "LINEAR" || f == "HWC"; };
+  for (size_t i = 0; i < c.input_tensor_formats.size(); ++i) {
+    TensorFormat f = c.input_tensor_formats[i];
+    if (c.strongly_typed) f.dtype = DataType::kUndefined;
+    ir::ValueInfo& v = g.inputs[i];
+    TRT_CHECK(supported(f.format), ErrorCode::kNotSupported,
+              "input '{}': tensor format {} is not supported by the cpu backend; use LINEAR or HWC",
+              v.name, f.format);
+    io["inputs"][i]["format"] = f.format;
+    const bool relayout = f.format == "HWC";
+    const bool recast = f.dtype != DataType::kUndefined && f.dtype != v.dtype;
+    if (!relayout && !recast) continue;
+    if (relayout)
+      TRT_CHECK_ARG(v.shape && v.shape->size() == 4, "input '{}': format HWC needs a 4-D input",
+                    v.name);
+    // The graph input keeps its name (now in the IO dtype / layout): its readers read an
+    // internal value computed by boundary nodes: input -> [Cast] -> [Transpose] -> internal.
+    const std::string old = v.name;
+    const std::string internal = g.unique_name(old + "_linear");
+    for (auto& n : g.nodes)
+      for (auto& in : n.inputs)
+        if (in == old) in = internal;
+    std::vector<ir::Node> nodes;
+    std::string cur = old;
+    if (recast) {
+      ir::Node cast;
+      cast.op_type = "Cast";
+      cast.name = g.unique_name(old + "_io_cast");
+      cast.inputs = {cur};
+      cast.outputs = {relayout ? g.unique_name(old + "_io_cast_out") : internal};
+      cast.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(v.dtype));
+      cur = cast.outputs[0];
+      nodes.push_back(cast);
+    }
+    if (relayout) {
+      ir::Node tr;
+      tr.op_type = "Transpose";
+      tr.name = g.unique_name(old + "_io_nhwc_to_nchw");
+      tr.inputs = {cur};
+      tr.outputs = {internal};
+      tr.attributes["perm"] = ir::attr_ints("perm", {0, 3, 1, 2});
+      nodes.push_back(tr);
+      const ir::SymShape s = *v.shape;
+      v.shape = ir::SymShape{s[0], s[2], s[3], s[1]};
+    }
+    if (recast) v.dtype = f.dtype;
+    g.nodes.insert(g.nodes.begin(), nodes.begin(), nodes.end());
+  }
+  for (size_t i = 0; i < c.output_tensor_formats.size(); ++i) {
+    TensorFormat f = c.output_tensor_formats[i];
+    if (c.strongly_typed) f.dtype = DataType::kUndefined;
+    ir::ValueInfo& v = g.outputs[i];
+    TRT_CHECK(supported(f.format), ErrorCode::kNotSupported,
+              "output '{}': tensor format {} is not supported by the cpu backend; use LINEAR or "
+              "HWC",
+              v.name, f.format);
+    io["outputs"][i]["format"] = f.format;
+    const bool relayout = f.format == "HWC";
+    const bool recast = f.dtype != DataType::kUndefined && f.dtype != v.dtype;
+    if (!relayout && !recast) continue;
+    if (relayout)
+      TRT_CHECK_ARG(v.shape && v.shape->size() == 4, "output '{}': format HWC needs a 4-D output",
+                    v.name);
+    // The producer writes an internal name; boundary nodes produce the output's name.
+    const std::string old = v.name;
+    const std::string internal = g.unique_name(old + "_linear");
+    for (auto& n : g.nodes) {
+      for (auto& o : n.outputs)
+        if (o == old) o = internal;
+      for (auto& in : n.inputs)
+        if (in == old) in = internal;
+    }
+    std::string cur = internal;
+    if (relayout) {
+      ir::Node tr;
+      tr.op_type = "Transpose";
+      tr.name = g.unique_name(old + "_io_nchw_to_nhwc");
+      tr.inputs = {cur};
+      tr.outputs = {recast ? g.unique_name(old + "_nhwc") : old};
+      tr.attributes["perm"] = ir::attr_ints("perm", {0, 2, 3, 1});
+      cur = tr.outputs[0];
+      g.nodes.push_back(tr);
+      const ir::SymShape s = *v.shape;
+      v.shape = ir::SymShape{s[0], s[2], s[3], s[1]};
+    }
+    if (recast) {
+      ir::Node cast;
+      cast.op_type = "Cast";
+      cast.name = g.unique_name(old + "_io_cast");
+      cast.inputs = {cur};
+      cast.outputs = {old};
+      cast.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(f.dtype));
+      g.nodes.push_back(cast);
+      v.dtype = f.dtype;
+    }
+  }
+  (void)warnings;
+}
+
+}  // namespace
+
+BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& c) {
+  const auto t_start = std::chrono::steady_clock::now();
+  BuildResult result;
+  result.engine_path = output;
+
+  // Target.
+  const PlatformInfo& p = platform_info();
+  const int local_sm = p.gpu_count > 0 ? p.gpu.sm_major * 10 + p.gpu.sm_minor : 0;
+  const int target_sm = c.target_sm > 0 ? c.target_sm : local_sm;
+  result.warnings = validate_build_config(c, target_sm);
+  std::string backend = c.backend;
+  if (backend == "auto") backend = "cpu";  // the CUDA backend is not part of this build yet
+  TRT_CHECK(backend == "cpu", ErrorCode::kNotSupported,
+            "the CUDA backend is not part of this build yet: build with --backend cpu");
+
+  std::error_code ec;
+  TRT_CHECK_ARG(fs::is_regular_file(onnx, ec), "ONNX model not found: {}", onnx.string());
+  TRT_CHECK_ARG(!output.empty(), "the output engine path is empty");
+  const fs::path out_dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
+  TRT_CHECK_ARG(fs::is_directory(out_dir, ec), "output folder {} does not exist",
+                out_dir.string());
+
+  // Engine cache: same model bytes + config + target -> the same engine.
+  const json cfg_json = config_json(c);
+  fs::path cached;
+  if (c.cache) {
+    const std::string bytes = read_file(onnx);
+    std::string calib_bytes;
+    if (!c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec))
+      calib_bytes = read_file(c.calibration_cache);
+    const std::string key_text = cfg_json.dump() + "|" + backend + "|" + std::to_string(target_sm) +
+                                 "|" + TRTUTILS_VERSION + "|" + p.cpu_model;
+    uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    h = engine::checksum64(reinterpret_cast<const uint8_t*>(key_text.data()), key_text.size(), h);
+    h = engine::checksum64(reinterpret_cast<const uint8_t*>(calib_bytes.data()), calib_bytes.size(),
+                           h);
+    cached = cache_dir() / "engines" / (hex64(h) + ".engine");
+    if (fs::is_regular_file(cached, ec)) {
+      try {
+        (void)engine::read_engine_file(cached);  // validates (checksum) before reuse
+        write_file_atomic(output, read_file(cached));
+        TRT_LOG_INFO("engine cache hit: {} -> {}", cached.string(), output.string());
+        result.from_cache = true;
+        result.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        return result;
+      } catch (const Error& e) {
+        TRT_LOG_WARN("ignoring a bad cached engine {}: {}", cached.string(), e.what());
+      }
+    }
+  }
+
+  TRT_LOG_INFO("[1/6] loading {}", onnx.string());
+  ir::Model model = onnx_io::load_model(onnx);
+  ir::Graph& g = model.graph;
+  quantize::name_nodes(g);
+  g.topological_sort();
+  const std::vector<std::string> original_nodes = [&] {
+    std::vector<std::string> v;
+    for (const auto& n : g.nodes) v.push_back(n.name);
+    return v;
+  }();
+
+  // Shapes and the optimization profile.
+  apply_fixed_shapes(g, c.shapes, "--shape");
+  for (auto& v : g.inputs) {
+    auto it = c.shapes.find(v.name);
+    if (it != c.shapes.end()) v.shape = ir::sym_shape_from_static(it->second);
+  }
+  const bool has_profile = !c.min_shapes.empty() || !c.opt_shapes.empty() || !c.max_shapes.empty();
+  json io{{"inputs", json::array()}, {"outputs", json::array()}};
+  for (const auto& v : g.inputs) io["inputs"].push_back({{"name", v.name}, {"format", "LINEAR"}});
+  for (const auto& v : g.outputs) io["outputs"].push_back({{"name", v.name}, {"format", "LINEAR"}});
+  if (has_profile) {
+    apply_fixed_shapes(g, c.min_shapes, "--min_shapes");
+    apply_fixed_shapes(g, c.opt_shapes, "--opt_shapes");
+    apply_fixed_shapes(g, c.max_shapes, "--max_shapes");
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const std::string& n = g.inputs[i].name;
+      const bool any = c.min_shapes.count(n) || c.opt_shapes.count(n) || c.max_shapes.count(n);
+      if (!any) continue;
+      TRT_CHECK_ARG(c.min_shapes.count(n) && c.opt_shapes.count(n) && c.max_shapes.count(n),
+                    "input '{}': give --min_shapes, --opt_shapes and --max_shapes together", n);
+      const Shape &mn = c.min_shapes.at(n), &op = c.opt_shapes.at(n), &mx = c.max_shapes.at(n);
+      for (size_t d = 0; d < mn.size(); ++d)
+        TRT_CHECK_ARG(mn[d] <= op[d] && op[d] <= mx[d],
+                      "input '{}': the profile needs min <= opt <= max in every dimension, got "
+                      "min {}, opt {}, max {}",
+                      n, shape_str(mn), shape_str(op), shape_str(mx));
+      io["inputs"][i]["min"] = shape_json(mn);
+      io["inputs"][i]["opt"] = shape_json(op);
+      io["inputs"][i]["max"] = shape_json(mx);
+    }
+  }
+
+  // Precision.
+  TRT_LOG_INFO("[2/6] resolving precision ({})",
+               c.strongly_typed ? "strongly typed: from the graph" : "weakly typed");
+  const bool explicit_qdq = quantize::has_qdq(g);
+  precision::LayerPrecisionPlan plan =
+      precision::resolve_layer_constraints(c, g, original_nodes, result.warnings);
+  json calib_info{{"source", "none"}};
+  const bool want_quant = !c.strongly_typed && (c.int8 || c.fp8) && !explicit_qdq;
+  if (!c.strongly_typed && explicit_qdq && (c.int8 || c.fp8) &&
+      (!c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher)) {
+    result.warnings.push_back(
+        "the model already has Q/DQ nodes: its scales are used and the calibration arguments "
+        "are ignored");
+    TRT_LOG_WARN("{}", result.warnings.back());
+  }
+  if (want_quant) {
+    const bool have_cache_file = !c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec);
+    const bool have_data = !c.calibration_data.empty() || c.data_batcher.has_value();
+    if (!c.calibration_cache.empty() && !have_cache_file && !have_data)
+      TRT_THROW(ErrorCode::kInvalidArgument,
+                "calibration cache not found: {} (give calibration data to create it)",
+                c.calibration_cache.string());
+    if (have_cache_file || have_data) {
+      // Same preparation as the quantizer: constants folded, BatchNorm folded into Conv, types.
+      passes::run_pipeline(g, model.opset(), {"conv_fusion", "qdq_fusion"});
+      quantize::fold_batch_norm(g);
+      const quantize::QuantMode mode =
+          c.int8 ? quantize::QuantMode::kInt8 : quantize::QuantMode::kFp8;
+      const int64_t need = mode == quantize::QuantMode::kInt8 ? 13 : 19;
+      if (model.opset() < need) quantize::upgrade_opset(model, need);
+      g.value_info.clear();
+      passes::infer_shapes(g, model.opset());
+      quantize::PlacementOptions po;
+      po.mode = mode;
+      po.nodes_excluded_exact = plan.excluded_from_quantization;
+      quantize::Placement placement = quantize::place_qdq(g, po);
+      std::vector<std::string> tensors;
+      for (const auto& [t, uses] : placement.activations) tensors.push_back(t);
+      precision::CalibrationCache cache;
+      if (have_cache_file) {
+        cache = precision::read_calibration_cache(c.calibration_cache);
+        calib_info = {{"source", "cache"},
+                      {"path", c.calibration_cache.string()},
+                      {"algorithm", cache.algorithm}};
+        if (have_data) {
+          result.warnings.push_back("calibration cache " + c.calibration_cache.string() +
+                                    " exists: it is used and the calibration data is not");
+          TRT_LOG_WARN("{}", result.warnings.back());
+        }
+      } else {
+        cache = calibrate(c, model, tensors);
+        const fs::path cache_path = c.calibration_cache.empty()
+                                        ? fs::path(output.string() + ".cache")
+                                        : c.calibration_cache;
+        precision::write_calibration_cache(cache_path, cache);
+        result.calibration_cache_written = cache_path;
+        calib_info = {{"source", "data"},
+                      {"written", cache_path.string()},
+                      {"algorithm", cache.algorithm}};
+        TRT_LOG_INFO("calibration cache written to {}", cache_path.string());
+      }
+      // Scales: amax = scale * 127 (TensorRT's int8 convention); fp8 reuses the amax.
+      quantize::ScaleTable table;
+      std::set<std::string> missing;
+      for (const auto& t : tensors) {
+        if (auto s = cache.scale(t))
+          table.amax[t] = static_cast<double>(*s) * 127.0;
+        else
+          missing.insert(t);
+      }
+      if (!missing.empty()) {
+        // A node with an input lacking a scale stays in higher precision.
+        quantize::Placement kept;
+        std::set<std::string> drop;
+        for (const auto& [t, uses] : placement.activations)
+          if (missing.count(t))
+            for (const auto& u : uses) drop.insert(u.first);
+        for (const auto& n : placement.quantized_nodes)
+          if (!drop.count(n)) kept.quantized_nodes.push_back(n);
+        for (const auto& [t, uses] : placement.activations) {
+          std::vector<std::pair<std::string, size_t>> u2;
+          for (const auto& u : uses)
+            if (!drop.count(u.first)) u2.push_back(u);
+          if (!u2.empty()) kept.activations[t] = u2;
+        }
+        for (const auto& w : placement.weights)
+          if (!drop.count(w.node)) kept.weights.push_back(w);
+        result.warnings.push_back(fmt::format(
+            "{} tensor(s) have no scale in the calibration cache (e.g. '{}'): {} layer(s) stay "
+            "in higher precision",
+            missing.size(), *missing.begin(), drop.size()));
+        TRT_LOG_WARN("{}", result.warnings.back());
+        placement = std::move(kept);
+      }
+      quantize::share_scales(g, table);
+      quantize::apply_qdq(g, placement, table, {.mode = mode});
+      calib_info["tensors"] = table.amax.size();
+      calib_info["quantized_layers"] = placement.quantized_nodes.size();
+      calib_info["mode"] = quantize::quant_mode_name(mode);
+      // Layers forced to int8 that could not be quantized.
+      const std::set<std::string> qset(placement.quantized_nodes.begin(),
+                                       placement.quantized_nodes.end());
+      for (const auto& n : plan.forced_int8)
+        if (!qset.count(n)) {
+          const std::string msg =
+              fmt::format("layer '{}' cannot run in int8 (no quantizable input or no scale)", n);
+          TRT_CHECK(c.precision_constraints != "obey", ErrorCode::kConfig,
+                    "{}: precision_constraints=obey", msg);
+          result.warnings.push_back(msg + ": it stays in higher precision");
+          TRT_LOG_WARN("{}", result.warnings.back());
+        }
+    }
+  } else if (!plan.forced_int8.empty() && !explicit_qdq) {
+    const std::string msg = fmt::format(
+        "layer_precision asks int8 for {} layer(s), but int8 is not enabled (--int8) or there is "
+        "no calibration",
+        plan.forced_int8.size());
+    TRT_CHECK(c.precision_constraints != "obey" || c.strongly_typed, ErrorCode::kConfig, "{}",
+              msg);
+    result.warnings.push_back(msg);
+    TRT_LOG_WARN("{}", msg);
+  }
+
+  // IO formats (boundary nodes), then the graph passes.
+  apply_io_formats(g, c, result.warnings, io);
+  TRT_LOG_INFO("[3/6] graph passes");
+  g.topological_sort();
+  g.value_info.clear();
+  passes::infer_shapes(g, model.opset());
+  // FP16 layers (forced) are wrapped before fusion so that fusion sees their real types.
+  if (!plan.forced_fp16.empty()) {
+    for (const auto& name : plan.forced_fp16) {
+      auto it = std::find_if(g.nodes.begin(), g.nodes.end(),
+                             [&](const ir::Node& n) { return n.name == name; });
+      if (it != g.nodes.end()) make_fp16_layer(g, static_cast<size_t>(it - g.nodes.begin()));
+    }
+    g.value_info.clear();
+    passes::infer_shapes(g, model.opset());
+  }
+  passes::run_pipeline(g, model.opset());
+  g.value_info.clear();
+  passes::infer_shapes(g, model.opset());
+
+  // Layer records.
+  TRT_LOG_INFO("[4/6] selecting kernels");
+  engine::EngineData ed;
+  for (const auto& n : g.nodes) {
+    engine::LayerRecord r = precision::describe_layer(g, n);
+    r.device = "cpu";
+    ed.layers.push_back(r);
+    ++result.layers_per_precision[r.precision];
+  }
+  result.num_layers = static_cast<int64_t>(g.nodes.size());
+
+  // Memory plan at the opt (or static) shapes.
+  TRT_LOG_INFO("[5/6] planning activation memory");
+  // Dynamic inputs without a profile are planned at 1 for each symbolic dimension.
+  std::map<std::string, Shape> plan_shapes = c.opt_shapes;
+  for (const auto& v : model.graph.inputs) {
+    if (plan_shapes.count(v.name) || !v.shape) continue;
+    Shape s;
+    for (const auto& d : *v.shape) s.push_back(d.is_static() ? d.value : 1);
+    plan_shapes[v.name] = s;
+  }
+  engine::MemoryPlan mem = engine::plan_memory(model, plan_shapes);
+
+  ed.model = std::move(model);
+  ed.info = {{"backend", backend},
+             {"target_sm", target_sm},
+             {"strongly_typed", c.strongly_typed},
+             {"explicit_quantization", explicit_qdq},
+             {"build_config", cfg_json},
+             {"io", io},
+             {"calibration", calib_info},
+             {"memory",
+              {{"weight_bytes", mem.weight_bytes},
+               {"activation_arena_bytes", mem.arena_bytes},
+               {"activation_sum_bytes", mem.sum_bytes},
+               {"planned_values", mem.planned_values},
+               {"plan_shapes", plan_shapes},
+               {"unplanned_values", mem.unplanned_values}}},
+             {"tactics", "cpu kernels: default variants (no timed tactics on the cpu backend)"},
+             {"warnings", result.warnings},
+             {"source_model", onnx.filename().string()},
+             {"built_on", p.cpu_model}};
+  TRT_LOG_INFO("[6/6] writing {}", output.string());
+  const std::string bytes = engine::serialize_engine(ed);
+  write_file_atomic(output, bytes);
+  if (c.cache && !cached.empty()) {
+    try {
+      fs::create_directories(cached.parent_path(), ec);
+      write_file_atomic(cached, bytes);
+    } catch (const Error& e) {
+      TRT_LOG_WARN("could not store the engine in the cache: {}", e.what());
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  std::string summary;
+  for (const auto& [prec, n] : result.layers_per_precision)
+    summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, prec);
+  TRT_LOG_INFO("built {} layers ({}) in {:.1f} s", result.num_layers, summary, result.seconds);
+  return result;
+}
+
+}  // namespace trtutils::builder

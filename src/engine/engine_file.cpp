@@ -1,0 +1,526 @@
+#include "engine/engine_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstring>
+#include <set>
+
+#include "core/check.h"
+#include "trtutils/file_util.h"
+
+namespace trtutils::engine {
+
+using nlohmann::json;
+
+uint64_t checksum64(const uint8_t* data, size_t n, uint64_t seed) {
+  constexpr uint64_t k1 = 0x9E3779B185EBCA87ULL, k2 = 0xC2B2AE3D27D4EB4FULL;
+  uint64_t h = seed ^ (n * k1);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, data + i, 8);
+    h = std::rotl(h ^ (w * k2), 31) * k1;
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i + k < n; ++k) tail |= static_cast<uint64_t>(data[i + k]) << (8 * k);
+  h = std::rotl(h ^ (tail * k2), 31) * k1;
+  h ^= h >> 33;
+  h *= k2;
+  h ^= h >> 29;
+  return h;
+}
+
+namespace {
+
+uint64_t file_checksum(const uint8_t* file, size_t size) {
+  const uint64_t head = checksum64(file, 56);
+  return checksum64(file + kHeaderSize, size - kHeaderSize, head);
+}
+
+void put_u32(std::string& s, size_t at, uint32_t v) {
+  for (int k = 0; k < 4; ++k) s[at + k] = static_cast<char>((v >> (8 * k)) & 0xff);
+}
+void put_u64(std::string& s, size_t at, uint64_t v) {
+  for (int k = 0; k < 8; ++k) s[at + k] = static_cast<char>((v >> (8 * k)) & 0xff);
+}
+uint32_t get_u32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int k = 0; k < 4; ++k) v |= static_cast<uint32_t>(p[k]) << (8 * k);
+  return v;
+}
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int k = 0; k < 8; ++k) v |= static_cast<uint64_t>(p[k]) << (8 * k);
+  return v;
+}
+uint64_t align_up(uint64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+
+std::string to_hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string r;
+  r.reserve(s.size() * 2);
+  for (unsigned char c : s) {
+    r += d[c >> 4];
+    r += d[c & 15];
+  }
+  return r;
+}
+uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+json value_to_json(const ir::ValueInfo& v) {
+  json j{{"name", v.name}, {"dtype", static_cast<int>(v.dtype)}};
+  if (!v.shape) {
+    j["shape"] = nullptr;
+  } else {
+    json dims = json::array();
+    for (const auto& d : *v.shape) {
+      if (d.is_static())
+        dims.push_back(d.value);
+      else if (!d.param.empty())
+        dims.push_back(d.param);
+      else
+        dims.push_back(nullptr);
+    }
+    j["shape"] = dims;
+  }
+  return j;
+}
+
+// ---- reading helpers: every access checked, messages name the file ----
+
+struct Reader {
+  const std::string& source;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    TRT_THROW(ErrorCode::kInvalidArgument, "{}: invalid engine file: {}", source, what);
+  }
+  const json& field(const json& obj, const char* key) const {
+    if (!obj.is_object()) fail(fmt::format("expected an object holding '{}'", key));
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(fmt::format("missing field '{}'", key));
+    return *it;
+  }
+  std::string str(const json& obj, const char* key) const {
+    const json& v = field(obj, key);
+    if (!v.is_string()) fail(fmt::format("field '{}' is not a string", key));
+    return v.get<std::string>();
+  }
+  int64_t integer(const json& v, const char* what) const {
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(INT64_MAX)) fail(fmt::format("{} is out of range", what));
+      return static_cast<int64_t>(u);
+    }
+    if (!v.is_number_integer()) fail(fmt::format("{} is not an integer", what));
+    return v.get<int64_t>();
+  }
+  const json& array(const json& obj, const char* key) const {
+    const json& v = field(obj, key);
+    if (!v.is_array()) fail(fmt::format("field '{}' is not an array", key));
+    return v;
+  }
+  std::vector<std::string> strings(const json& obj, const char* key) const {
+    std::vector<std::string> r;
+    for (const auto& e : array(obj, key)) {
+      if (!e.is_string()) fail(fmt::format("'{}' holds a non-string", key));
+      r.push_back(e.get<std::string>());
+    }
+    return r;
+  }
+  DataType dtype(const json& v, const std::string& what) const {
+    const int64_t d = integer(v, "dtype");
+    if (d <= 0 || d > 64 || dtype_bits(static_cast<DataType>(d)) <= 0)
+      fail(fmt::format("{} has an unknown dtype {}", what, d));
+    return static_cast<DataType>(d);
+  }
+  std::string from_hex(const std::string& h) const {
+    if (h.size() % 2) fail("odd-length hex string");
+    std::string r(h.size() / 2, '\0');
+    auto nib = [&](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      fail("bad hex digit");
+    };
+    for (size_t i = 0; i < r.size(); ++i)
+      r[i] = static_cast<char>(nib(h[2 * i]) * 16 + nib(h[2 * i + 1]));
+    return r;
+  }
+  float float_from(const json& v) const {
+    const int64_t b = integer(v, "float bits");
+    if (b < 0 || b > 0xffffffffLL) fail("float bit pattern out of range");
+    return std::bit_cast<float>(static_cast<uint32_t>(b));
+  }
+  ir::ValueInfo value(const json& j) const {
+    ir::ValueInfo v;
+    v.name = str(j, "name");
+    const json& d = field(j, "dtype");
+    v.dtype = integer(d, "dtype") == 0 ? DataType::kUndefined : dtype(d, "value '" + v.name + "'");
+    const json& s = field(j, "shape");
+    if (s.is_null()) return v;
+    if (!s.is_array() || s.size() > 64) fail(fmt::format("value '{}' has a bad shape", v.name));
+    ir::SymShape shape;
+    for (const auto& d2 : s) {
+      if (d2.is_null()) {
+        shape.emplace_back();
+      } else if (d2.is_string()) {
+        shape.emplace_back(d2.get<std::string>());
+      } else {
+        const int64_t n = integer(d2, "dimension");
+        if (n < 0) fail(fmt::format("value '{}' has a negative dimension", v.name));
+        shape.emplace_back(n);
+      }
+    }
+    v.shape = shape;
+    return v;
+  }
+};
+
+// The deepest bracket nesting of a JSON text (strings skipped): refused above a bound so that
+// no parser or destructor recursion can exhaust the stack.
+size_t json_depth(std::string_view s) {
+  size_t depth = 0, best = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      best = std::max(best, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string serialize_engine(const EngineData& e) {
+  const ir::Graph& g = e.model.graph;
+  TRT_CHECK(e.layers.size() == g.nodes.size(), ErrorCode::kInternal,
+            "engine: {} layer records for {} nodes", e.layers.size(), g.nodes.size());
+  // Weights: initializers, then tensor attributes.
+  std::vector<std::pair<std::string, const Tensor*>> blobs;
+  for (const auto& [name, t] : g.initializers) blobs.emplace_back(name, &t);
+  json nodes = json::array();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    json attrs = json::array();
+    for (const auto& [name, a] : n.attributes) {
+      json ja{{"name", name}};
+      switch (a.kind) {
+        case ir::Attribute::Kind::kInt:
+          ja["kind"] = "int";
+          ja["value"] = a.i;
+          break;
+        case ir::Attribute::Kind::kFloat:
+          ja["kind"] = "float";
+          ja["value"] = float_bits(a.f);
+          break;
+        case ir::Attribute::Kind::kString:
+          ja["kind"] = "string";
+          ja["value"] = to_hex(a.s);
+          break;
+        case ir::Attribute::Kind::kInts:
+          ja["kind"] = "ints";
+          ja["value"] = a.ints;
+          break;
+        case ir::Attribute::Kind::kFloats: {
+          ja["kind"] = "floats";
+          json v = json::array();
+          for (float f : a.floats) v.push_back(float_bits(f));
+          ja["value"] = v;
+          break;
+        }
+        case ir::Attribute::Kind::kStrings: {
+          ja["kind"] = "strings";
+          json v = json::array();
+          for (const auto& s : a.strings) v.push_back(to_hex(s));
+          ja["value"] = v;
+          break;
+        }
+        case ir::Attribute::Kind::kTensor:
+          ja["kind"] = "tensor";
+          ja["value"] = blobs.size();
+          blobs.emplace_back("@attr/" + n.name + "/" + name, &a.t);
+          break;
+        case ir::Attribute::Kind::kGraph:
+        case ir::Attribute::Kind::kUndefined:
+          TRT_THROW(ErrorCode::kNotSupported,
+                    "{}: attribute '{}' holds a subgraph; engines cannot hold control flow (If, "
+                    "Loop, Scan) yet",
+                    n.describe(), name);
+      }
+      attrs.push_back(std::move(ja));
+    }
+    const LayerRecord& l = e.layers[i];
+    nodes.push_back({{"name", n.name},
+                     {"op", n.op_type},
+                     {"domain", n.domain},
+                     {"inputs", n.inputs},
+                     {"outputs", n.outputs},
+                     {"attributes", std::move(attrs)},
+                     {"precision", l.precision},
+                     {"device", l.device},
+                     {"kernel", l.kernel},
+                     {"tactic", l.tactic}});
+  }
+  json weights = json::array();
+  uint64_t blob_size = 0;
+  std::vector<uint64_t> offsets;
+  for (const auto& [name, t] : blobs) {
+    offsets.push_back(blob_size);
+    weights.push_back({{"name", name},
+                       {"dtype", static_cast<int>(t->dtype())},
+                       {"shape", t->shape()},
+                       {"offset", blob_size},
+                       {"size", t->nbytes()}});
+    blob_size = align_up(blob_size + t->nbytes());
+  }
+  json graph{{"name", g.name}, {"nodes", std::move(nodes)}};
+  json ins = json::array(), outs = json::array(), values = json::array();
+  for (const auto& v : g.inputs) ins.push_back(value_to_json(v));
+  for (const auto& v : g.outputs) outs.push_back(value_to_json(v));
+  for (const auto& [name, v] : g.value_info) values.push_back(value_to_json(v));
+  graph["inputs"] = std::move(ins);
+  graph["outputs"] = std::move(outs);
+  graph["values"] = std::move(values);
+  json opsets = json::array();
+  for (const auto& o : e.model.opset_imports)
+    opsets.push_back({{"domain", o.domain}, {"version", o.version}});
+  json meta{{"producer", std::string("trtutils ") + TRTUTILS_VERSION},
+            {"opsets", std::move(opsets)},
+            {"graph", std::move(graph)},
+            {"weights", std::move(weights)},
+            {"info", e.info}};
+  const std::string meta_text = meta.dump();
+
+  const uint64_t meta_offset = kHeaderSize;
+  const uint64_t blob_offset = align_up(meta_offset + meta_text.size());
+  const uint64_t file_size = blob_offset + blob_size;
+  std::string out(file_size, '\0');
+  std::memcpy(out.data(), kMagic, 8);
+  put_u32(out, 8, kFormatVersion);
+  put_u32(out, 12, static_cast<uint32_t>(kHeaderSize));
+  put_u64(out, 16, file_size);
+  put_u64(out, 24, meta_offset);
+  put_u64(out, 32, meta_text.size());
+  put_u64(out, 40, blob_offset);
+  put_u64(out, 48, blob_size);
+  std::memcpy(out.data() + meta_offset, meta_text.data(), meta_text.size());
+  for (size_t k = 0; k < blobs.size(); ++k) {
+    const Tensor& t = *blobs[k].second;
+    if (t.nbytes())
+      std::memcpy(out.data() + blob_offset + offsets[k], t.raw(), t.nbytes());
+  }
+  put_u64(out, 56, file_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
+  return out;
+}
+
+EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
+                              const std::string& source) {
+  const Reader r{source};
+  const uint8_t* p = bytes.get();
+  if (size < kHeaderSize || std::memcmp(p, kMagic, 8) != 0)
+    TRT_THROW(ErrorCode::kInvalidArgument,
+              "{}: not a trtutils engine (no 'TRTUENG' header); build one with `trtutils build`",
+              source);
+  const uint32_t version = get_u32(p + 8);
+  if (version != kFormatVersion)
+    TRT_THROW(ErrorCode::kInvalidArgument,
+              "{}: engine format version {}, but this trtutils ({}) reads version {}: rebuild the "
+              "engine with this trtutils",
+              source, version, TRTUTILS_VERSION, kFormatVersion);
+  if (get_u32(p + 12) != kHeaderSize) r.fail("bad header size");
+  const uint64_t file_size = get_u64(p + 16);
+  if (file_size != size)
+    TRT_THROW(ErrorCode::kInvalidArgument,
+              "{}: the header says {} bytes but the file has {}: it is truncated or was "
+              "appended to; rebuild the engine",
+              source, file_size, size);
+  const uint64_t stored = get_u64(p + 56);
+  if (stored != file_checksum(p, size))
+    TRT_THROW(ErrorCode::kInvalidArgument,
+              "{}: checksum mismatch: the engine file is corrupted; rebuild it", source);
+  const uint64_t meta_off = get_u64(p + 24), meta_size = get_u64(p + 32);
+  const uint64_t blob_off = get_u64(p + 40), blob_size = get_u64(p + 48);
+  if (meta_off != kHeaderSize || meta_size > size - meta_off || blob_off % kAlignment != 0 ||
+      blob_off < meta_off + meta_size || blob_off > size || blob_size != size - blob_off)
+    r.fail("section offsets or sizes are inconsistent");
+  const std::string_view meta_text(reinterpret_cast<const char*>(p + meta_off), meta_size);
+  if (json_depth(meta_text) > 32) r.fail("metadata nested too deeply");
+  json meta;
+  try {
+    meta = json::parse(meta_text);
+  } catch (const json::exception& e) {
+    r.fail(std::string("metadata is not valid JSON: ") + e.what());
+  }
+
+  EngineData out;
+  try {
+    ir::Model& m = out.model;
+    for (const auto& o : r.array(meta, "opsets")) {
+      const int64_t v = r.integer(r.field(o, "version"), "opset version");
+      if (v < 1 || v > 1000) r.fail("opset version out of range");
+      m.opset_imports.push_back({r.str(o, "domain"), v});
+    }
+    // Weights.
+    std::vector<Tensor> weight_tensors;
+    std::vector<std::string> weight_names;
+    for (const auto& w : r.array(meta, "weights")) {
+      const std::string name = r.str(w, "name");
+      const DataType dt = r.dtype(r.field(w, "dtype"), "weight '" + name + "'");
+      Shape shape;
+      const json& js = r.array(w, "shape");
+      if (js.size() > 64) r.fail(fmt::format("weight '{}' has rank {}", name, js.size()));
+      for (const auto& d : js) {
+        const int64_t n = r.integer(d, "weight dimension");
+        if (n < 0) r.fail(fmt::format("weight '{}' has a negative dimension", name));
+        shape.push_back(n);
+      }
+      const int64_t numel = shape_numel(shape);  // throws on overflow
+      const int64_t off = r.integer(r.field(w, "offset"), "weight offset");
+      const int64_t sz = r.integer(r.field(w, "size"), "weight size");
+      if (off < 0 || sz < 0 || static_cast<uint64_t>(off) % kAlignment != 0 ||
+          static_cast<uint64_t>(off) > blob_size ||
+          static_cast<uint64_t>(sz) > blob_size - static_cast<uint64_t>(off))
+        r.fail(fmt::format("weight '{}' lies outside the weight section", name));
+      if (static_cast<size_t>(sz) != dtype_storage_bytes(dt, numel))
+        r.fail(fmt::format("weight '{}' has {} bytes for a {} {} tensor", name, sz, dtype_name(dt),
+                           shape_str(shape)));
+      std::shared_ptr<uint8_t> data(bytes, bytes.get() + blob_off + off);
+      weight_tensors.push_back(Tensor::wrap(dt, shape, std::move(data)));
+      weight_names.push_back(name);
+    }
+    // Graph.
+    const json& jg = r.field(meta, "graph");
+    ir::Graph& g = m.graph;
+    g.name = r.str(jg, "name");
+    for (const auto& v : r.array(jg, "inputs")) g.inputs.push_back(r.value(v));
+    for (const auto& v : r.array(jg, "outputs")) g.outputs.push_back(r.value(v));
+    for (const auto& v : r.array(jg, "values")) {
+      ir::ValueInfo vi = r.value(v);
+      g.value_info[vi.name] = vi;
+    }
+    std::set<size_t> attr_weights;
+    for (const auto& jn : r.array(jg, "nodes")) {
+      ir::Node n;
+      n.name = r.str(jn, "name");
+      n.op_type = r.str(jn, "op");
+      n.domain = r.str(jn, "domain");
+      n.inputs = r.strings(jn, "inputs");
+      n.outputs = r.strings(jn, "outputs");
+      for (const auto& ja : r.array(jn, "attributes")) {
+        ir::Attribute a;
+        a.name = r.str(ja, "name");
+        const std::string kind = r.str(ja, "kind");
+        const json& v = r.field(ja, "value");
+        if (kind == "int") {
+          a.kind = ir::Attribute::Kind::kInt;
+          a.i = r.integer(v, "attribute");
+        } else if (kind == "float") {
+          a.kind = ir::Attribute::Kind::kFloat;
+          a.f = r.float_from(v);
+        } else if (kind == "string") {
+          a.kind = ir::Attribute::Kind::kString;
+          if (!v.is_string()) r.fail("string attribute is not a string");
+          a.s = r.from_hex(v.get<std::string>());
+        } else if (kind == "ints" || kind == "floats" || kind == "strings") {
+          if (!v.is_array()) r.fail("list attribute is not an array");
+          for (const auto& e : v) {
+            if (kind == "ints") {
+              a.ints.push_back(r.integer(e, "attribute"));
+            } else if (kind == "floats") {
+              a.floats.push_back(r.float_from(e));
+            } else {
+              if (!e.is_string()) r.fail("strings attribute holds a non-string");
+              a.strings.push_back(r.from_hex(e.get<std::string>()));
+            }
+          }
+          a.kind = kind == "ints"     ? ir::Attribute::Kind::kInts
+                   : kind == "floats" ? ir::Attribute::Kind::kFloats
+                                      : ir::Attribute::Kind::kStrings;
+        } else if (kind == "tensor") {
+          const int64_t idx = r.integer(v, "tensor attribute");
+          if (idx < 0 || static_cast<size_t>(idx) >= weight_tensors.size())
+            r.fail(fmt::format("node '{}': tensor attribute index out of range", n.name));
+          a.kind = ir::Attribute::Kind::kTensor;
+          a.t = weight_tensors[idx];
+          attr_weights.insert(static_cast<size_t>(idx));
+        } else {
+          r.fail(fmt::format("node '{}': unknown attribute kind '{}'", n.name, kind));
+        }
+        n.attributes[a.name] = std::move(a);
+      }
+      out.layers.push_back(
+          {r.str(jn, "precision"), r.str(jn, "device"), r.str(jn, "kernel"), r.str(jn, "tactic")});
+      g.nodes.push_back(std::move(n));
+    }
+    for (size_t k = 0; k < weight_tensors.size(); ++k)
+      if (!attr_weights.count(k)) {
+        if (!g.initializers.emplace(weight_names[k], weight_tensors[k]).second)
+          r.fail(fmt::format("weight '{}' appears twice", weight_names[k]));
+      }
+    // Every value read must be defined before it is read, and defined once.
+    std::set<std::string> defined;
+    for (const auto& v : g.inputs)
+      if (!defined.insert(v.name).second) r.fail(fmt::format("input '{}' twice", v.name));
+    for (const auto& [name, t] : g.initializers) defined.insert(name);
+    for (const auto& n : g.nodes) {
+      for (const auto& in : n.inputs)
+        if (!in.empty() && !defined.count(in))
+          r.fail(fmt::format("node '{}' reads '{}' before it is computed", n.name, in));
+      for (const auto& o : n.outputs)
+        if (!o.empty() && !defined.insert(o).second)
+          r.fail(fmt::format("value '{}' is computed twice", o));
+    }
+    for (const auto& o : g.outputs)
+      if (!defined.count(o.name)) r.fail(fmt::format("output '{}' is never computed", o.name));
+    out.info = r.field(meta, "info");
+    if (!out.info.is_object()) r.fail("'info' is not an object");
+  } catch (const json::exception& e) {
+    r.fail(std::string("metadata: ") + e.what());
+  }
+  return out;
+}
+
+EngineData read_engine_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  TRT_CHECK(fd >= 0, ErrorCode::kIO, "engine file {} not found or not readable: {}",
+            path.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    TRT_THROW(ErrorCode::kIO, "{} is not a regular file", path.string());
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size < kHeaderSize) {
+    ::close(fd);
+    TRT_THROW(ErrorCode::kInvalidArgument,
+              "{}: not a trtutils engine ({} bytes, shorter than the header); build one with "
+              "`trtutils build`",
+              path.string(), size);
+  }
+  void* m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  TRT_CHECK(m != MAP_FAILED, ErrorCode::kIO, "cannot map {}: {}", path.string(),
+            std::strerror(errno));
+  std::shared_ptr<uint8_t> bytes(static_cast<uint8_t*>(m),
+                                 [size](uint8_t* q) { ::munmap(q, size); });
+  return deserialize_engine(std::move(bytes), size, path.string());
+}
+
+void write_engine_file(const std::filesystem::path& path, const EngineData& engine) {
+  write_file_atomic(path, serialize_engine(engine));
+}
+
+}  // namespace trtutils::engine

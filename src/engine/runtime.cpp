@@ -1,0 +1,200 @@
+// Engine / ExecutionContext on the CPU backend: the engine's graph (already optimized by the
+// builder) is executed by a Session per context, sharing the engine's mapped weights.
+#include <mutex>
+
+#include "core/check.h"
+#include "engine/engine_file.h"
+#include "engine/session.h"
+#include "trtutils/engine.h"
+#include "trtutils/platform.h"
+
+namespace trtutils {
+
+using nlohmann::json;
+
+struct Engine::Impl {
+  std::filesystem::path path;
+  engine::EngineData data;
+  std::vector<EngineTensorInfo> inputs, outputs;
+  std::vector<EngineLayerInfo> layers;
+  std::string backend;
+  std::string runtime_backend;
+  int target_sm = 0;
+  bool strongly_typed = false;
+  uint64_t weight_bytes = 0;
+  uint64_t arena_bytes = 0;
+};
+
+struct ExecutionContext::Impl {
+  std::shared_ptr<const Engine::Impl> engine;
+  Session session;
+  std::vector<LayerTiming> profile;
+  std::mutex mu;  // one execute() at a time per context
+};
+
+namespace {
+
+std::string shape_text(const ir::Graph& g, const std::string& name) {
+  if (name.empty()) return "";
+  auto vi = g.find_value_info(name);
+  if (!vi || !vi->shape) return "?";
+  return ir::sym_shape_str(*vi->shape);
+}
+
+Shape json_shape(const json& j) {
+  Shape s;
+  if (!j.is_array()) return s;
+  for (const auto& d : j)
+    if (d.is_number_integer()) s.push_back(d.get<int64_t>());
+  return s;
+}
+
+EngineTensorInfo tensor_info(const ir::ValueInfo& v, const json& io) {
+  EngineTensorInfo t;
+  t.name = v.name;
+  t.dtype = v.dtype;
+  if (v.shape)
+    for (const auto& d : *v.shape) {
+      t.shape.push_back(d.is_static() ? d.value : -1);
+      t.dim_names.push_back(d.param);
+    }
+  if (io.is_object()) {
+    if (io.contains("format") && io["format"].is_string()) t.format = io["format"];
+    if (io.contains("min")) t.min_shape = json_shape(io["min"]);
+    if (io.contains("opt")) t.opt_shape = json_shape(io["opt"]);
+    if (io.contains("max")) t.max_shape = json_shape(io["max"]);
+  }
+  return t;
+}
+
+const json& io_entry(const json& info, const char* list, const std::string& name) {
+  static const json kNone;
+  if (!info.contains("io") || !info["io"].contains(list)) return kNone;
+  for (const auto& e : info["io"][list])
+    if (e.is_object() && e.value("name", "") == name) return e;
+  return kNone;
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+std::shared_ptr<Engine> Engine::load(const std::filesystem::path& path,
+                                     const EngineLoadOptions& options) {
+  TRT_CHECK_ARG(options.backend == "auto" || options.backend == "cpu" || options.backend == "cuda",
+                "invalid backend '{}': choose one of auto, cpu, cuda", options.backend);
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->data = engine::read_engine_file(path);
+  const json& info = impl->data.info;
+  impl->backend = info.value("backend", "cpu");
+  impl->target_sm = info.value("target_sm", 0);
+  impl->strongly_typed = info.value("strongly_typed", false);
+  if (impl->backend != "cpu" && impl->backend != "cuda")
+    TRT_THROW(ErrorCode::kInvalidArgument, "{}: built for an unknown backend '{}'", path.string(),
+              impl->backend);
+  if (options.backend == "cuda") {
+    TRT_CHECK(impl->backend == "cuda", ErrorCode::kInvalidArgument,
+              "{} was built for the {} backend: rebuild it with `trtutils build --backend cuda` "
+              "to run it on the GPU",
+              path.string(), impl->backend);
+    const PlatformInfo& p = platform_info();
+    TRT_CHECK(p.gpu_count > 0, ErrorCode::kNotSupported,
+              "{} needs a GPU, but none is usable here ({}); run it with --backend cpu",
+              path.string(), p.gpu_status);
+    const int sm = p.gpu.sm_major * 10 + p.gpu.sm_minor;
+    TRT_CHECK(sm == impl->target_sm, ErrorCode::kInvalidArgument,
+              "{} was built for SM {} but this GPU ({}) is SM {}: rebuild the engine here",
+              path.string(), impl->target_sm, p.gpu.name, sm);
+    TRT_THROW(ErrorCode::kNotSupported,
+              "the CUDA runtime is not part of this build yet; run {} with --backend cpu",
+              path.string());
+  }
+  impl->runtime_backend = impl->backend == "cpu" ? "cpu" : "cpu (reference for a cuda engine)";
+
+  const ir::Graph& g = impl->data.model.graph;
+  for (const auto& v : g.inputs) impl->inputs.push_back(tensor_info(v, io_entry(info, "inputs", v.name)));
+  for (const auto& v : g.outputs)
+    impl->outputs.push_back(tensor_info(v, io_entry(info, "outputs", v.name)));
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    const engine::LayerRecord& l = impl->data.layers[i];
+    EngineLayerInfo li;
+    li.index = static_cast<int64_t>(i);
+    li.name = n.name;
+    li.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
+    li.precision = l.precision;
+    li.device = l.device;
+    li.kernel = l.kernel;
+    li.tactic = l.tactic;
+    li.inputs = n.inputs;
+    li.outputs = n.outputs;
+    for (const auto& in : n.inputs) li.input_shapes.push_back(shape_text(g, in));
+    for (const auto& o : n.outputs) li.output_shapes.push_back(shape_text(g, o));
+    impl->layers.push_back(std::move(li));
+  }
+  for (const auto& [name, t] : g.initializers) impl->weight_bytes += t.nbytes();
+  if (info.contains("memory") && info["memory"].is_object())
+    impl->arena_bytes = info["memory"].value("activation_arena_bytes", uint64_t{0});
+  // Every layer must have a CPU kernel: checked now (a context would fail later otherwise).
+  Session probe(impl->data.model, {.run_passes = false});
+  (void)probe;
+  return std::shared_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const std::vector<EngineTensorInfo>& Engine::inputs() const { return impl_->inputs; }
+const std::vector<EngineTensorInfo>& Engine::outputs() const { return impl_->outputs; }
+const std::vector<EngineLayerInfo>& Engine::layers() const { return impl_->layers; }
+std::string Engine::backend() const { return impl_->backend; }
+std::string Engine::runtime_backend() const { return impl_->runtime_backend; }
+int Engine::target_sm() const { return impl_->target_sm; }
+bool Engine::strongly_typed() const { return impl_->strongly_typed; }
+uint64_t Engine::weight_bytes() const { return impl_->weight_bytes; }
+uint64_t Engine::activation_arena_bytes() const { return impl_->arena_bytes; }
+std::string Engine::info_json() const { return impl_->data.info.dump(2); }
+std::filesystem::path Engine::path() const { return impl_->path; }
+
+std::unique_ptr<ExecutionContext> Engine::create_execution_context(
+    const ContextOptions& options) const {
+  auto impl = std::unique_ptr<ExecutionContext::Impl>(new ExecutionContext::Impl{
+      impl_, Session(impl_->data.model, {.num_threads = options.num_threads,
+                                         .profile = options.profile,
+                                         .run_passes = false}),
+      {}, {}});
+  return std::make_unique<ExecutionContext>(std::move(impl));
+}
+
+ExecutionContext::ExecutionContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ExecutionContext::~ExecutionContext() = default;
+
+std::map<std::string, Tensor> ExecutionContext::execute(
+    const std::map<std::string, Tensor>& inputs) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  // The optimization profile bounds every input (the graph's dims check the rest).
+  for (const auto& in : impl_->engine->inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end() || in.min_shape.empty() || in.max_shape.empty()) continue;
+    const Shape& s = it->second.shape();
+    bool ok = s.size() == in.min_shape.size() && s.size() == in.max_shape.size();
+    for (size_t d = 0; ok && d < s.size(); ++d)
+      ok = s[d] >= in.min_shape[d] && s[d] <= in.max_shape[d];
+    TRT_CHECK_ARG(ok,
+                  "input '{}' has shape {}, outside the engine's optimization profile (min {}, "
+                  "max {}): rebuild with --min_shapes/--max_shapes covering it",
+                  in.name, shape_str(s), shape_str(in.min_shape), shape_str(in.max_shape));
+  }
+  auto out = impl_->session.run(inputs);
+  const auto& prof = impl_->session.profile();
+  impl_->profile.resize(prof.size());
+  for (size_t i = 0; i < prof.size(); ++i)
+    impl_->profile[i] = {prof[i].name, prof[i].op_type, prof[i].total_ms, prof[i].calls};
+  return out;
+}
+
+const std::vector<LayerTiming>& ExecutionContext::profile() const { return impl_->profile; }
+uint64_t ExecutionContext::peak_activation_bytes() const {
+  return impl_->session.peak_activation_bytes();
+}
+
+}  // namespace trtutils

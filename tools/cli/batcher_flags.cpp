@@ -1,0 +1,80 @@
+#include "batcher_flags.h"
+
+#include "core/check.h"
+
+namespace trtutils::cli {
+
+void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
+  auto* dir = sub->add_option(
+      "--calibration_dir", f.calibration_dir,
+      "folder of images (*.jpg *.jpeg *.png *.bmp *.webp), used in file-name order");
+  auto* shape = sub->add_option("--input_shape", f.input_shape, "model input H W C (C: 1, 3 or 4)");
+  if (required) {
+    dir->required();
+    shape->required();
+  }
+  sub->add_option("--input_dtype", f.input_dtype, "float32, float16, uint8 or int8")
+      ->capture_default_str();
+  sub->add_option("--batch_size", f.batch_size, "images per batch")->capture_default_str();
+  sub->add_option("--data_order", f.data_order, "NCHW or NHWC")->capture_default_str();
+  sub->add_option("--max_images", f.max_images, "use only the first N images (by name)");
+  sub->add_option("--resize_method", f.resize_method,
+                  "letterbox (keep aspect ratio, pad; YOLO) or linear (stretch to H x W)")
+      ->capture_default_str();
+  sub->add_option(
+      "--input_scale", f.input_scale,
+      "LO HI: pixel range after scaling (default 0 1 for float types; none for uint8/int8)");
+  sub->add_option("--mean", f.mean,
+                  "per-colour mean subtracted after scaling, in R G B order (1 or C values)");
+  sub->add_option("--std", f.std,
+                  "per-colour std divided by after the mean, in R G B order (1 or C values)");
+  sub->add_option("--color_order", f.color_order, "channel order the model takes: RGB or BGR")
+      ->capture_default_str();
+  sub->add_option("--pad_value", f.pad_value, "letterbox padding, in 0..255 pixel units")
+      ->capture_default_str();
+  sub->add_flag("--keep_partial", f.keep_partial,
+                "keep a last batch with fewer than --batch_size images");
+  sub->add_option("--threads", f.threads, "decode threads (0: all cores)")->capture_default_str();
+}
+
+ImageBatcherOptions to_batcher_options(const BatcherFlags& f, const CLI::App* sub) {
+  ImageBatcherOptions b;
+  b.image_dir = f.calibration_dir;
+  TRT_CHECK_ARG(f.input_shape.size() == 3, "--input_shape takes 3 values H W C, got {}",
+                f.input_shape.size());
+  b.shape = {f.input_shape[0], f.input_shape[1], f.input_shape[2]};
+  const std::optional<DataType> dt = dtype_from_name(f.input_dtype);
+  TRT_CHECK_ARG(dt && (*dt == DataType::kFloat32 || *dt == DataType::kFloat16 ||
+                       *dt == DataType::kUInt8 || *dt == DataType::kInt8),
+                "--input_dtype '{}' is not supported: use float32, float16, uint8 or int8",
+                f.input_dtype);
+  b.dtype = *dt;
+  b.batch_size = f.batch_size;
+  const auto order = data_order_from_name(f.data_order);
+  TRT_CHECK_ARG(order.has_value(), "--data_order '{}' is not valid: use NCHW or NHWC",
+                f.data_order);
+  b.order = *order;
+  if (sub->count("--max_images") > 0) b.max_images = f.max_images;
+  const auto resize = resize_method_from_name(f.resize_method);
+  TRT_CHECK_ARG(resize.has_value(), "--resize_method '{}' is not valid: use letterbox or linear",
+                f.resize_method);
+  b.resize_method = *resize;
+  if (!f.input_scale.empty()) {
+    TRT_CHECK_ARG(f.input_scale.size() == 2, "--input_scale takes 2 values LO HI, got {}",
+                  f.input_scale.size());
+    b.input_scale = std::pair<float, float>{f.input_scale[0], f.input_scale[1]};
+  }
+  b.mean = f.mean;
+  b.std = f.std;
+  const auto color = color_order_from_name(f.color_order);
+  TRT_CHECK_ARG(color.has_value(), "--color_order '{}' is not valid: use RGB or BGR",
+                f.color_order);
+  b.color_order = *color;
+  b.pad_value = f.pad_value;
+  b.keep_partial = f.keep_partial;
+  b.num_threads = f.threads;
+  b.progress = true;
+  return b;
+}
+
+}  // namespace trtutils::cli
