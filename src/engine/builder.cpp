@@ -13,6 +13,7 @@
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
+#include "engine/tactics.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
@@ -612,19 +613,6 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   g.value_info.clear();
   passes::infer_shapes(g, model.opset());
 
-  // Layer records.
-  TRT_LOG_INFO("[4/6] selecting kernels");
-  engine::EngineData ed;
-  for (const auto& n : g.nodes) {
-    engine::LayerRecord r = precision::describe_layer(g, n);
-    r.device = "cpu";
-    ed.layers.push_back(r);
-    ++result.layers_per_precision[r.precision];
-  }
-  result.num_layers = static_cast<int64_t>(g.nodes.size());
-
-  // Memory plan at the opt (or static) shapes.
-  TRT_LOG_INFO("[5/6] planning activation memory");
   // Dynamic inputs without a profile are planned at 1 for each symbolic dimension.
   std::map<std::string, Shape> plan_shapes = c.opt_shapes;
   for (const auto& v : model.graph.inputs) {
@@ -633,6 +621,36 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     for (const auto& d : *v.shape) s.push_back(d.is_static() ? d.value : 1);
     plan_shapes[v.name] = s;
   }
+  // Tactics: the fastest variant per layer, timed on the planned shapes.
+  json tactic_info{{"optimization_level", c.optimization_level}};
+  if (c.optimization_level >= 3) {
+    const fs::path tc_path = c.timing_cache == "global" ? engine::global_timing_cache_path()
+                                                         : c.timing_cache;
+    engine::TimingCache tc =
+        tc_path.empty() ? engine::TimingCache() : engine::TimingCache::load(tc_path);
+    const auto ts = engine::select_tactics(model, plan_shapes, tc, "cpu:" + p.cpu_model,
+                                           c.num_threads);
+    if (!tc_path.empty() && tc.dirty()) tc.save(tc_path);
+    tactic_info["layers_timed"] = ts.layers_timed;
+    tactic_info["timing_cache_hits"] = ts.cache_hits;
+    if (!tc_path.empty()) tactic_info["timing_cache"] = tc_path.string();
+    TRT_LOG_INFO("tactics: {} layer(s) timed, {} from the timing cache", ts.layers_timed,
+                 ts.cache_hits);
+  }
+  // Layer records.
+  TRT_LOG_INFO("[4/6] selecting kernels");
+  engine::EngineData ed;
+  for (const auto& n : g.nodes) {
+    engine::LayerRecord r = precision::describe_layer(g, n);
+    r.device = "cpu";
+    r.tactic = n.attr_string("tactic", "");
+    ed.layers.push_back(r);
+    ++result.layers_per_precision[r.precision];
+  }
+  result.num_layers = static_cast<int64_t>(g.nodes.size());
+
+  // Memory plan at the opt (or static) shapes.
+  TRT_LOG_INFO("[5/6] planning activation memory");
   engine::MemoryPlan mem = engine::plan_memory(model, plan_shapes);
 
   ed.model = std::move(model);
@@ -650,7 +668,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
                {"planned_values", mem.planned_values},
                {"plan_shapes", plan_shapes},
                {"unplanned_values", mem.unplanned_values}}},
-             {"tactics", "cpu kernels: default variants (no timed tactics on the cpu backend)"},
+             {"tactics", tactic_info},
              {"warnings", result.warnings},
              {"source_model", onnx.filename().string()},
              {"built_on", p.cpu_model}};

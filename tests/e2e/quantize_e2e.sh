@@ -22,6 +22,12 @@
 #           0.04% of the first Conv's int8 outputs differ, all by 1).
 #   sqnr:   SQNR(ort float, ort Q/DQ) >= int8 20 dB, fp8 25 dB (ResNet-50, ViT-B/16: 20),
 #           int4 15 dB (ViT-B/16: 12) (tiny_cnn: 15 / 20 / 15 dB).
+#   engine: (int8, fp8) `trtutils build --strongly_typed` on the Q/DQ model: inspect shows
+#           quantized layers (com.trtutils::Q* at the mode's precision) where the Q/DQ were, and
+#           `run --engine` agrees with ORT by the same rule as `agree`.
+# Weakly typed INT8 per model: `build --int8 --calibration_data` writes a TensorRT calibration
+# cache; `build --int8 --calibration_cache` alone gives the same layer precisions; the engine's
+# output SQNR against ORT's float output >= 20 dB (tiny_cnn: 15).
 # Environment: TRTUTILS_BIN, TRTUTILS_MODEL_CACHE, TRTUTILS_E2E_WORK as for run_e2e.sh.
 # Exit 0 all passed, 1 a check failed, 77 skipped (no node / ORT / numpy+PIL / models).
 set -uo pipefail
@@ -114,12 +120,30 @@ EOF
       "$TRTUTILS_BIN" run --onnx "$q" --input "$input=$dir/x$i.npy" --output_dir "$dir/ours_${mode}_$i" \
         >/dev/null || { echo "FAIL $m $mode: trtutils run"; ok=0; break; }
     done
+    if [[ $ok == 1 && "$mode" != int4 ]]; then  # the strongly-typed engine of the Q/DQ model
+      e="$dir/${m}_${mode}.engine"
+      if ! "$TRTUTILS_BIN" build --onnx "$q" --output "$e" --strongly_typed >"$dir/build_${mode}.log" 2>&1; then
+        echo "FAIL $m $mode: strongly-typed build"; cat "$dir/build_${mode}.log"; ok=0
+      else
+        "$TRTUTILS_BIN" inspect --engine "$e" --json >"$dir/inspect_${mode}.json" || ok=0
+        nq=$("$PY" -c "import json,sys; j=json.load(open(sys.argv[1])); \
+print(sum(1 for l in j['layers'] if l['op'].startswith('com.trtutils::Q') and l['precision']==sys.argv[2]))" \
+          "$dir/inspect_${mode}.json" "$mode")
+        echo "$m $mode: engine has $nq quantized layer(s) at $mode"
+        [[ "$nq" -gt 0 ]] || { echo "FAIL $m $mode: no $mode layer in the engine"; ok=0; }
+        for i in 0 1 2 3; do
+          "$TRTUTILS_BIN" run --engine "$e" --input "$input=$dir/x$i.npy" --output_dir "$dir/eng_${mode}_$i" \
+            >/dev/null || { echo "FAIL $m $mode: trtutils run --engine"; ok=0; break; }
+        done
+      fi
+    fi
     if [[ $ok == 1 ]]; then
       res=$("$PY" - "$dir" "$mode" "$th" <<'EOF'
 import glob, os, sys, numpy as np
 d, mode, th = sys.argv[1], sys.argv[2], float(sys.argv[3])
-sig = noise = agree_noise = self_noise = 0.0
-worst_agree = 0.0
+sig = noise = agree_noise = self_noise = eng_noise = 0.0
+worst_agree = worst_eng = 0.0
+has_eng = os.path.isdir(f"{d}/eng_{mode}_0")
 for i in range(4):
     for f in sorted(glob.glob(f"{d}/float_{i}/*.npy")):
         name = os.path.basename(f)
@@ -132,11 +156,20 @@ for i in range(4):
         self_noise += ((dis - ort) ** 2).sum()
         step = np.abs(ort).max() / 127
         worst_agree = max(worst_agree, np.abs(ours - ort).max() / step)
+        if has_eng:
+            eng = np.load(f"{d}/eng_{mode}_{i}/{name}").astype(np.float64)
+            eng_noise += ((eng - ort) ** 2).sum()
+            worst_eng = max(worst_eng, np.abs(eng - ort).max() / step)
 db = lambda n: 10 * np.log10(sig / n) if n > 0 else float("inf")
 sqnr, agree, self_agree = db(noise), db(agree_noise), db(self_noise)
-ok = sqnr >= th and (worst_agree <= 1.0 or agree >= sqnr + 6 or agree >= self_agree - 3)
+agrees = lambda worst, a: worst <= 1.0 or a >= sqnr + 6 or a >= self_agree - 3
+ok = sqnr >= th and agrees(worst_agree, agree)
+eng = ""
+if has_eng:
+    ok = ok and agrees(worst_eng, db(eng_noise))
+    eng = f" engine_vs_ort: {worst_eng:.2f} step(s), {db(eng_noise):.1f}dB"
 print(f"{'PASS' if ok else 'FAIL'} sqnr_ort={sqnr:.2f}dB (>= {th:g}) ours_vs_ort: "
-      f"{worst_agree:.2f} step(s), {agree:.1f}dB (ORT basic vs disabled: {self_agree:.1f}dB)")
+      f"{worst_agree:.2f} step(s), {agree:.1f}dB (ORT basic vs disabled: {self_agree:.1f}dB){eng}")
 EOF
 )
       echo "$m $mode: $res"
@@ -146,6 +179,46 @@ EOF
       failed+=("$m/$mode")
     fi
   done
+  # Weakly typed INT8: calibrate while building, then rebuild from the cache alone.
+  th_weak=20; [[ "$m" == tiny_cnn ]] && th_weak=15
+  wa="$dir/${m}_weak_a.engine" wb="$dir/${m}_weak_b.engine" cache="$dir/${m}.cache"
+  if "$TRTUTILS_BIN" build --onnx "$model" --output "$wa" --int8 --calibration_data "$dir/calib.npy" \
+        --calibration_cache "$cache" >"$dir/weak_a.log" 2>&1 \
+     && "$TRTUTILS_BIN" build --onnx "$model" --output "$wb" --int8 --calibration_cache "$cache" \
+        >"$dir/weak_b.log" 2>&1; then
+    "$TRTUTILS_BIN" inspect --engine "$wa" --json >"$dir/weak_a.json"
+    "$TRTUTILS_BIN" inspect --engine "$wb" --json >"$dir/weak_b.json"
+    okw=1
+    for i in 0 1 2 3; do
+      "$TRTUTILS_BIN" run --engine "$wb" --input "$input=$dir/x$i.npy" --output_dir "$dir/weak_$i" \
+        >/dev/null || { okw=0; break; }
+    done
+    res=$("$PY" - "$dir" "$cache" "$th_weak" "$okw" <<'EOF'
+import glob, json, os, sys, numpy as np
+d, cache, th, okw = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1"
+a = json.load(open(f"{d}/weak_a.json")); b = json.load(open(f"{d}/weak_b.json"))
+same = [(l["name"], l["precision"]) for l in a["layers"]] == [(l["name"], l["precision"]) for l in b["layers"]]
+n8 = sum(1 for l in b["layers"] if l["precision"] == "int8" and l["op"].startswith("com.trtutils::Q"))
+head = open(cache).readline().strip()
+sig = noise = 0.0
+if okw:
+    for i in range(4):
+        for f in sorted(glob.glob(f"{d}/float_{i}/*.npy")):
+            ref = np.load(f).astype(np.float64)
+            got = np.load(f"{d}/weak_{i}/{os.path.basename(f)}").astype(np.float64)
+            sig += (ref ** 2).sum(); noise += ((ref - got) ** 2).sum()
+sq = 10 * np.log10(sig / noise) if noise > 0 else float("inf")
+ok = okw and same and n8 > 0 and head.startswith("TRT-") and sq >= th
+print(f"{'PASS' if ok else 'FAIL'} cache '{head}', rebuilt from the cache: "
+      f"{'same' if same else 'DIFFERENT'} precisions, {n8} int8 layers, sqnr_vs_float={sq:.2f}dB (>= {th:g})")
+EOF
+)
+  else
+    res="FAIL weakly-typed int8 build: $(tail -n 3 "$dir"/weak_*.log | tr '\n' ' ')"
+  fi
+  echo "$m weak-int8: $res"
+  summary+=("$(printf '%-16s %-5s %s' "$m" "weak" "$res")")
+  [[ "$res" == PASS* ]] || failed+=("$m/weak-int8")
 done
 
 echo "---- quantize e2e summary ----"

@@ -218,7 +218,8 @@ void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) 
   const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
   const DataType dt = x_in.dtype();
   Shape out_shape;
-  const ConvProblem p = make_problem(ctx, transpose, out_shape);
+  ConvProblem p = make_problem(ctx, transpose, out_shape);
+  p.tactic = node.attr_string("tactic", "");
   if (post.residual) {
     TRT_CHECK_ARG(post.residual->dtype() == dt && post.residual->shape() == out_shape,
                   "{}: residual {} {} must have the output's dtype and shape {} {}",

@@ -38,7 +38,12 @@ struct ConvProblem {
   int64_t group = 1;
   std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1},
       dilation{1, 1, 1}, pad_begin{0, 0, 0}, pad_end{0, 0, 0};
+  // The builder's choice of variant (the node's "tactic" attribute): "" = the environment's
+  // policy; "direct"; "winograd" (3x3 stride-1 only); "matmul" (pointwise only).
+  std::string tactic;
 };
+// The fast-path variants that may serve a problem (the builder times each one).
+std::vector<std::string> conv_tactics(const ConvProblem& p);
 
 // What a com.trtutils::FusedConv adds after the convolution (and its bias), in this order:
 // Y = act(conv + B + residual). See passes.h (fuse_convolutions) for the node's contract.

@@ -299,10 +299,17 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   e.ok = true;
 }
 
+bool winograd_shape(const ConvProblem& p) {
+  return p.nspatial == 2 && !p.transpose && p.group == 1 && p.kernel[1] == 3 &&
+         p.kernel[2] == 3 && p.stride[1] == 1 && p.stride[2] == 1 && p.dilation[1] == 1 &&
+         p.dilation[2] == 1;
+}
 bool winograd_candidate(const ConvProblem& p) {
-  return conv_policy().winograd && p.nspatial == 2 && !p.transpose && p.group == 1 &&
-         p.kernel[1] == 3 && p.kernel[2] == 3 && p.stride[1] == 1 && p.stride[2] == 1 &&
-         p.dilation[1] == 1 && p.dilation[2] == 1;
+  const bool wanted = p.tactic.empty() ? conv_policy().winograd : p.tactic == "winograd";
+  return wanted && winograd_shape(p);
+}
+bool pointwise_wanted(const ConvProblem& p) {
+  return p.tactic.empty() ? conv_policy().pointwise_matmul : p.tactic == "matmul";
 }
 
 void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias,
@@ -437,12 +444,19 @@ std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias,
       key, "p",
       {p.pad_begin[0], p.pad_begin[1], p.pad_begin[2], p.pad_end[0], p.pad_end[1], p.pad_end[2]});
   append_dims(key, "g", {p.group, static_cast<int64_t>(p.nspatial), has_bias ? 1 : 0});
-  key += fmt::format("post{},{},{},{}", post.residual ? 1 : 0, static_cast<int>(post.act),
-                     post.alpha, post.beta);
+  key += fmt::format("post{},{},{},{}|{}", post.residual ? 1 : 0, static_cast<int>(post.act),
+                     post.alpha, post.beta, p.tactic);
   return key;
 }
 
 }  // namespace
+
+std::vector<std::string> conv_tactics(const ConvProblem& p) {
+  std::vector<std::string> t = {"direct"};
+  if (winograd_shape(p)) t.push_back("winograd");
+  if (conv_is_pointwise(p)) t.push_back("matmul");
+  return t;
+}
 
 static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
                       Tensor& y, const ConvPostOps& post, bool cache_weights) {
@@ -461,7 +475,7 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       e = std::make_shared<ConvEntry>();
       try {
         bool built = false;
-        if (conv_policy().pointwise_matmul && conv_is_pointwise(p)) {
+        if (pointwise_wanted(p) && conv_is_pointwise(p)) {
           try {
             build_pointwise(*e, p, w, b != nullptr, post);
             built = true;
