@@ -61,6 +61,8 @@ struct BuildConfig {
   bool fp16 = false;
   bool int8 = false;
   bool fp8 = false;
+  // FP32 layers on the GPU may use TF32 tensor cores (TensorRT's default; trtexec --noTF32).
+  bool tf32 = true;
   // TensorRT calibration cache: read when it exists; written after calibrating from data.
   std::filesystem::path calibration_cache{};
   // Calibration data: a .npy whose first axis is samples (batches of calibration_batch_size)...
@@ -71,7 +73,7 @@ struct BuildConfig {
   std::string calibration_algorithm = "entropy";  // "entropy" (EntropyCalibration2) | "minmax"
   // (layer index or name, precision): kFloat32, kFloat16, kInt8, kFloat8E4M3FN.
   std::vector<std::pair<std::string, DataType>> layer_precision{};
-  std::string precision_constraints = "none";  // "none" | "prefer" | "obey"
+  std::string precision_constraints = "none";         // "none" | "prefer" | "obey"
   std::vector<TensorFormat> input_tensor_formats{};   // one per input, in order
   std::vector<TensorFormat> output_tensor_formats{};  // one per output, in order
   // Fixed input shapes, and an optimization profile (all three given together, per input).

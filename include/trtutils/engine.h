@@ -26,8 +26,8 @@ namespace trtutils {
 struct EngineTensorInfo {
   std::string name;
   DataType dtype = DataType::kUndefined;
-  std::vector<int64_t> shape;           // -1 for a dynamic dimension
-  std::vector<std::string> dim_names;   // symbol of each dynamic dimension ("" if none)
+  std::vector<int64_t> shape;             // -1 for a dynamic dimension
+  std::vector<std::string> dim_names;     // symbol of each dynamic dimension ("" if none)
   Shape min_shape, opt_shape, max_shape;  // the optimization profile (empty: static / none)
   std::string format = "LINEAR";
 };
@@ -49,7 +49,7 @@ struct EngineLoadOptions {
 };
 
 struct ContextOptions {
-  int num_threads = 0;  // CPU threads; 0: all cores
+  int num_threads = 0;   // CPU threads; 0: all cores
   bool profile = false;  // time every layer (see ExecutionContext::profile())
 };
 
@@ -71,17 +71,17 @@ class Engine {
   const std::vector<EngineTensorInfo>& inputs() const;
   const std::vector<EngineTensorInfo>& outputs() const;
   const std::vector<EngineLayerInfo>& layers() const;
-  std::string backend() const;        // the backend it was built for
+  std::string backend() const;          // the backend it was built for
   std::string runtime_backend() const;  // the backend that executes it here
-  int target_sm() const;              // 0 for CPU engines
+  int target_sm() const;                // 0 for CPU engines
   bool strongly_typed() const;
   uint64_t weight_bytes() const;
   uint64_t activation_arena_bytes() const;  // planned by liveness at the opt/static shapes
   std::string info_json() const;            // everything the builder recorded (JSON text)
   std::filesystem::path path() const;
 
-  std::unique_ptr<ExecutionContext> create_execution_context(const ContextOptions& options = {})
-      const;
+  std::unique_ptr<ExecutionContext> create_execution_context(
+      const ContextOptions& options = {}) const;
 
   struct Impl;
 

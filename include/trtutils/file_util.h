@@ -10,6 +10,15 @@ namespace trtutils {
 
 // Throws Error(kIO) naming the path on failure; no temporary file is left behind.
 void write_file_atomic(const std::filesystem::path& path, std::string_view data);
+// Temporary files being written (by write_file_atomic and streaming writers) are registered
+// so that an interrupt removes them: after install_interrupt_cleanup(), SIGINT / SIGTERM
+// unlink every registered temporary file, then end the process as the signal would (a killed
+// build, quantize or generate_calibration leaves neither its output nor a temporary behind).
+// At most 64 files are tracked at once; registration beyond that still works, unprotected.
+void install_interrupt_cleanup();
+int register_temp_file(const std::filesystem::path& path);  // returns a slot for unregister
+void unregister_temp_file(int slot);
+
 // Reads a whole file; Error(kIO) naming the path if it cannot. max_bytes = 0: no limit.
 std::string read_file(const std::filesystem::path& path, uint64_t max_bytes = 0);
 

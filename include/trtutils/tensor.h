@@ -15,6 +15,12 @@ namespace trtutils {
 
 using Shape = std::vector<int64_t>;
 
+// The largest allocation (one tensor, or a model file with its external data) the library makes;
+// anything larger is refused with Error(kOutOfRange) before allocation. Default: the machine's
+// physical memory. The CLI's --max_memory sets it.
+void set_memory_limit(uint64_t bytes);
+uint64_t memory_limit();
+
 // Product of dims; throws Error(kOutOfRange) on a negative dim or an overflow of int64.
 int64_t shape_numel(const Shape& shape);
 // "[1, 3, 224, 224]"

@@ -1,5 +1,8 @@
 #include "trtutils/tensor.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -46,11 +49,30 @@ Tensor Tensor::wrap(DataType dtype, Shape shape, std::shared_ptr<uint8_t> data) 
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.numel_ = shape_numel(t.shape_);
-  TRT_CHECK(dtype_bits(dtype) > 0, ErrorCode::kNotSupported, "tensors of dtype {} are not supported",
-            dtype_name(dtype));
+  TRT_CHECK(dtype_bits(dtype) > 0, ErrorCode::kNotSupported,
+            "tensors of dtype {} are not supported", dtype_name(dtype));
   TRT_CHECK(data != nullptr || t.numel_ == 0, ErrorCode::kInternal, "Tensor::wrap: no data");
   t.buffer_ = std::move(data);
   return t;
+}
+
+namespace {
+uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                               : (uint64_t{1} << 40);
+}
+std::atomic<uint64_t>& limit_bytes() {
+  static std::atomic<uint64_t> v{physical_memory()};
+  return v;
+}
+}  // namespace
+
+void set_memory_limit(uint64_t bytes) {
+  limit_bytes().store(bytes > 0 ? bytes : physical_memory());
+}
+uint64_t memory_limit() {
+  return limit_bytes().load();
 }
 
 void Tensor::allocate() {
@@ -61,6 +83,11 @@ void Tensor::allocate() {
   TRT_CHECK(static_cast<uint64_t>(numel_) <= (std::numeric_limits<uint64_t>::max() - 64) / 64,
             ErrorCode::kOutOfRange, "tensor of shape {} is too large", shape_str(shape_));
   const size_t bytes = dtype_storage_bytes(dtype_, numel_);
+  TRT_CHECK(bytes <= memory_limit(), ErrorCode::kOutOfRange,
+            "a tensor of shape {} ({}) needs {:.1f} MiB, over the memory limit of {:.1f} MiB "
+            "(--max_memory; default: physical memory)",
+            shape_str(shape_), dtype_name(dtype_), static_cast<double>(bytes) / (1 << 20),
+            static_cast<double>(memory_limit()) / (1 << 20));
   const size_t alloc = (bytes + 63) / 64 * 64 + 64;
   void* p = std::aligned_alloc(64, alloc);
   TRT_CHECK(p != nullptr, ErrorCode::kOutOfRange,

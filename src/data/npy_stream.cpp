@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "trtutils/file_util.h"
 
 namespace trtutils::data {
 
@@ -58,6 +59,7 @@ NpyStreamWriter::NpyStreamWriter(const std::filesystem::path& path, DataType dty
   TRT_CHECK(fd_ >= 0, ErrorCode::kIO, "cannot create '{}' (temporary file in '{}'): {}",
             path.string(), dir.string(), std::strerror(errno));
   tmp_ = tmpl;
+  slot_ = register_temp_file(tmp_);
   ::fchmod(fd_, 0644);
   write(header.data(), header.size());
   written_ = 0;  // the header is not part of the data
@@ -66,6 +68,7 @@ NpyStreamWriter::NpyStreamWriter(const std::filesystem::path& path, DataType dty
 NpyStreamWriter::~NpyStreamWriter() {
   if (fd_ >= 0) ::close(fd_);
   if (!tmp_.empty()) ::unlink(tmp_.c_str());
+  unregister_temp_file(slot_);
 }
 
 void NpyStreamWriter::write(const void* data, size_t bytes) {
@@ -93,6 +96,8 @@ void NpyStreamWriter::commit() {
   TRT_CHECK(::rename(tmp_.c_str(), path_.c_str()) == 0, ErrorCode::kIO, "cannot write '{}': {}",
             path_.string(), std::strerror(errno));
   tmp_.clear();
+  unregister_temp_file(slot_);
+  slot_ = -1;
 }
 
 }  // namespace trtutils::data

@@ -30,6 +30,7 @@ class NpyStreamWriter {
  private:
   std::filesystem::path path_, tmp_;
   int fd_ = -1;
+  int slot_ = -1;  // registered for removal on interrupt
   uint64_t expected_ = 0, written_ = 0;
 };
 

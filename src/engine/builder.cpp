@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "backends/cuda/cuda_executor.h"
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
@@ -48,11 +49,14 @@ std::string dtype_short(DataType d) {
   }
 }
 
-json shape_json(const Shape& s) { return json(s); }
+json shape_json(const Shape& s) {
+  return json(s);
+}
 
 json config_json(const BuildConfig& c) {
   json lp = json::array();
-  for (const auto& [l, d] : c.layer_precision) lp.push_back({{"layer", l}, {"dtype", dtype_short(d)}});
+  for (const auto& [l, d] : c.layer_precision)
+    lp.push_back({{"layer", l}, {"dtype", dtype_short(d)}});
   auto formats = [](const std::vector<TensorFormat>& v) {
     json a = json::array();
     for (const auto& f : v)
@@ -94,7 +98,9 @@ json config_json(const BuildConfig& c) {
   return j;
 }
 
-std::string hex64(uint64_t v) { return fmt::format("{:016x}", v); }
+std::string hex64(uint64_t v) {
+  return fmt::format("{:016x}", v);
+}
 
 fs::path cache_dir() {
   if (const char* d = std::getenv("TRTUTILS_CACHE_DIR"); d && *d) return fs::path(d);
@@ -196,10 +202,13 @@ precision::CalibrationCache calibrate(const BuildConfig& c, const ir::Model& mod
                c.calibration_algorithm);
   auto stats = quantize::collect_stats(
       model, tensors, static_cast<int64_t>(batches.size()),
-      [&](int64_t i) { return std::map<std::string, Tensor>{{input, batches[i]}}; }, 2048,
-      c.num_threads);
+      [&](int64_t i) {
+        return std::map<std::string, Tensor>{{input, batches[i]}};
+      },
+      2048, c.num_threads);
   precision::CalibrationCache cache;
-  cache.algorithm = c.calibration_algorithm == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration";
+  cache.algorithm =
+      c.calibration_algorithm == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration";
   const auto method = c.calibration_algorithm == "entropy" ? quantize::CalibrationMethod::kEntropy
                                                            : quantize::CalibrationMethod::kMax;
   quantize::CalibratorParams cp;
@@ -269,8 +278,8 @@ void make_fp16_layer(ir::Graph& g, size_t idx) {
 void apply_io_formats(ir::Graph& g, const BuildConfig& c, std::vector<std::string>& warnings,
                       json& io) {
   auto check_count = [&](const std::vector<TensorFormat>& f, size_t n, const char* what) {
-    TRT_CHECK_ARG(f.empty() || f.size() == n, "{}: {} format(s) given for {} {}", what, f.size(),
-                  n, std::string(what).find("input") == 0 ? "inputs" : "outputs");
+    TRT_CHECK_ARG(f.empty() || f.size() == n, "{}: {} format(s) given for {} {}", what, f.size(), n,
+                  std::string(what).find("input") == 0 ? "inputs" : "outputs");
   };
   check_count(c.input_tensor_formats, g.inputs.size(), "input_tensor_formats");
   check_count(c.output_tensor_formats, g.outputs.size(), "output_tensor_formats");
@@ -385,17 +394,25 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   const int local_sm = p.gpu_count > 0 ? p.gpu.sm_major * 10 + p.gpu.sm_minor : 0;
   const int target_sm = c.target_sm > 0 ? c.target_sm : local_sm;
   result.warnings = validate_build_config(c, target_sm);
+  const cuda::DeviceStatus dev = cuda::device_status();
   std::string backend = c.backend;
-  if (backend == "auto") backend = "cpu";  // the CUDA backend is not part of this build yet
-  TRT_CHECK(backend == "cpu", ErrorCode::kNotSupported,
-            "the CUDA backend is not part of this build yet: build with --backend cpu");
+  if (backend == "auto") backend = dev.usable ? "cuda" : "cpu";
+  int engine_sm = 0;
+  if (backend == "cuda") {
+    TRT_CHECK(!cuda::supported_ops().empty(), ErrorCode::kNotSupported,
+              "this trtutils was built without the CUDA backend (no CUDA toolkit at build time): "
+              "build with --backend cpu");
+    engine_sm = c.target_sm > 0 ? c.target_sm : dev.sm;
+    TRT_CHECK(engine_sm > 0, ErrorCode::kInvalidArgument,
+              "--backend cuda: no GPU here ({}); give the target GPU with --target_sm (e.g. 90)",
+              dev.why);
+  }
 
   std::error_code ec;
   TRT_CHECK_ARG(fs::is_regular_file(onnx, ec), "ONNX model not found: {}", onnx.string());
   TRT_CHECK_ARG(!output.empty(), "the output engine path is empty");
   const fs::path out_dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
-  TRT_CHECK_ARG(fs::is_directory(out_dir, ec), "output folder {} does not exist",
-                out_dir.string());
+  TRT_CHECK_ARG(fs::is_directory(out_dir, ec), "output folder {} does not exist", out_dir.string());
 
   // Engine cache: same model bytes + config + target -> the same engine.
   const json cfg_json = config_json(c);
@@ -486,7 +503,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     TRT_LOG_WARN("{}", result.warnings.back());
   }
   if (want_quant) {
-    const bool have_cache_file = !c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec);
+    const bool have_cache_file =
+        !c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec);
     const bool have_data = !c.calibration_data.empty() || c.data_batcher.has_value();
     if (!c.calibration_cache.empty() && !have_cache_file && !have_data)
       TRT_THROW(ErrorCode::kInvalidArgument,
@@ -526,9 +544,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
                                         : c.calibration_cache;
         precision::write_calibration_cache(cache_path, cache);
         result.calibration_cache_written = cache_path;
-        calib_info = {{"source", "data"},
-                      {"written", cache_path.string()},
-                      {"algorithm", cache.algorithm}};
+        calib_info = {
+            {"source", "data"}, {"written", cache_path.string()}, {"algorithm", cache.algorithm}};
         TRT_LOG_INFO("calibration cache written to {}", cache_path.string());
       }
       // Scales: amax = scale * 127 (TensorRT's int8 convention); fp8 reuses the amax.
@@ -587,10 +604,23 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
         "layer_precision asks int8 for {} layer(s), but int8 is not enabled (--int8) or there is "
         "no calibration",
         plan.forced_int8.size());
-    TRT_CHECK(c.precision_constraints != "obey" || c.strongly_typed, ErrorCode::kConfig, "{}",
-              msg);
+    TRT_CHECK(c.precision_constraints != "obey" || c.strongly_typed, ErrorCode::kConfig, "{}", msg);
     result.warnings.push_back(msg);
     TRT_LOG_WARN("{}", msg);
+  }
+
+  // FP16 allowed on the GPU: every float layer runs in FP16 (faster there than FP32; IO stays
+  // FP32), as TensorRT picks FP16 kernels when they win. On the CPU FP32 kernels are faster.
+  if (backend == "cuda" && !c.strongly_typed && c.fp16) {
+    try {
+      if (model.opset() < 19) quantize::upgrade_opset(model, 19);
+      g.value_info.clear();
+      passes::infer_shapes(g, model.opset());
+      quantize::convert_to_fp16(model);
+    } catch (const Error& e) {
+      result.warnings.push_back(std::string("fp16 conversion skipped: ") + e.what());
+      TRT_LOG_WARN("{}", result.warnings.back());
+    }
   }
 
   // IO formats (boundary nodes), then the graph passes.
@@ -623,13 +653,17 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
   // Tactics: the fastest variant per layer, timed on the planned shapes.
   json tactic_info{{"optimization_level", c.optimization_level}};
-  if (c.optimization_level >= 3) {
-    const fs::path tc_path = c.timing_cache == "global" ? engine::global_timing_cache_path()
-                                                         : c.timing_cache;
+  if (backend == "cuda") {
+    tactic_info["note"] =
+        "cuDNN / cuBLASLt algorithms are chosen by the CUDA runtime on the device (timed once "
+        "per shape)";
+  } else if (c.optimization_level >= 3) {
+    const fs::path tc_path =
+        c.timing_cache == "global" ? engine::global_timing_cache_path() : c.timing_cache;
     engine::TimingCache tc =
         tc_path.empty() ? engine::TimingCache() : engine::TimingCache::load(tc_path);
-    const auto ts = engine::select_tactics(model, plan_shapes, tc, "cpu:" + p.cpu_model,
-                                           c.num_threads);
+    const auto ts =
+        engine::select_tactics(model, plan_shapes, tc, "cpu:" + p.cpu_model, c.num_threads);
     if (!tc_path.empty() && tc.dirty()) tc.save(tc_path);
     tactic_info["layers_timed"] = ts.layers_timed;
     tactic_info["timing_cache_hits"] = ts.cache_hits;
@@ -643,6 +677,13 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   for (const auto& n : g.nodes) {
     engine::LayerRecord r = precision::describe_layer(g, n);
     r.device = "cpu";
+    if (backend == "cuda") {
+      r.device = "gpu";
+      static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "QConv", "ConvTranspose"};
+      static const std::set<std::string> kLt = {"Gemm", "MatMul", "QGemm", "QMatMul"};
+      r.kernel = (kCudnn.count(n.op_type) ? "cudnn." : kLt.count(n.op_type) ? "cublasLt." : "cuda.") +
+                 n.op_type;
+    }
     r.tactic = n.attr_string("tactic", "");
     ed.layers.push_back(r);
     ++result.layers_per_precision[r.precision];
@@ -655,7 +696,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
 
   ed.model = std::move(model);
   ed.info = {{"backend", backend},
-             {"target_sm", target_sm},
+             {"target_sm", backend == "cuda" ? engine_sm : 0},
+             {"tf32", c.tf32},
              {"strongly_typed", c.strongly_typed},
              {"explicit_quantization", explicit_qdq},
              {"build_config", cfg_json},
@@ -683,7 +725,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
       TRT_LOG_WARN("could not store the engine in the cache: {}", e.what());
     }
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   std::string summary;
   for (const auto& [prec, n] : result.layers_per_precision)
     summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, prec);

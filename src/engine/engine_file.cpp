@@ -57,7 +57,9 @@ uint64_t get_u64(const uint8_t* p) {
   for (int k = 0; k < 8; ++k) v |= static_cast<uint64_t>(p[k]) << (8 * k);
   return v;
 }
-uint64_t align_up(uint64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
+uint64_t align_up(uint64_t v) {
+  return (v + kAlignment - 1) / kAlignment * kAlignment;
+}
 
 std::string to_hex(const std::string& s) {
   static const char* d = "0123456789abcdef";
@@ -69,7 +71,9 @@ std::string to_hex(const std::string& s) {
   }
   return r;
 }
-uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+uint32_t float_bits(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
 
 json value_to_json(const ir::ValueInfo& v) {
   json j{{"name", v.name}, {"dtype", static_cast<int>(v.dtype)}};
@@ -319,8 +323,7 @@ std::string serialize_engine(const EngineData& e) {
   std::memcpy(out.data() + meta_offset, meta_text.data(), meta_text.size());
   for (size_t k = 0; k < blobs.size(); ++k) {
     const Tensor& t = *blobs[k].second;
-    if (t.nbytes())
-      std::memcpy(out.data() + blob_offset + offsets[k], t.raw(), t.nbytes());
+    if (t.nbytes()) std::memcpy(out.data() + blob_offset + offsets[k], t.raw(), t.nbytes());
   }
   put_u64(out, 56, file_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
   return out;
@@ -495,8 +498,8 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
 
 EngineData read_engine_file(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  TRT_CHECK(fd >= 0, ErrorCode::kIO, "engine file {} not found or not readable: {}",
-            path.string(), std::strerror(errno));
+  TRT_CHECK(fd >= 0, ErrorCode::kIO, "engine file {} not found or not readable: {}", path.string(),
+            std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);

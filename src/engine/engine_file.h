@@ -18,8 +18,8 @@
 //   "opsets"    [{"domain": "", "version": 17}, ...]
 //   "graph"     {"name", "inputs": [value], "outputs": [value], "values": [value],
 //                "nodes": [node]}   nodes in execution order, after the builder's passes
-//     value     {"name", "dtype": ONNX enum, "shape": null (rank unknown) | [int | "symbol" | null]}
-//     node      {"name", "op", "domain", "inputs", "outputs", "attributes": [attribute],
+//     value     {"name", "dtype": ONNX enum, "shape": null (rank unknown) | [int | "symbol" |
+//     null]} node      {"name", "op", "domain", "inputs", "outputs", "attributes": [attribute],
 //                "precision", "device", "kernel", "tactic"}
 //     attribute {"name", "kind": "int|float|string|tensor|ints|floats|strings", "value"}:
 //               floats as their IEEE-754 bit patterns (exact, infinities included), strings as

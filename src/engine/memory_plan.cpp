@@ -31,8 +31,7 @@ MemoryPlan plan_memory(const ir::Model& model, const std::map<std::string, Shape
   auto add = [&](const std::string& name, int64_t first) {
     if (name.empty() || index.count(name) || g.is_initializer(name)) return;
     auto vi = g.find_value_info(name);
-    if (!vi || !vi->shape || !ir::sym_shape_is_static(*vi->shape) ||
-        dtype_bits(vi->dtype) <= 0) {
+    if (!vi || !vi->shape || !ir::sym_shape_is_static(*vi->shape) || dtype_bits(vi->dtype) <= 0) {
       ++plan.unplanned_values;
       return;
     }

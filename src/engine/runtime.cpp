@@ -2,6 +2,7 @@
 // builder) is executed by a Session per context, sharing the engine's mapped weights.
 #include <mutex>
 
+#include "backends/cuda/cuda_executor.h"
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/session.h"
@@ -27,7 +28,8 @@ struct Engine::Impl {
 
 struct ExecutionContext::Impl {
   std::shared_ptr<const Engine::Impl> engine;
-  Session session;
+  std::unique_ptr<Session> session;       // cpu runtime
+  std::unique_ptr<cuda::Executor> gpu;  // cuda runtime
   std::vector<LayerTiming> profile;
   std::mutex mu;  // one execute() at a time per context
 };
@@ -94,27 +96,29 @@ std::shared_ptr<Engine> Engine::load(const std::filesystem::path& path,
   if (impl->backend != "cpu" && impl->backend != "cuda")
     TRT_THROW(ErrorCode::kInvalidArgument, "{}: built for an unknown backend '{}'", path.string(),
               impl->backend);
+  impl->runtime_backend = impl->backend == "cpu" ? "cpu" : "cpu (reference for a cuda engine)";
+  const cuda::DeviceStatus dev = cuda::device_status();
   if (options.backend == "cuda") {
     TRT_CHECK(impl->backend == "cuda", ErrorCode::kInvalidArgument,
               "{} was built for the {} backend: rebuild it with `trtutils build --backend cuda` "
               "to run it on the GPU",
               path.string(), impl->backend);
-    const PlatformInfo& p = platform_info();
-    TRT_CHECK(p.gpu_count > 0, ErrorCode::kNotSupported,
+    TRT_CHECK(dev.usable, ErrorCode::kNotSupported,
               "{} needs a GPU, but none is usable here ({}); run it with --backend cpu",
-              path.string(), p.gpu_status);
-    const int sm = p.gpu.sm_major * 10 + p.gpu.sm_minor;
-    TRT_CHECK(sm == impl->target_sm, ErrorCode::kInvalidArgument,
-              "{} was built for SM {} but this GPU ({}) is SM {}: rebuild the engine here",
-              path.string(), impl->target_sm, p.gpu.name, sm);
-    TRT_THROW(ErrorCode::kNotSupported,
-              "the CUDA runtime is not part of this build yet; run {} with --backend cpu",
-              path.string());
+              path.string(), dev.why);
+    TRT_CHECK(dev.sm == impl->target_sm, ErrorCode::kInvalidArgument,
+              "{} was built for SM {} but this GPU ({}) is SM {}: rebuild the engine here (or "
+              "with --target_sm {})",
+              path.string(), impl->target_sm, dev.name, dev.sm, dev.sm);
+    impl->runtime_backend = "cuda";
+  } else if (options.backend == "auto" && impl->backend == "cuda" && dev.usable &&
+             dev.sm == impl->target_sm) {
+    impl->runtime_backend = "cuda";
   }
-  impl->runtime_backend = impl->backend == "cpu" ? "cpu" : "cpu (reference for a cuda engine)";
 
   const ir::Graph& g = impl->data.model.graph;
-  for (const auto& v : g.inputs) impl->inputs.push_back(tensor_info(v, io_entry(info, "inputs", v.name)));
+  for (const auto& v : g.inputs)
+    impl->inputs.push_back(tensor_info(v, io_entry(info, "inputs", v.name)));
   for (const auto& v : g.outputs)
     impl->outputs.push_back(tensor_info(v, io_entry(info, "outputs", v.name)));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -137,31 +141,64 @@ std::shared_ptr<Engine> Engine::load(const std::filesystem::path& path,
   for (const auto& [name, t] : g.initializers) impl->weight_bytes += t.nbytes();
   if (info.contains("memory") && info["memory"].is_object())
     impl->arena_bytes = info["memory"].value("activation_arena_bytes", uint64_t{0});
-  // Every layer must have a CPU kernel: checked now (a context would fail later otherwise).
-  Session probe(impl->data.model, {.run_passes = false});
-  (void)probe;
+  // Every layer must have a kernel: checked now (a context would fail later otherwise).
+  if (impl->runtime_backend != "cuda") {
+    Session probe(impl->data.model, {.run_passes = false});
+    (void)probe;
+  }
   return std::shared_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-const std::vector<EngineTensorInfo>& Engine::inputs() const { return impl_->inputs; }
-const std::vector<EngineTensorInfo>& Engine::outputs() const { return impl_->outputs; }
-const std::vector<EngineLayerInfo>& Engine::layers() const { return impl_->layers; }
-std::string Engine::backend() const { return impl_->backend; }
-std::string Engine::runtime_backend() const { return impl_->runtime_backend; }
-int Engine::target_sm() const { return impl_->target_sm; }
-bool Engine::strongly_typed() const { return impl_->strongly_typed; }
-uint64_t Engine::weight_bytes() const { return impl_->weight_bytes; }
-uint64_t Engine::activation_arena_bytes() const { return impl_->arena_bytes; }
-std::string Engine::info_json() const { return impl_->data.info.dump(2); }
-std::filesystem::path Engine::path() const { return impl_->path; }
+const std::vector<EngineTensorInfo>& Engine::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<EngineTensorInfo>& Engine::outputs() const {
+  return impl_->outputs;
+}
+const std::vector<EngineLayerInfo>& Engine::layers() const {
+  return impl_->layers;
+}
+std::string Engine::backend() const {
+  return impl_->backend;
+}
+std::string Engine::runtime_backend() const {
+  return impl_->runtime_backend;
+}
+int Engine::target_sm() const {
+  return impl_->target_sm;
+}
+bool Engine::strongly_typed() const {
+  return impl_->strongly_typed;
+}
+uint64_t Engine::weight_bytes() const {
+  return impl_->weight_bytes;
+}
+uint64_t Engine::activation_arena_bytes() const {
+  return impl_->arena_bytes;
+}
+std::string Engine::info_json() const {
+  return impl_->data.info.dump(2);
+}
+std::filesystem::path Engine::path() const {
+  return impl_->path;
+}
 
 std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     const ContextOptions& options) const {
-  auto impl = std::unique_ptr<ExecutionContext::Impl>(new ExecutionContext::Impl{
-      impl_, Session(impl_->data.model, {.num_threads = options.num_threads,
-                                         .profile = options.profile,
-                                         .run_passes = false}),
-      {}, {}});
+  auto impl = std::make_unique<ExecutionContext::Impl>();
+  impl->engine = impl_;
+  if (impl_->runtime_backend == "cuda") {
+    cuda::ExecutorOptions eo;
+    eo.profile = options.profile;
+    eo.allow_tf32 = impl_->data.info.value("tf32", false);
+    impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
+  } else {
+    SessionOptions so;
+    so.num_threads = options.num_threads;
+    so.profile = options.profile;
+    so.run_passes = false;
+    impl->session = std::make_unique<Session>(impl_->data.model, so);
+  }
   return std::make_unique<ExecutionContext>(std::move(impl));
 }
 
@@ -184,17 +221,28 @@ std::map<std::string, Tensor> ExecutionContext::execute(
                   "max {}): rebuild with --min_shapes/--max_shapes covering it",
                   in.name, shape_str(s), shape_str(in.min_shape), shape_str(in.max_shape));
   }
-  auto out = impl_->session.run(inputs);
-  const auto& prof = impl_->session.profile();
+  if (impl_->gpu) {
+    auto out = impl_->gpu->run(inputs);
+    const auto& prof = impl_->gpu->profile();
+    impl_->profile.resize(prof.size());
+    for (size_t i = 0; i < prof.size(); ++i)
+      impl_->profile[i] = {prof[i].name, prof[i].op, prof[i].total_ms, prof[i].calls};
+    return out;
+  }
+  auto out = impl_->session->run(inputs);
+  const auto& prof = impl_->session->profile();
   impl_->profile.resize(prof.size());
   for (size_t i = 0; i < prof.size(); ++i)
     impl_->profile[i] = {prof[i].name, prof[i].op_type, prof[i].total_ms, prof[i].calls};
   return out;
 }
 
-const std::vector<LayerTiming>& ExecutionContext::profile() const { return impl_->profile; }
+const std::vector<LayerTiming>& ExecutionContext::profile() const {
+  return impl_->profile;
+}
 uint64_t ExecutionContext::peak_activation_bytes() const {
-  return impl_->session.peak_activation_bytes();
+  return impl_->gpu ? impl_->gpu->device_activation_bytes()
+                    : impl_->session->peak_activation_bytes();
 }
 
 }  // namespace trtutils

@@ -33,8 +33,7 @@ TimingCache TimingCache::load(const fs::path& path) {
               e.what());
   }
   TRT_CHECK_ARG(j.is_object() && j.value("format", "") == "trtutils-timing-cache" &&
-                    j.value("version", 0) == 1 && j.contains("entries") &&
-                    j["entries"].is_object(),
+                    j.value("version", 0) == 1 && j.contains("entries") && j["entries"].is_object(),
                 "{} is not a trtutils timing cache (version 1); delete it or pass another file",
                 path.string());
   c.entries_ = j["entries"];
@@ -59,7 +58,8 @@ void TimingCache::put(const std::string& key, json value) {
 }
 
 fs::path global_timing_cache_path() {
-  if (const char* d = std::getenv("TRTUTILS_CACHE_DIR"); d && *d) return fs::path(d) / "timing.cache";
+  if (const char* d = std::getenv("TRTUTILS_CACHE_DIR"); d && *d)
+    return fs::path(d) / "timing.cache";
   if (const char* h = std::getenv("HOME"); h && *h)
     return fs::path(h) / ".cache" / "trtutils" / "timing.cache";
   return fs::temp_directory_path() / "trtutils-timing.cache";

@@ -192,7 +192,9 @@ Tensor constant_value(const ir::Node& n, const std::string& file) {
   TRT_CHECK_ARG(n.attributes.size() == 1,
                 "'{}': {} must have exactly one value attribute, it has {}", file, n.describe(),
                 n.attributes.size());
-  const auto& [name, a] = *n.attributes.begin();
+  // Not a structured binding: clang before 16 cannot capture those in the lambda below.
+  const std::string& name = n.attributes.begin()->first;
+  const Attribute& a = n.attributes.begin()->second;
   auto expect = [&](Attribute::Kind k) {
     TRT_CHECK_ARG(a.kind == k, "'{}': {}: attribute '{}' has the wrong type", file, n.describe(),
                   name);
@@ -294,8 +296,10 @@ ir::Graph graph_from_proto(const onnx::GraphProto& g, LoadContext& ctx) {
 
 void parse_model_proto(std::string_view bytes, const std::string& what, const LoadOptions& options,
                        onnx::ModelProto& proto) {
-  TRT_CHECK(options.max_bytes == 0 || bytes.size() <= options.max_bytes, ErrorCode::kOutOfRange,
-            "'{}' is {} bytes, over the limit of {} bytes", what, bytes.size(), options.max_bytes);
+  const uint64_t limit = options.max_bytes ? options.max_bytes : memory_limit();
+  TRT_CHECK(bytes.size() <= limit, ErrorCode::kOutOfRange,
+            "'{}' is {} bytes, over the limit of {} bytes (--max_memory)", what, bytes.size(),
+            limit);
   TRT_CHECK_ARG(bytes.size() <= static_cast<size_t>(INT_MAX) &&
                     proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())),
                 "'{}' is not a valid ONNX model (protobuf parse failed)", what);
@@ -339,7 +343,7 @@ ir::Model load_impl(onnx::ModelProto& proto, const fs::path& base_dir, const std
   ctx.file = what;
   uint64_t bytes_read = proto.ByteSizeLong();  // counts against max_bytes with external data
   ctx.ext.base_dir = base_dir;
-  ctx.ext.max_bytes = options.max_bytes;
+  ctx.ext.max_bytes = options.max_bytes ? options.max_bytes : memory_limit();
   ctx.ext.bytes_read = &bytes_read;
   for (const auto& f : proto.functions()) ctx.functions.emplace(f.domain(), f.name());
   model.graph = graph_from_proto(proto.graph(), ctx);
@@ -523,7 +527,8 @@ std::string serialize_proto(const onnx::ModelProto& p) {
 ir::Model load_model(const fs::path& path, const LoadOptions& options) {
   onnx::ModelProto proto;
   {
-    const std::string bytes = read_file(path, options.max_bytes);  // freed once parsed
+    const std::string bytes = read_file(
+        path, options.max_bytes ? options.max_bytes : memory_limit());  // freed once parsed
     parse_model_proto(bytes, path.string(), options, proto);
   }
   fs::path dir = path.parent_path();

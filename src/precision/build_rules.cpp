@@ -9,7 +9,7 @@
 namespace trtutils::builder {
 
 const std::vector<std::string>& tensor_format_names() {
-  static const std::vector<std::string> v = {"LINEAR", "CHW2", "CHW4", "CHW16", "CHW32",
+  static const std::vector<std::string> v = {"LINEAR", "CHW2", "CHW4",  "CHW16", "CHW32",
                                              "HWC",    "HWC8", "HWC16", "DHWC8"};
   return v;
 }
@@ -34,10 +34,10 @@ TensorFormat parse_tensor_format(const std::string& text) {
   f.format = upper;
   if (!dtype_part.empty()) {
     static const std::vector<std::pair<std::string, DataType>> kDtypes = {
-        {"fp32", DataType::kFloat32}, {"float32", DataType::kFloat32},
-        {"fp16", DataType::kFloat16}, {"float16", DataType::kFloat16},
-        {"int8", DataType::kInt8},    {"uint8", DataType::kUInt8},
-        {"int32", DataType::kInt32},  {"bool", DataType::kBool},
+        {"fp32", DataType::kFloat32},    {"float32", DataType::kFloat32},
+        {"fp16", DataType::kFloat16},    {"float16", DataType::kFloat16},
+        {"int8", DataType::kInt8},       {"uint8", DataType::kUInt8},
+        {"int32", DataType::kInt32},     {"bool", DataType::kBool},
         {"fp8", DataType::kFloat8E4M3FN}};
     auto it = std::find_if(kDtypes.begin(), kDtypes.end(),
                            [&](const auto& p) { return p.first == dtype_part; });

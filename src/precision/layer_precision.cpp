@@ -58,11 +58,11 @@ LayerPrecisionPlan resolve_layer_constraints(const builder::BuildConfig& c, cons
                     index, original_nodes.size(), original_nodes.size() - 1);
       name = original_nodes[static_cast<size_t>(index)];
     } else {
-      TRT_CHECK_ARG(std::find(original_nodes.begin(), original_nodes.end(), layer) !=
-                        original_nodes.end(),
-                    "layer_precision: the model has no layer named '{}' (give a node name or "
-                    "an index; `trtutils info --onnx` lists them)",
-                    layer);
+      TRT_CHECK_ARG(
+          std::find(original_nodes.begin(), original_nodes.end(), layer) != original_nodes.end(),
+          "layer_precision: the model has no layer named '{}' (give a node name or "
+          "an index; `trtutils info --onnx` lists them)",
+          layer);
       name = layer;
     }
     switch (dt) {
@@ -109,8 +109,8 @@ engine::LayerRecord describe_layer(const ir::Graph& g, const ir::Node& n) {
     dt = value_dtype(g, n.outputs[0]);
   }
   r.precision = dt == DataType::kUndefined ? "?" : precision_name(dt);
-  static const std::set<std::string> kOneDnn = {"Conv",    "FusedConv", "ConvTranspose", "Gemm",
-                                                "MatMul",  "QConv",     "QGemm",         "QMatMul"};
+  static const std::set<std::string> kOneDnn = {"Conv",   "FusedConv", "ConvTranspose", "Gemm",
+                                                "MatMul", "QConv",     "QGemm",         "QMatMul"};
   const std::string base = kOneDnn.count(n.op_type) ? "onednn" : "cpu";
   r.kernel = base + "." + (ours ? "trtutils." : "") + n.op_type;
   return r;

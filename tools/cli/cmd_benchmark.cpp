@@ -1,15 +1,22 @@
-// trtutils benchmark --onnx MODEL [--iterations N] [--warmup N] [--threads N]: latency like
-// trtexec reports it (min/mean/median/percentiles over timed iterations after warm-up).
+// trtutils benchmark (--engine ENGINE | --onnx MODEL) [--iterations N] [--warmup_iterations N]
+//                    [--threads N] [--profile] [--json FILE] [--plot FILE.png]
+// Measures like trtexec: warm-up iterations first (untimed), then per-iteration latency
+// (enqueue to outputs ready) with min/mean/median/p90/p95/p99/max, throughput from the total
+// wall time of the timed iterations, and on the CPU backend no host<->device copies (reported
+// as 0, so that the split reads the same on every backend).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "core/check.h"
+#include "core/png_chart.h"
 #include "engine/session.h"
+#include "trtutils/engine.h"
+#include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cli {
@@ -17,12 +24,15 @@ namespace trtutils::cli {
 namespace {
 struct BenchOptions {
   std::string onnx;
+  std::string engine;
+  std::string backend = "auto";
   std::vector<std::string> inputs;
   int iterations = 10;
   int warmup = 2;
   int threads = 0;
   uint64_t seed = 0;
   std::string json;
+  std::string plot;
   bool profile = false;
 };
 
@@ -34,86 +44,158 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
+struct LayerTime {
+  std::string name, op;
+  double ms = 0;  // per timed iteration
+};
+
 // Per-op-type and top per-layer times of the timed iterations (warm-up subtracted).
-void print_profile(const std::vector<NodeProfile>& now, const std::vector<NodeProfile>& warm,
-                   int iterations) {
+nlohmann::json print_profile(const std::vector<LayerTime>& layers_in) {
   std::map<std::string, double> by_type;
-  std::vector<std::pair<double, size_t>> layers;
   double total = 0;
-  for (size_t i = 0; i < now.size(); ++i) {
-    const double ms = (now[i].total_ms - warm[i].total_ms) / iterations;
-    by_type[now[i].op_type] += ms;
-    layers.emplace_back(ms, i);
-    total += ms;
+  for (const auto& l : layers_in) {
+    by_type[l.op] += l.ms;
+    total += l.ms;
   }
   std::vector<std::pair<double, std::string>> types;
   for (const auto& [t, ms] : by_type) types.emplace_back(ms, t);
   std::sort(types.rbegin(), types.rend());
-  fmt::print("profile: {:.3f} ms per iteration in {} layers\n", total, now.size());
+  fmt::print("profile: {:.3f} ms per iteration in {} layers\n", total, layers_in.size());
   for (const auto& [ms, t] : types)
-    fmt::print("  {:<24} {:9.3f} ms {:5.1f}%\n", t, ms, 100 * ms / total);
-  std::sort(layers.rbegin(), layers.rend());
+    fmt::print("  {:<28} {:9.3f} ms {:5.1f}%\n", t, ms, total > 0 ? 100 * ms / total : 0.0);
+  std::vector<size_t> order(layers_in.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return layers_in[a].ms > layers_in[b].ms; });
   fmt::print("slowest layers:\n");
-  for (size_t k = 0; k < layers.size() && k < 10; ++k)
-    fmt::print("  {:<40} {:<12} {:9.3f} ms\n", now[layers[k].second].name,
-               now[layers[k].second].op_type, layers[k].first);
+  for (size_t k = 0; k < order.size() && k < 10; ++k)
+    fmt::print("  {:<40} {:<22} {:9.3f} ms\n", layers_in[order[k]].name, layers_in[order[k]].op,
+               layers_in[order[k]].ms);
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& l : layers_in) j.push_back({{"name", l.name}, {"op", l.op}, {"ms", l.ms}});
+  return j;
 }
 
 void bench(const BenchOptions& o) {
   TRT_CHECK_ARG(o.iterations >= 1, "--iterations must be at least 1, got {}", o.iterations);
-  TRT_CHECK_ARG(o.warmup >= 0, "--warmup must be at least 0, got {}", o.warmup);
-  Session session = Session::from_file(o.onnx, {.num_threads = o.threads, .profile = o.profile});
-  auto feeds = make_feeds(session, o.inputs, o.seed);
+  TRT_CHECK_ARG(o.warmup >= 0, "--warmup_iterations must be at least 0, got {}", o.warmup);
+  TRT_CHECK_ARG(o.onnx.empty() != o.engine.empty(), "give exactly one of --engine and --onnx");
+  std::function<void()> run_once;
+  std::function<std::vector<LayerTime>()> layer_times;
+  std::map<std::string, Tensor> feeds;
+  std::string backend = "cpu", what;
+  std::unique_ptr<Session> session;
+  std::shared_ptr<Engine> engine;
+  std::unique_ptr<ExecutionContext> ctx;
+  if (!o.engine.empty()) {
+    engine = Engine::load(o.engine, {.backend = o.backend});
+    ctx = engine->create_execution_context({.num_threads = o.threads, .profile = o.profile});
+    feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
+    run_once = [&] { ctx->execute(feeds); };
+    layer_times = [&] {
+      std::vector<LayerTime> v;
+      for (const auto& p : ctx->profile()) v.push_back({p.name, p.op, p.total_ms});
+      return v;
+    };
+    backend = engine->runtime_backend();
+    what = o.engine;
+  } else {
+    session = std::make_unique<Session>(
+        Session::from_file(o.onnx, {.num_threads = o.threads, .profile = o.profile}));
+    feeds = make_feeds(session->inputs(), o.inputs, o.seed);
+    run_once = [&] { session->run(feeds); };
+    layer_times = [&] {
+      std::vector<LayerTime> v;
+      for (const auto& p : session->profile()) v.push_back({p.name, p.op_type, p.total_ms});
+      return v;
+    };
+    what = o.onnx;
+  }
   const int64_t batch =
       feeds.empty() || feeds.begin()->second.rank() == 0 ? 1 : feeds.begin()->second.dim(0);
-  for (int i = 0; i < o.warmup; ++i) session.run(feeds);
-  std::vector<NodeProfile> warm = session.profile();
+  for (int i = 0; i < o.warmup; ++i) run_once();
+  const std::vector<LayerTime> warm = o.profile ? layer_times() : std::vector<LayerTime>{};
   std::vector<double> ms;
+  const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < o.iterations; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    session.run(feeds);
+    run_once();
     ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double mean = 0;
   for (double v : ms) mean += v;
   mean /= static_cast<double>(ms.size());
   const double median = percentile(ms, 50);
-  fmt::print("backend: cpu, threads: {}, iterations: {}, warmup: {}, batch: {}\n",
-             o.threads > 0 ? std::to_string(o.threads) : "all", o.iterations, o.warmup, batch);
+  const double qps = static_cast<double>(o.iterations) / wall_s;
+  fmt::print("model: {}\n", what);
+  fmt::print("backend: {}, threads: {}, iterations: {}, warmup iterations: {}, batch: {}\n",
+             backend, o.threads > 0 ? std::to_string(o.threads) : "all", o.iterations, o.warmup,
+             batch);
+  fmt::print("throughput: {:.2f} qps ({:.2f} samples/s)\n", qps, qps * static_cast<double>(batch));
   fmt::print(
       "latency (ms): min {:.3f}, mean {:.3f}, median {:.3f}, p90 {:.3f}, p95 {:.3f}, p99 {:.3f}, "
       "max {:.3f}\n",
       *std::min_element(ms.begin(), ms.end()), mean, median, percentile(ms, 90), percentile(ms, 95),
       percentile(ms, 99), *std::max_element(ms.begin(), ms.end()));
-  fmt::print("throughput: {:.2f} inferences/s ({:.2f} samples/s)\n", 1000.0 / median,
-             1000.0 * static_cast<double>(batch) / median);
-  if (o.profile) print_profile(session.profile(), warm, o.iterations);
+  fmt::print(
+      "split (median ms): host-to-device 0.000, compute {:.3f}, device-to-host 0.000 (the cpu "
+      "backend copies nothing)\n",
+      median);
+  nlohmann::json layers_json;
+  if (o.profile) {
+    std::vector<LayerTime> now = layer_times();
+    for (size_t i = 0; i < now.size(); ++i)
+      now[i].ms = (now[i].ms - (i < warm.size() ? warm[i].ms : 0.0)) / o.iterations;
+    layers_json = print_profile(now);
+  }
+  if (!o.plot.empty()) {
+    chart::write_latency_histogram_png(o.plot, ms, "Latency per iteration (ms): " + what);
+    fmt::print("latency histogram written to {}\n", o.plot);
+  }
   if (!o.json.empty()) {
-    nlohmann::json j = {{"model", o.onnx},
-                        {"backend", "cpu"},
+    nlohmann::json j = {{"model", what},
+                        {"backend", backend},
                         {"threads", o.threads},
                         {"batch", batch},
+                        {"iterations", o.iterations},
+                        {"warmup_iterations", o.warmup},
+                        {"throughput_qps", qps},
+                        {"throughput_samples_per_s", qps * static_cast<double>(batch)},
                         {"latency_ms", ms},
-                        {"median_ms", median},
+                        {"min_ms", *std::min_element(ms.begin(), ms.end())},
                         {"mean_ms", mean},
+                        {"median_ms", median},
                         {"p90_ms", percentile(ms, 90)},
-                        {"p99_ms", percentile(ms, 99)}};
-    std::ofstream(o.json) << j.dump(2) << "\n";
+                        {"p95_ms", percentile(ms, 95)},
+                        {"p99_ms", percentile(ms, 99)},
+                        {"max_ms", *std::max_element(ms.begin(), ms.end())},
+                        {"h2d_ms", 0.0},
+                        {"d2h_ms", 0.0}};
+    if (o.profile) j["layers"] = layers_json;
+    write_file_atomic(o.json, j.dump(2) + "\n");
   }
 }
 }  // namespace
 
 void add_benchmark_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
-  CLI::App* sub = app.add_subcommand("benchmark", "Measure latency and throughput of a model");
-  sub->add_option("--onnx", o->onnx, "ONNX model")->required();
+  CLI::App* sub = app.add_subcommand(
+      "benchmark", "Measure latency and throughput of an engine (or an ONNX model), like trtexec");
+  auto* eng = sub->add_option("--engine", o->engine, "engine file (from `trtutils build`)");
+  sub->add_option("--onnx", o->onnx, "ONNX model, run directly on the CPU backend")->excludes(eng);
+  sub->add_option("--backend", o->backend, "engine runtime: auto, cpu, cuda")
+      ->capture_default_str();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy (default: random data)");
   sub->add_option("--iterations", o->iterations, "timed iterations")->capture_default_str();
-  sub->add_option("--warmup", o->warmup, "untimed warm-up iterations")->capture_default_str();
+  sub->add_option("--warmup_iterations,--warmup", o->warmup, "untimed warm-up iterations")
+      ->capture_default_str();
   sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str();
   sub->add_option("--seed", o->seed, "seed of the random input data")->capture_default_str();
-  sub->add_option("--json", o->json, "also write the timings to this JSON file");
+  sub->add_option("--json", o->json, "also write the timings (and --profile layers) as JSON");
+  sub->add_option("--plot", o->plot, "write a PNG histogram of the latencies");
   sub->add_flag("--profile", o->profile, "print time per op type and the slowest layers");
   sub->callback([o] { bench(*o); });
 }

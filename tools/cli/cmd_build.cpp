@@ -57,7 +57,8 @@ void build(BuildFlags& f, const CLI::App* sub) {
     c.layer_precision.emplace_back(spec.substr(0, colon),
                                    precision_from_name(spec.substr(colon + 1), spec));
   }
-  for (const auto& s : f.input_formats) c.input_tensor_formats.push_back(builder::parse_tensor_format(s));
+  for (const auto& s : f.input_formats)
+    c.input_tensor_formats.push_back(builder::parse_tensor_format(s));
   for (const auto& s : f.output_formats)
     c.output_tensor_formats.push_back(builder::parse_tensor_format(s));
   auto shapes = [](const std::vector<std::string>& specs, const char* flag) {
@@ -113,6 +114,8 @@ void add_build_command(CLI::App& app) {
   sub->add_flag("--fp16", f->config.fp16, "allow FP16 layers (weakly typed)");
   sub->add_flag("--int8", f->config.int8, "allow INT8 layers (weakly typed; needs scales)");
   sub->add_flag("--fp8", f->config.fp8, "allow FP8 layers (weakly typed)");
+  sub->add_flag("!--no_tf32", f->config.tf32,
+                "FP32 layers on the GPU use exact FP32 arithmetic instead of TF32 tensor cores");
   sub->add_option("--calibration_cache", f->calibration_cache,
                   "TensorRT calibration cache: read if it exists, else written after calibrating");
   sub->add_option("--calibration_data", f->calibration_data,

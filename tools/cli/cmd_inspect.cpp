@@ -28,9 +28,9 @@ std::string dims(const EngineTensorInfo& t) {
   std::string s = "[";
   for (size_t d = 0; d < t.shape.size(); ++d) {
     if (d) s += ", ";
-    s += t.shape[d] >= 0 ? std::to_string(t.shape[d])
-                         : (d < t.dim_names.size() && !t.dim_names[d].empty() ? t.dim_names[d]
-                                                                              : "?");
+    s += t.shape[d] >= 0
+             ? std::to_string(t.shape[d])
+             : (d < t.dim_names.size() && !t.dim_names[d].empty() ? t.dim_names[d] : "?");
   }
   return s + "]";
 }
@@ -93,8 +93,8 @@ void inspect(const InspectOptions& o) {
   for (const auto* list : {&engine->inputs(), &engine->outputs()}) {
     const bool in = list == &engine->inputs();
     for (const auto& t : *list) {
-      fmt::print("{} '{}': {} {} {}", in ? "input" : "output", t.name, dtype_name(t.dtype),
-                 dims(t), t.format);
+      fmt::print("{} '{}': {} {} {}", in ? "input" : "output", t.name, dtype_name(t.dtype), dims(t),
+                 t.format);
       if (!t.min_shape.empty())
         fmt::print(" profile min {} opt {} max {}", shape_str(t.min_shape), shape_str(t.opt_shape),
                    shape_str(t.max_shape));
@@ -102,7 +102,8 @@ void inspect(const InspectOptions& o) {
     }
   }
   std::string counts;
-  for (const auto& [p, n] : per_precision) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, p);
+  for (const auto& [p, n] : per_precision)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, p);
   fmt::print("layers: {} ({})\n", engine->layers().size(), counts);
   fmt::print("{:>4}  {:<36} {:<24} {:<9} {:<6} {:<28} {}\n", "#", "layer", "op", "precision",
              "device", "kernel", "shapes (inputs -> outputs)");

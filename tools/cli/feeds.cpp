@@ -89,6 +89,28 @@ std::vector<ir::ValueInfo> engine_inputs(const Engine& engine) {
   return r;
 }
 
+uint64_t parse_byte_size(const std::string& text, const char* flag) {
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  uint64_t mul = 1;
+  const std::string suffix(ptr, end);
+  if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    mul = uint64_t{1} << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    mul = uint64_t{1} << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    mul = uint64_t{1} << 30;
+  else if (suffix == "T" || suffix == "t" || suffix == "TiB")
+    mul = uint64_t{1} << 40;
+  else
+    TRT_CHECK_ARG(suffix.empty() || suffix == "B", "{} '{}': expected a size such as 512M or 8G",
+                  flag, text);
+  TRT_CHECK_ARG(ec == std::errc() && ptr != text.data() && v > 0 && v <= UINT64_MAX / mul,
+                "{} '{}': expected a positive size such as 512M or 8G", flag, text);
+  return v * mul;
+}
+
 std::pair<std::string, Shape> parse_shape_spec(const std::string& spec, const char* flag) {
   const auto colon = spec.rfind(':');
   TRT_CHECK_ARG(colon != std::string::npos && colon > 0 && colon + 1 < spec.size(),
