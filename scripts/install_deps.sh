@@ -18,6 +18,8 @@ pkgs=(
   libonnx-testdata python3-torch python3-torchvision python3-numpy python3-onnx
   # image decoding for calibration data; Pillow writes the photos of bench/calibration_bench.sh
   libjpeg62-turbo-dev libpng-dev libwebp-dev python3-pil
+  # fuzzing (tests/fuzz): clang with libFuzzer + sanitizer runtimes, and its OpenMP runtime
+  clang-14 libclang-rt-14-dev libomp-14-dev
 )
 # ONNX Runtime comes from npm (onnxruntime-node) and needs Node.js + npm; keep a newer one if present
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite. Warnings are errors; sources must be clang-formatted.
 #   1. an ASan + UBSan build runs the unit tests and ONNX's own backend tests;
-#   2. the release build runs everything: unit tests, ONNX backend conformance, and the
+#   2. a clang build of the libFuzzer harnesses (tests/fuzz) runs each once over its seed corpus;
+#   3. the release build runs everything: unit tests, ONNX backend conformance, and the
 #      end-to-end comparisons with ONNX Runtime on torchvision models (plain and quantized).
 # Extra arguments go to the final ctest (e.g. -L unit). Prints ctest's summary last.
 set -euo pipefail
@@ -14,6 +15,11 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRTUTILS_W
   -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE e2e)
+
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz-clang -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRTUTILS_FUZZ=ON -DTRTUTILS_BUILD_BENCH=OFF
+cmake --build build-fuzz-clang -j"$jobs" --target fuzz_harnesses
+(cd build-fuzz-clang && ctest --output-on-failure -j"$jobs" --timeout 300 -L fuzz)
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRTUTILS_WERROR=ON
 cmake --build build -j"$jobs"

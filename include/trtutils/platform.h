@@ -22,7 +22,8 @@ struct PlatformInfo {
   GpuInfo gpu;                         // device 0 when gpu_count > 0
   std::string gpu_status;              // why no GPU was found, when gpu_count == 0
   bool cuda_toolkit_at_build = false;  // the CUDA toolkit was found when this binary was built
-  bool is_jetson = false;              // /etc/nv_tegra_release present
+  bool is_jetson = false;              // /etc/nv_tegra_release, or a Jetson device-tree model
+  std::string board_model;             // /proc/device-tree/model where present
   // IS_BLACKWELL: true on SM 10.0+ GPUs (compute capability >= 100).
   bool is_blackwell = false;
   // STRONGLY_TYPED_SUPPORTED: our builder always supports strongly typed networks.

@@ -22,6 +22,7 @@
 #include "precision/layer_precision.h"
 #include "quantize/calibration.h"
 #include "quantize/qdq.h"
+#include "tensorrt/trtexec.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
@@ -385,6 +386,8 @@ void apply_io_formats(ir::Graph& g, const BuildConfig& c, std::vector<std::strin
 }  // namespace
 
 BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& c) {
+  if (c.backend == "tensorrt")  // TensorRT itself, through trtexec (src/tensorrt)
+    return build_with_trtexec(onnx, output, c, /*dry_run=*/false);
   const auto t_start = std::chrono::steady_clock::now();
   BuildResult result;
   result.engine_path = output;
@@ -681,7 +684,9 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
       r.device = "gpu";
       static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "QConv", "ConvTranspose"};
       static const std::set<std::string> kLt = {"Gemm", "MatMul", "QGemm", "QMatMul"};
-      r.kernel = (kCudnn.count(n.op_type) ? "cudnn." : kLt.count(n.op_type) ? "cublasLt." : "cuda.") +
+      r.kernel = (kCudnn.count(n.op_type) ? "cudnn."
+                  : kLt.count(n.op_type)  ? "cublasLt."
+                                          : "cuda.") +
                  n.op_type;
     }
     r.tactic = n.attr_string("tactic", "");

@@ -28,7 +28,7 @@ struct Engine::Impl {
 
 struct ExecutionContext::Impl {
   std::shared_ptr<const Engine::Impl> engine;
-  std::unique_ptr<Session> session;       // cpu runtime
+  std::unique_ptr<Session> session;     // cpu runtime
   std::unique_ptr<cuda::Executor> gpu;  // cuda runtime
   std::vector<LayerTiming> profile;
   std::mutex mu;  // one execute() at a time per context

@@ -53,8 +53,10 @@ bool path_is_inside(const fs::path& child, const fs::path& dir) {
   return d == dir.end() && c != child.end();
 }
 
-void read_external(const onnx::TensorProto& proto, ExternalDataContext* ext,
-                   const std::string& what, uint64_t expected, Tensor* out) {
+// Checks the external data's location and range, then allocates the tensor and reads it (never
+// allocating before the file is known to hold `expected` bytes).
+Tensor read_external(const onnx::TensorProto& proto, ExternalDataContext* ext,
+                     const std::string& what, DataType dtype, Shape shape, uint64_t expected) {
   std::string location;
   int64_t offset = 0;
   int64_t length = -1;
@@ -107,27 +109,29 @@ void read_external(const onnx::TensorProto& proto, ExternalDataContext* ext,
                   offset, offset, length, location, size);
     TRT_CHECK_ARG(static_cast<uint64_t>(length) == expected,
                   "{}: external data length is {} bytes, but dims {} of {} need {} bytes", what,
-                  length, shape_str(out->shape()), dtype_name(out->dtype()), expected);
+                  length, shape_str(shape), dtype_name(dtype), expected);
   } else {
     TRT_CHECK_ARG(expected <= size - off,
                   "{}: external data in '{}' from offset {} has {} bytes, but dims {} of {} need "
                   "{} bytes",
-                  what, location, offset, size - off, shape_str(out->shape()),
-                  dtype_name(out->dtype()), expected);
+                  what, location, offset, size - off, shape_str(shape), dtype_name(dtype),
+                  expected);
   }
   if (ext->bytes_read) {
     *ext->bytes_read += expected;
     TRT_CHECK(ext->max_bytes == 0 || *ext->bytes_read <= ext->max_bytes, ErrorCode::kOutOfRange,
               "{}: the model's data exceeds the limit of {} bytes", what, ext->max_bytes);
   }
-  if (expected == 0) return;
+  Tensor out(dtype, std::move(shape));
+  if (expected == 0) return out;
   std::ifstream f(file, std::ios::binary);
   TRT_CHECK(f.good(), ErrorCode::kIO, "{}: cannot open external data file '{}'", what,
             file.string());
   f.seekg(static_cast<std::streamoff>(off));
-  f.read(static_cast<char*>(out->raw()), static_cast<std::streamsize>(expected));
+  f.read(static_cast<char*>(out.raw()), static_cast<std::streamsize>(expected));
   TRT_CHECK(f.good() && f.gcount() == static_cast<std::streamsize>(expected), ErrorCode::kIO,
             "{}: short read from external data file '{}'", what, file.string());
+  return out;
 }
 
 // The typed field ONNX uses for `dtype` and how many of its values the tensor needs.
@@ -256,11 +260,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, ExternalDataContext* ext,
   const uint64_t expected = dtype_storage_bytes(*dtype, numel);
 
   // Sizes are validated before the allocation, so a corrupt file cannot ask for terabytes.
-  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    Tensor t(*dtype, std::move(shape));
-    read_external(p, ext, what, expected, &t);
-    return t;
-  }
+  if (p.data_location() == onnx::TensorProto::EXTERNAL)
+    return read_external(p, ext, what, *dtype, std::move(shape), expected);
   if (p.has_raw_data()) {
     TRT_CHECK_ARG(p.raw_data().size() == expected,
                   "{}: raw_data has {} bytes, but dims {} of {} need {} bytes", what,

@@ -20,6 +20,7 @@ OpRegistry& OpRegistry::instance() {
     register_nn_ops(*reg);
     register_tensor_ops(*reg);
     register_quant_ops(*reg);
+    register_qlinear_ops(*reg);
     return reg;
   }();
   return *r;

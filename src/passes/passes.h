@@ -42,12 +42,31 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
 // the pattern's last node. Returns the number of Conv nodes fused.
 size_t fuse_convolutions(ir::Graph& graph, int64_t opset);
 
+// Fuses the quantized islands of a Q/DQ model, DequantizeLinear(X), DequantizeLinear(W) ->
+// Conv | Gemm | MatMul [-> Add(bias)] [-> Add(residual)] [-> activation] [-> QuantizeLinear],
+// into com.trtutils::QConv / QGemm / QMatMul nodes (contract and semantics: ops/qlinear_ops.h;
+// the exact rules: qdq_fusion.cpp), and DequantizeLinear -> MaxPool -> QuantizeLinear with equal
+// scale and zero point into an int8 MaxPool. Scales and zero points must be initializers;
+// values fused away must have one reader and not be graph outputs. The DequantizeLinear nodes
+// stay for dead-code elimination. Needs shape inference first. Returns the number of fusions.
+size_t fuse_qdq(ir::Graph& graph, int64_t opset);
+
+// Runs int8 QConv nodes channels-last (their "channels_last" attribute; the int8 kernels'
+// native layout): X and R are read through Transpose(NCHW -> NHWC) and Y is written NHWC with a
+// Transpose back, except that a QConv reading another converted QConv's output (or an already
+// transposed value) reads the NHWC value directly, so chains of quantized convolutions stay
+// channels-last and only the chain's boundaries transpose. Needs dtypes and static (or named)
+// shapes in value_info. Returns the number of QConv nodes converted. Run dead-code elimination
+// afterwards (Transposes back to NCHW that nobody reads).
+size_t qdq_channels_last(ir::Graph& graph);
+
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that
-// Shape-driven subgraphs disappear when shapes are static), conv fusion, dead-code elimination.
-// `disabled` names passes to skip: "constant_folding", "conv_fusion", "dead_code_elimination".
+// Shape-driven subgraphs disappear when shapes are static), Q/DQ fusion, conv fusion, dead-code
+// elimination. `disabled` names passes to skip: "constant_folding", "qdq_fusion", "qdq_layout"
+// (qdq_channels_last), "conv_fusion", "dead_code_elimination".
 // The environment variable TRTUTILS_DISABLE_PASSES (comma-separated names) adds to it.
-// Tools that rewrite and save models (e.g. the quantizer) should disable "conv_fusion": its
-// FusedConv nodes are for execution on our CPU backend only.
+// Tools that rewrite and save models (e.g. the quantizer) should disable "conv_fusion" and
+// "qdq_fusion": their FusedConv / QConv / QGemm / QMatMul nodes are for our backends only.
 void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled = {});
 
 }  // namespace trtutils::passes

@@ -6,7 +6,11 @@
 // 3. conv fusion after folding: it needs the final dtypes/static shapes (residual shape check)
 //    and Clip bounds that folding may have just turned into initializers, and it must not hide
 //    a Conv from folding (a FusedConv is our own op, which the folder does not evaluate);
-// 4. dead-code elimination last, removing what folding left unused.
+// 4. Q/DQ fusion before conv fusion: a Conv inside a quantized island must become a QConv, not
+//    a float FusedConv; like conv fusion it needs the folded constants (scales, Clip bounds);
+//    then the int8 QConv chains go channels-last (qdq_layout), the int8 kernels' layout;
+// 5. dead-code elimination last, removing what folding and Q/DQ fusion left unused (the
+//    DequantizeLinear nodes whose readers were fused).
 #include <cstdlib>
 #include <sstream>
 
@@ -29,6 +33,10 @@ void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& 
     const size_t n = fold_constants(graph, opset);
     TRT_LOG_VERBOSE("constant folding round {}: {} nodes folded", round, n);
     if (n == 0) break;
+  }
+  if (!disabled.count("qdq_fusion")) {
+    fuse_qdq(graph, opset);
+    if (!disabled.count("qdq_layout")) qdq_channels_last(graph);
   }
   if (!disabled.count("conv_fusion")) fuse_convolutions(graph, opset);
   if (!disabled.count("dead_code_elimination")) graph.remove_dead_nodes();

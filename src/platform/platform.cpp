@@ -81,6 +81,15 @@ const PlatformInfo& platform_info() {
 #endif
     std::error_code ec;
     p.is_jetson = std::filesystem::exists("/etc/nv_tegra_release", ec);
+    // The device-tree model names the board ("NVIDIA Jetson AGX Orin Developer Kit").
+    if (std::ifstream dt("/proc/device-tree/model"); dt) {
+      std::string model;
+      std::getline(dt, model, '\0');
+      if (model.find("Jetson") != std::string::npos ||
+          model.find("NVIDIA Orin") != std::string::npos)
+        p.is_jetson = true;
+      p.board_model = model;
+    }
     query_gpu(p);
     return p;
   }();

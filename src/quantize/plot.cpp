@@ -1,76 +1,55 @@
-// A PNG bar chart of per-tensor SQNR (--plot): one bar per quantized tensor in graph order,
-// grey gridlines every 10 dB from 0 to the top, bars coloured by SQNR (red < 20 dB, orange
-// < 30 dB, green above). No text: the JSON report has the names and values in the same order.
-// The PNG is written uncompressed (zlib "stored" blocks) so that no codec is needed.
-#include <algorithm>
-#include <array>
-#include <cmath>
+// The PNG bar chart of per-tensor SQNR (--plot): one bar per quantized tensor in graph order,
+// labelled with the tensor name (shortened; every k-th one past 64 bars), coloured by SQNR (red <
+// 20 dB, orange < 30 dB, green above) with dashed 20 dB and 30 dB reference lines. The JSON report
+// has the same tensors in the same order.
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <string_view>
+
+#include "core/png_chart.h"
 #include "quantize/report.h"
-#include "trtutils/file_util.h"
 
 namespace trtutils::quantize {
 
 namespace {
 
-uint32_t crc32(const uint8_t* p, size_t n, uint32_t c = 0xFFFFFFFFu) {
-  static const auto table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t v = i;
-      for (int k = 0; k < 8; ++k) v = (v & 1) ? 0xEDB88320u ^ (v >> 1) : v >> 1;
-      t[i] = v;
+// Bar labels: the tensor names without the exporter's "_output_0" suffix and without the leading
+// path components that all '/' names share ("/backbone/..."), so that the distinguishing middle
+// fits; *common gets what was left out. The JSON report keeps the full names.
+std::vector<std::string> bar_labels(const std::vector<QuantizeTensorMetrics>& tensors,
+                                    std::string* common) {
+  std::vector<std::string> out;
+  for (const auto& t : tensors) {
+    std::string s = t.name.empty() ? t.node : t.name;
+    constexpr std::string_view kSuffix = "_output_0";
+    if (s.size() > kSuffix.size() && s.ends_with(kSuffix)) s.resize(s.size() - kSuffix.size());
+    out.push_back(std::move(s));
+  }
+  std::string prefix;
+  int paths = 0;
+  for (const auto& s : out) {
+    if (s.empty() || s[0] != '/') continue;
+    if (paths++ == 0) {
+      prefix = s;
+    } else {
+      size_t n = 0;
+      while (n < prefix.size() && n < s.size() && prefix[n] == s[n]) ++n;
+      prefix.resize(n);
     }
-    return t;
-  }();
-  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-  return c;
-}
-
-void put32(std::string& s, uint32_t v) {
-  for (int k = 3; k >= 0; --k) s += static_cast<char>((v >> (8 * k)) & 0xFF);
-}
-
-void chunk(std::string& out, const char* type, const std::string& data) {
-  put32(out, static_cast<uint32_t>(data.size()));
-  std::string td = std::string(type, 4) + data;
-  out += td;
-  put32(out, crc32(reinterpret_cast<const uint8_t*>(td.data()), td.size()) ^ 0xFFFFFFFFu);
-}
-
-std::string png_rgb(int w, int h, const std::vector<uint8_t>& rgb) {
-  std::string raw;
-  for (int y = 0; y < h; ++y) {
-    raw += '\0';  // filter: none
-    raw.append(reinterpret_cast<const char*>(rgb.data()) + static_cast<size_t>(y) * w * 3,
-               static_cast<size_t>(w) * 3);
   }
-  std::string z = "\x78\x01";  // zlib header, no compression
-  uint32_t a = 1, b = 0;
-  for (unsigned char c : raw) {
-    a = (a + c) % 65521;
-    b = (b + a) % 65521;
-  }
-  for (size_t off = 0; off < raw.size() || off == 0; off += 65535) {
-    const size_t len = std::min<size_t>(65535, raw.size() - off);
-    const bool last = off + len >= raw.size();
-    z += static_cast<char>(last ? 1 : 0);
-    z += static_cast<char>(len & 0xFF);
-    z += static_cast<char>(len >> 8);
-    z += static_cast<char>(~len & 0xFF);
-    z += static_cast<char>((~len >> 8) & 0xFF);
-    z.append(raw, off, len);
-    if (last) break;
-  }
-  put32(z, (b << 16) | a);
-  std::string out = "\x89PNG\r\n\x1a\n";
-  std::string ihdr;
-  put32(ihdr, static_cast<uint32_t>(w));
-  put32(ihdr, static_cast<uint32_t>(h));
-  ihdr += std::string("\x08\x02\x00\x00\x00", 5);  // 8-bit RGB
-  chunk(out, "IHDR", ihdr);
-  chunk(out, "IDAT", z);
-  chunk(out, "IEND", "");
+  // Cut back to a component boundary, keeping at least one component of every name.
+  const size_t slash = prefix.rfind('/');
+  prefix.resize(slash == std::string::npos ? 0 : slash + 1);
+  for (const auto& s : out)
+    if (!s.empty() && s[0] == '/' && s.size() == prefix.size()) prefix.clear();
+  common->clear();
+  if (paths < 2 || prefix.size() <= 1) return out;
+  *common = prefix;
+  for (auto& s : out)
+    if (s.starts_with(prefix)) s.erase(0, prefix.size());
   return out;
 }
 
@@ -78,41 +57,42 @@ std::string png_rgb(int w, int h, const std::vector<uint8_t>& rgb) {
 
 void plot_sqnr_png(const std::vector<QuantizeTensorMetrics>& tensors,
                    const std::filesystem::path& path) {
-  const int n = std::max<int>(1, static_cast<int>(tensors.size()));
-  const int bar = std::clamp(1200 / n, 2, 16), w = n * bar + 20, h = 300;
-  double top = 10;
-  for (const auto& t : tensors)
-    if (std::isfinite(t.sqnr_db)) top = std::max(top, std::ceil(t.sqnr_db / 10) * 10);
-  std::vector<uint8_t> img(static_cast<size_t>(w) * h * 3, 255);
-  auto px = [&](int x, int y, uint8_t r, uint8_t g, uint8_t b) {
-    if (x < 0 || y < 0 || x >= w || y >= h) return;
-    uint8_t* p = &img[(static_cast<size_t>(y) * w + x) * 3];
-    p[0] = r, p[1] = g, p[2] = b;
-  };
-  const int y0 = h - 10, plot_h = h - 20;
-  for (double db = 0; db <= top; db += 10) {
-    const int y = y0 - static_cast<int>(db / top * plot_h);
-    for (int x = 0; x < w; ++x) px(x, y, 200, 200, 200);
+  namespace ch = trtutils::chart;
+  std::string common;
+  const std::vector<std::string> labels = bar_labels(tensors, &common);
+  std::vector<ch::Bar> bars;
+  bars.reserve(tensors.size());
+  double lowest = 0;
+  const QuantizeTensorMetrics* worst = nullptr;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const QuantizeTensorMetrics& t = tensors[i];
+    const double s = t.sqnr_db;
+    const ch::Rgb color = !(s >= 20) ? ch::colors::kRed
+                          : s < 30   ? ch::colors::kOrange
+                                     : ch::colors::kGreen;
+    bars.push_back({labels[i], s, color});
+    if (std::isfinite(s)) lowest = std::min(lowest, s);
+    if (!std::isnan(s) && (!worst || s < worst->sqnr_db)) worst = &t;
   }
-  for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
-    const double s =
-        std::isfinite(tensors[i].sqnr_db) ? std::clamp(tensors[i].sqnr_db, 0.0, top) : top;
-    const int hh = static_cast<int>(s / top * plot_h);
-    const bool red = s < 20, orange = s < 30;
-    for (int x = 10 + i * bar; x < 10 + (i + 1) * bar - 1; ++x)
-      for (int y = y0 - hh; y <= y0; ++y)
-        px(x, y,
-           red      ? 214
-           : orange ? 240
-                    : 60,
-           red      ? 39
-           : orange ? 160
-                    : 160,
-           red      ? 40
-           : orange ? 40
-                    : 80);
-  }
-  write_file_atomic(path, png_rgb(w, h, img));
+  ch::BarChartOptions o;
+  o.title = "Per-tensor SQNR (dB)";
+  if (worst)
+    o.subtitle = fmt::format("{} quantized tensor{}; lowest {:.1f} dB: {}", tensors.size(),
+                             tensors.size() == 1 ? "" : "s", worst->sqnr_db,
+                             ch::elide_middle(worst->name.empty() ? worst->node : worst->name, 48));
+  else
+    o.subtitle = "no quantized tensor was evaluated";
+  o.y_label = "SQNR (dB)";
+  o.x_label = "quantized tensors in graph order";
+  if (!common.empty())
+    o.x_label += fmt::format(" (names shown without {})", ch::elide_middle(common, 40));
+  o.y_min = std::floor(lowest / 10) * 10;  // 0 unless some tensor is below 0 dB
+  o.y_tick = 10;
+  o.lines = {{20, "20 dB", ch::Rgb{190, 30, 30}}, {30, "30 dB", ch::Rgb{205, 115, 0}}};
+  o.legend = {{"< 20 dB", ch::colors::kRed},
+              {"20 - 30 dB", ch::colors::kOrange},
+              {">= 30 dB", ch::colors::kGreen}};
+  ch::write_png(path, ch::bar_chart(bars, o));
 }
 
 }  // namespace trtutils::quantize

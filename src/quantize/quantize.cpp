@@ -330,7 +330,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   // Prepare: constant folding, BN folding, opset, names, types.
   name_nodes(model.graph);
   model.graph.topological_sort();
-  passes::run_pipeline(model.graph, model.opset(), {"conv_fusion"});  // FusedConv is CPU-only
+  passes::run_pipeline(model.graph, model.opset(), {"conv_fusion", "qdq_fusion"});  // CPU-only ops
   if (size_t n = fold_batch_norm(model.graph))
     TRT_LOG_INFO("folded {} BatchNormalization node(s)", n);
   const bool fp16 = o.high_precision_dtype == "fp16";

@@ -99,6 +99,9 @@ void bench(const BenchOptions& o) {
     };
     backend = engine->runtime_backend();
     what = o.engine;
+    const auto info = nlohmann::json::parse(engine->info_json());
+    if (info.contains("dla") && info["dla"].value("emulated", false))
+      backend += " (DLA layers emulated: not DLA timings)";
   } else {
     session = std::make_unique<Session>(
         Session::from_file(o.onnx, {.num_threads = o.threads, .profile = o.profile}));

@@ -11,6 +11,7 @@
 #include "batcher_flags.h"
 #include "commands.h"
 #include "core/check.h"
+#include "tensorrt/trtexec.h"
 #include "trtutils/builder.h"
 #include "trtutils/logging.h"
 
@@ -26,6 +27,7 @@ struct BuildFlags {
   std::vector<std::string> layer_precision, input_formats, output_formats;
   std::vector<std::string> shapes, min_shapes, opt_shapes, max_shapes;
   uint64_t workspace_mib = 0;
+  bool dry_run = false;
 };
 
 DataType precision_from_name(const std::string& s, const std::string& spec) {
@@ -89,6 +91,12 @@ void build(BuildFlags& f, const CLI::App* sub) {
   c.min_shapes = shapes(f.min_shapes, "--min_shapes");
   c.opt_shapes = shapes(f.opt_shapes, "--opt_shapes");
   c.max_shapes = shapes(f.max_shapes, "--max_shapes");
+  if (c.backend == "tensorrt") {
+    const builder::BuildResult r = builder::build_with_trtexec(f.onnx, f.output, c, f.dry_run);
+    if (!f.dry_run) fmt::print("built {} with trtexec in {:.1f} s\n", f.output, r.seconds);
+    return;
+  }
+  TRT_CHECK_ARG(!f.dry_run, "--dry_run applies to --backend tensorrt only");
   const builder::BuildResult r = builder::build_engine(f.onnx, f.output, c);
   std::string summary;
   for (const auto& [p, n] : r.layers_per_precision)
@@ -147,7 +155,10 @@ void add_build_command(CLI::App& app) {
   sub->add_option("--timing_cache", f->timing_cache, "timing cache file, or 'global'");
   sub->add_flag("--cache", f->config.cache,
                 "reuse an engine built from the same model and options (~/.cache/trtutils)");
-  sub->add_option("--backend", f->config.backend, "auto, cpu or cuda")->capture_default_str();
+  sub->add_option("--backend", f->config.backend,
+                  "auto, cpu, cuda, or tensorrt (build with the installed TensorRT's trtexec)")
+      ->capture_default_str();
+  sub->add_flag("--dry_run", f->dry_run, "--backend tensorrt: print the trtexec command only");
   sub->add_option("--target_sm", f->config.target_sm,
                   "build for this GPU architecture (e.g. 90, 100) instead of the local one");
   sub->callback([f, sub] {

@@ -3,10 +3,42 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/cuda/cuda_executor.h"
 #include "commands.h"
+#include "tensorrt/trtexec.h"
 #include "trtutils/platform.h"
 
 namespace trtutils::cli {
+
+namespace {
+// Each backend: usable here, STRONGLY_TYPED_SUPPORTED, and what was found.
+nlohmann::json backends_json() {
+  nlohmann::json a = nlohmann::json::array();
+  a.push_back({{"name", "cpu"}, {"usable", true}, {"strongly_typed_supported", true}});
+  const cuda::DeviceStatus d = cuda::device_status();
+  a.push_back({{"name", "cuda"},
+               {"usable", d.usable},
+               {"strongly_typed_supported", !cuda::supported_ops().empty()},
+               {"detail",
+                d.usable ? d.name + " (SM " + std::to_string(d.sm) + "), " + d.libraries : d.why}});
+  const auto exe = tensorrt::find_trtexec();
+  if (exe) {
+    const auto v = tensorrt::query_trtexec_version(*exe);
+    a.push_back({{"name", "tensorrt"},
+                 {"usable", v.known()},
+                 {"strongly_typed_supported", v.at_least(10, 1)},
+                 {"detail", exe->string() + " (TensorRT " + std::to_string(v.major) + "." +
+                                std::to_string(v.minor) + ")"}});
+  } else {
+    a.push_back(
+        {{"name", "tensorrt"},
+         {"usable", false},
+         {"strongly_typed_supported", false},
+         {"detail", "trtexec not found (PATH, /usr/src/tensorrt/bin, $TENSORRT_ROOT/bin)"}});
+  }
+  return a;
+}
+}  // namespace
 
 void add_info_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
@@ -27,9 +59,10 @@ void add_info_command(CLI::App& app) {
                                                        {"memory_bytes", p.gpu.total_memory_bytes}}
                                       : nlohmann::json(nullptr)},
                           {"is_jetson", p.is_jetson},
+                          {"board_model", p.board_model},
                           {"IS_BLACKWELL", p.is_blackwell},
                           {"STRONGLY_TYPED_SUPPORTED", p.strongly_typed_supported},
-                          {"backends", {"cpu"}}};
+                          {"backends", backends_json()}};
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -41,11 +74,13 @@ void add_info_command(CLI::App& app) {
     } else {
       fmt::print("GPU: none ({})\n", p.gpu_status);
     }
-    fmt::print("Jetson: {}\n", p.is_jetson ? "yes" : "no");
-    fmt::print("Backends: cpu{}\n",
-               p.cuda_toolkit_at_build
-                   ? " (CUDA toolkit present at build; CUDA backend not built yet)"
-                   : "");
+    fmt::print("Jetson: {}{}\n", p.is_jetson ? "yes" : "no",
+               p.board_model.empty() ? "" : " (" + p.board_model + ")");
+    for (const auto& b : backends_json())
+      fmt::print("backend {}: {} (STRONGLY_TYPED_SUPPORTED: {}){}\n", b["name"].get<std::string>(),
+                 b["usable"].get<bool>() ? "usable" : "not usable",
+                 b["strongly_typed_supported"].get<bool>() ? "True" : "False",
+                 b.value("detail", "").empty() ? "" : " - " + b.value("detail", ""));
     fmt::print("IS_BLACKWELL: {}\n", p.is_blackwell ? "True" : "False");
     fmt::print("STRONGLY_TYPED_SUPPORTED: {}\n", p.strongly_typed_supported ? "True" : "False");
   });

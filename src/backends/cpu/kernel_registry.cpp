@@ -31,6 +31,7 @@ KernelRegistry& KernelRegistry::instance() {
     register_nn_kernels(*reg);
     register_tensor_kernels(*reg);
     register_quant_kernels(*reg);
+    register_qlinear_kernels(*reg);
     return reg;
   }();
   return *r;

@@ -300,9 +300,8 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
 }
 
 bool winograd_shape(const ConvProblem& p) {
-  return p.nspatial == 2 && !p.transpose && p.group == 1 && p.kernel[1] == 3 &&
-         p.kernel[2] == 3 && p.stride[1] == 1 && p.stride[2] == 1 && p.dilation[1] == 1 &&
-         p.dilation[2] == 1;
+  return p.nspatial == 2 && !p.transpose && p.group == 1 && p.kernel[1] == 3 && p.kernel[2] == 3 &&
+         p.stride[1] == 1 && p.stride[2] == 1 && p.dilation[1] == 1 && p.dilation[2] == 1;
 }
 bool winograd_candidate(const ConvProblem& p) {
   const bool wanted = p.tactic.empty() ? conv_policy().winograd : p.tactic == "winograd";

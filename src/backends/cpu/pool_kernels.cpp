@@ -257,7 +257,11 @@ void max_pool_kernel(KernelContext& ctx) {
   const DataType dt = x_in.dtype();
   if (dt == DataType::kInt8 || dt == DataType::kUInt8) {
     Tensor& y = ctx.make_output(0, dt, out_shape);
-    if (dt == DataType::kInt8)
+    if (dt == DataType::kInt8 && !indices)  // int8 MaxPool of Q/DQ models (qdq_fusion)
+      max_pool_rows(p, x_in.data<int8_t>(), y.data<int8_t>());
+    else if (dt == DataType::kUInt8 && !indices)
+      max_pool_rows(p, x_in.data<uint8_t>(), y.data<uint8_t>());
+    else if (dt == DataType::kInt8)
       max_pool(p, x_in.data<int8_t>(), y.data<int8_t>(), indices, storage_order == 1);
     else
       max_pool(p, x_in.data<uint8_t>(), y.data<uint8_t>(), indices, storage_order == 1);

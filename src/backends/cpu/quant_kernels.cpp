@@ -159,6 +159,30 @@ void quantize_kernel(KernelContext& ctx) {
       ops::quantize_output_dtype(node, ctx.opset, zp ? zp->dtype() : DataType::kUndefined);
   const QuantLayout l =
       ops::quant_layout(node, ctx.opset, x.shape(), scale.shape(), zp ? &zp->shape() : nullptr);
+  if (x.dtype() == DataType::kFloat32 && l.kind == QuantLayout::Kind::kPerTensor &&
+      (out_t == DataType::kInt8 || out_t == DataType::kUInt8) &&
+      scale.dtype() == DataType::kFloat32) {
+    // The common activation case (Q/DQ models), parallel and without copies; same arithmetic.
+    Tensor& out = ctx.make_output(0, out_t, x.shape());
+    const float s = *scale.data<float>();
+    const float z = zp ? static_cast<float>(zp->at_double(0)) : 0.0f;
+    const float lo = out_t == DataType::kInt8 ? -128.0f : 0.0f;
+    const float hi = out_t == DataType::kInt8 ? 127.0f : 255.0f;
+    const float* src = x.data<float>();
+    const int64_t n = x.numel();
+    const bool s8 = out_t == DataType::kInt8;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) {
+      float v = std::nearbyint(src[i] / s) + z;
+      if (std::isnan(v)) v = z;
+      v = v < lo ? lo : (v > hi ? hi : v);
+      if (s8)
+        out.data<int8_t>()[i] = static_cast<int8_t>(v);
+      else
+        out.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    }
+    return;
+  }
   const std::vector<float> xs = load_floats(x, node);
   const std::vector<float> ss = load_floats(scale, node);
   Tensor& out = ctx.make_output(0, out_t, x.shape());

@@ -1,6 +1,10 @@
 // The CUDA backend's entry point: executes an engine's optimized graph on the GPU.
 //
 // Contract with the engine runtime (src/engine/runtime.cpp):
+//   - Every op listed by supported_ops() has a GPU kernel (dtypes per op: float32 and float16 for
+//     the float ops; int8/uint8/float8 for Q/DQ and the Q-ops). Nodes whose inputs are all
+//     constants are evaluated once at construction (CPU kernels); shape-computing nodes (Shape,
+//     Size and nodes reading only such values) run on the host each run, so symbolic dims work.
 //   - cuda::device_status() says whether a usable device exists (and why not), without
 //     requiring one at link time (every machine builds this code; few have a GPU).
 //   - An Executor is built once per ExecutionContext from the engine's ir::Model (nodes in
@@ -26,13 +30,22 @@ struct DeviceStatus {
   std::string why;  // when not usable: "no CUDA driver", "no CUDA device", ...
   int sm = 0;       // e.g. 90
   std::string name;
+  std::string libraries;  // "CUDA runtime 13.0, cuBLASLt 13.0.x, cuDNN 9.19.0" (when built in)
 };
-// Whether this build has the CUDA backend and a device it can run on.
+// Whether this build has the CUDA backend and a device it can run on. Never throws; the
+// result is computed once per process.
 DeviceStatus device_status();
 
 struct ExecutorOptions {
-  bool profile = false;     // per-layer times (CUDA events)
-  bool cuda_graph = false;  // capture the whole run in a CUDA graph (static shapes)
+  bool profile = false;  // per-layer times (CUDA events)
+  // Replay runs from a CUDA graph: the first run with new input shapes is eager (planning),
+  // the second is captured, later ones launch the graph (no per-node host work). Graphs that
+  // cannot be captured (values computed on the host mid-run) stay eager. Ignored with profile.
+  bool cuda_graph = false;
+  // Float32 convolutions and matrix products may use TF32 tensor cores (TensorRT's default for
+  // FP32 layers; ~1e-3 relative error). Off: exact float32 FMA arithmetic.
+  bool allow_tf32 = false;
+  int device = 0;  // CUDA device ordinal
 };
 
 struct LayerTime {
@@ -41,14 +54,29 @@ struct LayerTime {
   int64_t calls = 0;
 };
 
+// "Conv", "com.trtutils::FusedConv", ... (sorted): the ops with a GPU kernel.
+std::vector<std::string> supported_ops();
+// The nodes of `model` (after the builder's passes) that an Executor would refuse, as
+// "Kind 'name' (op X): why"; empty when every node has a kernel (or is constant / host shape
+// arithmetic). Needs no device (for the builder on a machine without a GPU); dtype and shape
+// problems that only show at run time are not found here.
+std::vector<std::string> unsupported_nodes(const ir::Model& model);
+
 class Executor {
  public:
   Executor(const ir::Model& model, const ExecutorOptions& options);
   ~Executor();
+  // Feeds are checked against the graph inputs (dtype, rank, static dims) like Session::run.
+  // One run at a time per Executor (not thread safe).
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
+  // One entry per node in execution order (empty unless options.profile); host-run nodes are
+  // timed on the host.
   const std::vector<LayerTime>& profile() const;
-  uint64_t device_weight_bytes() const;
-  uint64_t device_activation_bytes() const;
+  uint64_t device_weight_bytes() const;      // initializers (and constants) uploaded
+  uint64_t device_activation_bytes() const;  // peak bytes of the activation/workspace pool
+  // Per node: "gpu" (a CUDA kernel), "host" (runs on the CPU each run: shape arithmetic) or
+  // "constant" (evaluated once at construction).
+  std::vector<std::string> node_placement() const;
 
  private:
   struct Impl;

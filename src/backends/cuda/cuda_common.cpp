@@ -1,0 +1,247 @@
+// The CUDA backend's plumbing: checked calls, the caching allocator, run-time values and the
+// helpers the op files share (broadcast plans, dtype checks, the op table).
+#include <algorithm>
+#include <array>
+
+#include "backends/cuda/cuda_ops.h"
+
+namespace trtutils::cuda {
+
+void throw_cuda(cudaError_t e, const char* expr, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a sticky launch error so that later calls report their own
+  TRT_THROW(e == cudaErrorMemoryAllocation ? ErrorCode::kOutOfRange : ErrorCode::kInternal,
+            "CUDA error {} ({}) in {} at {}:{}", cudaGetErrorName(e), cudaGetErrorString(e), expr,
+            file, line);
+}
+
+void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line) {
+  TRT_THROW(s == CUDNN_STATUS_NOT_SUPPORTED ? ErrorCode::kNotSupported : ErrorCode::kInternal,
+            "cuDNN error {} in {} at {}:{}", cudnnGetErrorString(s), expr, file, line);
+}
+
+void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line) {
+  TRT_THROW(s == CUBLAS_STATUS_NOT_SUPPORTED ? ErrorCode::kNotSupported : ErrorCode::kInternal,
+            "cuBLAS error {} ({}) in {} at {}:{}", cublasGetStatusName(s), cublasGetStatusString(s),
+            expr, file, line);
+}
+
+// ---- memory -------------------------------------------------------------------------------------
+namespace {
+size_t round_bytes(size_t b) {
+  if (b == 0) b = 1;
+  if (b <= (size_t{1} << 20)) return (b + 511) & ~size_t{511};
+  return (b + (size_t{1} << 16) - 1) & ~((size_t{1} << 16) - 1);
+}
+}  // namespace
+
+DeviceAllocator::~DeviceAllocator() {
+  cudaDeviceSynchronize();
+  for (auto& [size, p] : free_) cudaFree(p);
+}
+
+std::shared_ptr<void> DeviceAllocator::allocate(size_t bytes) {
+  const size_t want = round_bytes(bytes);
+  // Best fit among cached blocks no more than twice the request.
+  auto it = free_.lower_bound(want);
+  void* p = nullptr;
+  size_t got = want;
+  if (it != free_.end() && it->first <= 2 * want) {
+    p = it->second;
+    got = it->first;
+    free_.erase(it);
+  } else {
+    cudaError_t e = cudaMalloc(&p, want);
+    if (e == cudaErrorMemoryAllocation && !free_.empty()) {
+      (void)cudaGetLastError();
+      trim();
+      e = cudaMalloc(&p, want);
+    }
+    TRT_CUDA_CHECK(e);
+    held_ += want;
+    peak_ = std::max(peak_, held_);
+  }
+  return std::shared_ptr<void>(p, [this, got](void* q) { give_back(q, got); });
+}
+
+void DeviceAllocator::give_back(void* p, size_t bytes) {
+  free_.emplace(bytes, p);
+}
+
+void DeviceAllocator::trim() {
+  cudaDeviceSynchronize();
+  for (auto& [size, p] : free_) {
+    cudaFree(p);
+    held_ -= size;
+  }
+  free_.clear();
+}
+
+std::shared_ptr<void> device_malloc(size_t bytes) {
+  void* p = nullptr;
+  TRT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+  return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+}
+
+std::shared_ptr<void> upload_bytes(const void* data, size_t bytes) {
+  auto buf = device_malloc(bytes);
+  if (bytes) TRT_CUDA_CHECK(cudaMemcpy(buf.get(), data, bytes, cudaMemcpyHostToDevice));
+  return buf;
+}
+
+// ---- run context
+// ---------------------------------------------------------------------------------
+const void* RunContext::dev(Value& v) {
+  if (v.ptr || v.nbytes() == 0) return v.ptr;
+  TRT_INTERNAL_CHECK(v.host.defined());
+  TRT_CHECK(!capturing || v.constant, ErrorCode::kNotSupported,
+            "a host-computed value is uploaded during the run (not capturable in a CUDA graph)");
+  if (v.constant) {
+    v.owner = upload_bytes(v.host.raw(), v.nbytes());
+    v.ptr = v.owner.get();
+    if (weight_bytes) *weight_bytes += v.nbytes();
+    return v.ptr;
+  }
+  v.owner = alloc->allocate(v.nbytes());
+  v.ptr = v.owner.get();
+  TRT_CUDA_CHECK(cudaMemcpyAsync(v.ptr, v.host.raw(), v.nbytes(), cudaMemcpyHostToDevice, stream));
+  return v.ptr;
+}
+
+const Tensor& RunContext::host(Value& v) {
+  if (v.host.defined()) return v.host;
+  TRT_CHECK(!capturing, ErrorCode::kNotSupported,
+            "a device value is read on the host during the run (not capturable in a CUDA graph)");
+  Tensor t = Tensor::uninitialized(v.dtype, v.shape);
+  if (t.nbytes()) {
+    TRT_CUDA_CHECK(cudaMemcpyAsync(t.raw(), v.ptr, t.nbytes(), cudaMemcpyDeviceToHost, stream));
+    TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  v.host = t;
+  return v.host;
+}
+
+void* RunContext::make(Value& v, DataType dtype, Shape shape) {
+  v = Value{};
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  const size_t bytes = v.nbytes();
+  v.owner = alloc->allocate(bytes);
+  v.ptr = v.owner.get();
+  return v.ptr;
+}
+
+void RunContext::alias(Value& v, const Value& src, Shape shape) {
+  TRT_INTERNAL_CHECK(shape_numel(shape) == src.numel());
+  Value r;
+  r.dtype = src.dtype;
+  r.ptr = src.ptr;
+  r.owner = src.owner;
+  if (src.host.defined()) r.host = src.host.reshaped(shape);
+  r.shape = std::move(shape);
+  v = std::move(r);
+}
+
+void RunContext::check(cudaError_t e, const char* what) const {
+  if (e == cudaSuccess) return;
+  (void)cudaGetLastError();
+  if (e == cudaErrorNotSupported)
+    TRT_THROW(ErrorCode::kNotSupported, "{}: the CUDA {} kernel does not support this dtype",
+              node ? node->describe() : std::string("?"), what);
+  TRT_THROW(ErrorCode::kInternal, "{}: CUDA {} kernel failed: {} ({})",
+            node ? node->describe() : std::string("?"), what, cudaGetErrorName(e),
+            cudaGetErrorString(e));
+}
+
+// ---- helpers
+// ---------------------------------------------------------------------------------------
+DataType OpBuild::input_dtype(size_t i) const {
+  if (!node.has_input(i)) return DataType::kUndefined;
+  if (const Tensor* c = constant(node.inputs[i])) return c->dtype();
+  auto vi = graph.find_value_info(node.inputs[i]);
+  return vi ? vi->dtype : DataType::kUndefined;
+}
+
+void require_float(const ir::Node& node, DataType dt, const char* what) {
+  TRT_CHECK(dt == DataType::kFloat32 || dt == DataType::kFloat16 || dt == DataType::kBFloat16,
+            ErrorCode::kNotSupported,
+            "{}: {} has dtype {}; the CUDA backend computes this op in float32, float16 or "
+            "bfloat16",
+            node.describe(), what, dtype_name(dt));
+}
+
+void require_indexable(const ir::Node& node, int64_t numel) {
+  TRT_CHECK(numel < (int64_t{1} << 31), ErrorCode::kNotSupported,
+            "{}: {} elements exceed the CUDA kernels' 2^31 limit", node.describe(), numel);
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+k::Broadcast make_broadcast(const ir::Node& node, const Shape& out,
+                            const std::vector<const Shape*>& ins) {
+  const size_t n = ins.size();
+  TRT_INTERNAL_CHECK(n >= 1 && n <= 3);
+  const size_t rank = out.size();
+  // Per output dim (innermost first): size and per-input stride; merged when every input is
+  // contiguous across the pair.
+  std::vector<int64_t> sizes;
+  std::vector<std::array<int64_t, 3>> strides;
+  std::array<int64_t, 3> running{1, 1, 1};
+  for (size_t r = rank; r-- > 0;) {
+    std::array<int64_t, 3> st{0, 0, 0};
+    for (size_t k = 0; k < n; ++k) {
+      const Shape& s = *ins[k];
+      TRT_INTERNAL_CHECK(s.size() <= rank);
+      const size_t lead = rank - s.size();
+      const int64_t d = r >= lead ? s[r - lead] : 1;
+      TRT_INTERNAL_CHECK(d == out[r] || d == 1);
+      st[k] = d == 1 ? 0 : running[k];
+      running[k] *= d;
+    }
+    if (out[r] == 1) continue;
+    if (!sizes.empty()) {
+      bool mergeable = true;
+      for (size_t k = 0; k < n; ++k)
+        mergeable = mergeable && st[k] == strides.back()[k] * sizes.back();
+      if (mergeable) {
+        sizes.back() *= out[r];
+        continue;
+      }
+    }
+    sizes.push_back(out[r]);
+    strides.push_back(st);
+  }
+  TRT_CHECK(sizes.size() <= static_cast<size_t>(k::kMaxRank), ErrorCode::kNotSupported,
+            "{}: a broadcast over {} non-mergeable dims exceeds the CUDA kernels' {}",
+            node.describe(), sizes.size(), k::kMaxRank);
+  k::Broadcast bc;
+  bc.rank = static_cast<int>(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const size_t d = sizes.size() - 1 - i;  // outermost first
+    bc.dims[d] = sizes[i];
+    for (size_t k = 0; k < 3; ++k) bc.strides[k][d] = strides[i][k];
+  }
+  return bc;
+}
+
+const OpTable& op_table() {
+  static const OpTable* t = [] {
+    auto* table = new OpTable();
+    register_elementwise_ops(*table);
+    register_tensor_ops(*table);
+    register_nn_ops(*table);
+    register_gemm_ops(*table);
+    register_quant_ops(*table);
+    return table;
+  }();
+  return *t;
+}
+
+}  // namespace trtutils::cuda

@@ -1,0 +1,548 @@
+// The CUDA Executor: classifies nodes (constant / host / gpu), runs them in order on one stream,
+// frees every activation after its last reader (the caching allocator reuses it in stream
+// order) and copies only graph inputs and outputs (and shape values) between host and device.
+#include "backends/cuda/cuda_executor.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <unordered_map>
+
+#include "backends/cpu/kernel_registry.h"
+#include "backends/cuda/cuda_ops.h"
+#include "ops/tensor_shapes.h"
+#include "trtutils/logging.h"
+
+namespace trtutils::cuda {
+
+namespace {
+
+enum class Placement { kConstant, kHost, kGpu };
+
+std::string op_key(const ir::Node& n) {
+  const bool def = n.domain.empty() || n.domain == "ai.onnx";
+  return def ? n.op_type : n.domain + "::" + n.op_type;
+}
+
+bool debug_sync() {
+  static const bool on = [] {
+    const char* e = std::getenv("TRTUTILS_CUDA_SYNC");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  ExecutorOptions options;
+  ir::Model model;
+  int64_t opset = 0;
+  DeviceStatus status;
+
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  std::shared_ptr<void> lt_workspace;
+  size_t lt_workspace_bytes = size_t{32} << 20;
+  // Declared before the values and ops so that it outlives every block they hold.
+  DeviceAllocator alloc;
+
+  std::unordered_map<std::string, size_t> ids;  // value name -> index into values
+  std::vector<Value> values;
+  std::vector<bool> is_constant;  // per value: persistent across runs
+  std::vector<Placement> placement;
+  std::vector<std::unique_ptr<GpuOp>> ops;             // per node (gpu nodes)
+  std::vector<std::vector<size_t>> node_in, node_out;  // value ids (SIZE_MAX: omitted)
+  std::vector<std::vector<size_t>> frees;              // per node: values dead after it
+  std::vector<size_t> input_ids, output_ids;
+  std::vector<std::string> input_names;
+  uint64_t weight_bytes = 0;
+  std::vector<LayerTime> profile;
+  std::vector<cudaEvent_t> events;
+  // CUDA graph state (options.cuda_graph).
+  std::string graph_signature;
+  cudaGraphExec_t graph_exec = nullptr;
+  bool graph_failed = false, capturing = false;
+  std::vector<void*> graph_inputs;
+
+  ~Impl() {
+    if (graph_exec) {
+      cudaStreamSynchronize(stream);
+      cudaGraphExecDestroy(graph_exec);
+    }
+    values.clear();
+    ops.clear();
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    if (stream) cudaStreamSynchronize(stream);
+    lt_workspace.reset();
+    if (lt) cublasLtDestroy(lt);
+    if (cudnn) cudnnDestroy(cudnn);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  size_t id_of(const std::string& name) {
+    auto it = ids.find(name);
+    if (it != ids.end()) return it->second;
+    const size_t id = values.size();
+    ids.emplace(name, id);
+    values.emplace_back();
+    is_constant.push_back(false);
+    return id;
+  }
+
+  void set_constant(size_t id, const Tensor& t) {
+    Value v;
+    v.dtype = t.dtype();
+    v.shape = t.shape();
+    v.host = t;
+    v.constant = true;
+    values[id] = std::move(v);
+    is_constant[id] = true;
+  }
+
+  void build();
+  RunContext context(const ir::Node* node);
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
+  std::map<std::string, Tensor> run_eager(const std::map<std::string, Tensor>& feeds);
+  void upload_inputs(const std::map<std::string, Tensor>& feeds, RunContext& ctx);
+  void run_nodes(RunContext& ctx);
+  std::map<std::string, Tensor> collect_outputs();
+  std::string signature(const std::map<std::string, Tensor>& feeds) const;
+  void destroy_graph();
+  void run_host_node(size_t i, RunContext& ctx);
+  void check_feeds(const std::map<std::string, Tensor>& feeds) const;
+  void reset_activations();
+};
+
+void Executor::Impl::build() {
+  ir::Graph& g = model.graph;
+  opset = model.opset();
+  TRT_CUDA_CHECK(cudaSetDevice(options.device));
+  TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  TRT_CUDNN_CHECK(cudnnCreate(&cudnn));
+  TRT_CUDNN_CHECK(cudnnSetStream(cudnn, stream));
+  TRT_CUBLAS_CHECK(cublasLtCreate(&lt));
+  lt_workspace = device_malloc(lt_workspace_bytes);
+
+  for (const auto& [name, t] : g.initializers) set_constant(id_of(name), t);
+  for (const auto& in : g.inputs) {
+    if (g.is_initializer(in.name)) continue;
+    input_ids.push_back(id_of(in.name));
+    input_names.push_back(in.name);
+  }
+  std::vector<bool> host_value(values.size(), false);
+  auto is_host = [&](size_t id) { return id < host_value.size() && host_value[id]; };
+  std::vector<std::string> unsupported;
+  const OpTable& table = op_table();
+  const size_t n = g.nodes.size();
+  placement.assign(n, Placement::kGpu);
+  ops.resize(n);
+  node_in.resize(n);
+  node_out.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = g.nodes[i];
+    bool all_const = true, all_host = true;
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      if (node.inputs[j].empty()) {
+        node_in[i].push_back(SIZE_MAX);
+        continue;
+      }
+      const size_t id = id_of(node.inputs[j]);
+      node_in[i].push_back(id);
+      all_const = all_const && is_constant[id];
+      all_host = all_host && (is_constant[id] || is_host(id));
+    }
+    for (const auto& o : node.outputs) node_out[i].push_back(o.empty() ? SIZE_MAX : id_of(o));
+    host_value.resize(values.size(), false);
+    const bool shape_op = node.op_type == "Shape" || node.op_type == "Size";
+    if (all_const && !shape_op) {
+      // Evaluated now, once, on the CPU (folding that the passes left, e.g. DequantizeLinear
+      // of weights).
+      placement[i] = Placement::kConstant;
+      std::vector<const Tensor*> ins;
+      for (size_t id : node_in[i]) ins.push_back(id == SIZE_MAX ? nullptr : &values[id].host);
+      std::vector<Tensor> outs = cpu::run_node(node, opset, ins);
+      for (size_t k = 0; k < node_out[i].size() && k < outs.size(); ++k)
+        if (node_out[i][k] != SIZE_MAX) set_constant(node_out[i][k], outs[k]);
+      continue;
+    }
+    if (shape_op || all_host) {
+      placement[i] = Placement::kHost;
+      if (!shape_op && !cpu::KernelRegistry::instance().find(node.domain, node.op_type))
+        unsupported.push_back(fmt::format("{} (op {})", node.describe(), op_key(node)));
+      for (size_t id : node_out[i])
+        if (id != SIZE_MAX) host_value[id] = true;
+      continue;
+    }
+    auto it = table.find(op_key(node));
+    if (it == table.end()) {
+      unsupported.push_back(fmt::format("{} (op {})", node.describe(), op_key(node)));
+      continue;
+    }
+    OpBuild b{node, opset, g,
+              [this](const std::string& name) -> const Tensor* {
+                auto f = ids.find(name);
+                if (f == ids.end() || !is_constant[f->second]) return nullptr;
+                return &values[f->second].host;
+              },
+              &weight_bytes};
+    try {
+      ops[i] = it->second(b);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kNotSupported) {
+        unsupported.push_back(e.what());
+        continue;
+      }
+      throw;
+    }
+  }
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const auto& u : unsupported) list += "\n  " + u;
+    TRT_THROW(ErrorCode::kNotSupported,
+              "{} node(s) have no CUDA kernel in this build:{}\nrun the model with the cpu "
+              "backend, or remove these ops",
+              unsupported.size(), list);
+  }
+  for (const auto& out : g.outputs) output_ids.push_back(id_of(out.name));
+  // Liveness: a non-constant value dies after its last reader (graph outputs never).
+  std::vector<size_t> last(values.size(), SIZE_MAX);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t id : node_in[i])
+      if (id != SIZE_MAX) last[id] = i;
+    for (size_t id : node_out[i])
+      if (id != SIZE_MAX && last[id] == SIZE_MAX) last[id] = i;  // unread outputs die at once
+  }
+  for (size_t id : output_ids) last[id] = SIZE_MAX;
+  frees.assign(n, {});
+  for (size_t id = 0; id < values.size(); ++id)
+    if (!is_constant[id] && last[id] != SIZE_MAX) frees[last[id]].push_back(id);
+  if (options.profile) {
+    profile.resize(n);
+    for (size_t i = 0; i < n; ++i) profile[i] = {g.nodes[i].name, g.nodes[i].op_type, 0.0, 0};
+    events.resize(2 * n);
+    for (auto& e : events) TRT_CUDA_CHECK(cudaEventCreate(&e));
+  }
+}
+
+RunContext Executor::Impl::context(const ir::Node* node) {
+  RunContext c;
+  c.stream = stream;
+  c.cudnn = cudnn;
+  c.lt = lt;
+  c.lt_workspace = lt_workspace.get();
+  c.lt_workspace_bytes = lt_workspace_bytes;
+  c.allow_tf32 = options.allow_tf32;
+  c.sm = status.sm;
+  c.opset = opset;
+  c.node = node;
+  c.alloc = &alloc;
+  c.weight_bytes = &weight_bytes;
+  return c;
+}
+
+void Executor::Impl::check_feeds(const std::map<std::string, Tensor>& feeds) const {
+  const ir::Graph& g = model.graph;
+  std::map<std::string, int64_t> symbols;
+  for (const auto& in : g.inputs) {
+    if (g.is_initializer(in.name)) continue;
+    auto it = feeds.find(in.name);
+    TRT_CHECK_ARG(it != feeds.end(), "missing input '{}'", in.name);
+    const Tensor& t = it->second;
+    TRT_CHECK_ARG(in.dtype == DataType::kUndefined || t.dtype() == in.dtype,
+                  "input '{}' has dtype {}, expected {}", in.name, dtype_name(t.dtype()),
+                  dtype_name(in.dtype));
+    if (!in.shape) continue;
+    const ir::SymShape& s = *in.shape;
+    TRT_CHECK_ARG(t.rank() == s.size(), "input '{}' has shape {}, expected {}", in.name,
+                  shape_str(t.shape()), ir::sym_shape_str(s));
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (s[d].is_static()) {
+        TRT_CHECK_ARG(t.dim(d) == s[d].value, "input '{}' has shape {}, expected {}", in.name,
+                      shape_str(t.shape()), ir::sym_shape_str(s));
+      } else if (!s[d].param.empty()) {
+        auto [pos, fresh] = symbols.emplace(s[d].param, t.dim(d));
+        TRT_CHECK_ARG(fresh || pos->second == t.dim(d),
+                      "input '{}' dim {} ('{}') is {}, but another input bound '{}' to {}", in.name,
+                      d, s[d].param, t.dim(d), s[d].param, pos->second);
+      }
+    }
+  }
+  for (const auto& [name, t] : feeds) {
+    bool known = false;
+    for (const auto& in : g.inputs) known = known || in.name == name;
+    TRT_CHECK_ARG(known, "unknown input '{}'", name);
+  }
+}
+
+void Executor::Impl::reset_activations() {
+  for (size_t id = 0; id < values.size(); ++id)
+    if (!is_constant[id]) values[id] = Value{};
+}
+
+void Executor::Impl::run_host_node(size_t i, RunContext& ctx) {
+  const ir::Node& node = model.graph.nodes[i];
+  if (node.op_type == "Shape" || node.op_type == "Size") {
+    const Value& x = values.at(node_in[i].at(0));
+    Tensor t;
+    if (node.op_type == "Size") {
+      t = Tensor::from_vector<int64_t>(DataType::kInt64, {}, {x.numel()});
+    } else {
+      const ops::DimRange r =
+          ops::shape_op_range(node, opset, static_cast<int64_t>(x.shape.size()));
+      std::vector<int64_t> dims;
+      for (int64_t d = r.start; d < r.end; ++d) dims.push_back(x.shape[d]);
+      t = Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(dims.size())}, dims);
+    }
+    Value& out = values.at(node_out[i].at(0));
+    out = Value{};
+    out.dtype = t.dtype();
+    out.shape = t.shape();
+    out.host = t;
+    return;
+  }
+  std::vector<const Tensor*> ins;
+  for (size_t id : node_in[i]) ins.push_back(id == SIZE_MAX ? nullptr : &ctx.host(values[id]));
+  std::vector<Tensor> outs = cpu::run_node(node, opset, ins);
+  for (size_t k = 0; k < node_out[i].size() && k < outs.size(); ++k) {
+    if (node_out[i][k] == SIZE_MAX) continue;
+    Value& v = values[node_out[i][k]];
+    v = Value{};
+    v.dtype = outs[k].dtype();
+    v.shape = outs[k].shape();
+    v.host = outs[k];
+  }
+}
+
+void Executor::Impl::upload_inputs(const std::map<std::string, Tensor>& feeds, RunContext& ctx) {
+  for (size_t k = 0; k < input_ids.size(); ++k) {
+    const Tensor& t = feeds.at(input_names[k]);
+    Value& v = values[input_ids[k]];
+    v = Value{};
+    v.dtype = t.dtype();
+    v.shape = t.shape();
+    v.host = t;
+    ctx.dev(v);
+  }
+}
+
+void Executor::Impl::run_nodes(RunContext& ctx) {
+  const ir::Graph& g = model.graph;
+  std::vector<Value*> ins, outs;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (placement[i] == Placement::kConstant) continue;
+    const ir::Node& node = g.nodes[i];
+    ctx.node = &node;
+    if (options.profile) TRT_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
+    try {
+      if (placement[i] == Placement::kHost) {
+        run_host_node(i, ctx);
+      } else {
+        ins.clear();
+        outs.clear();
+        for (size_t id : node_in[i]) ins.push_back(id == SIZE_MAX ? nullptr : &values[id]);
+        for (size_t id : node_out[i]) outs.push_back(id == SIZE_MAX ? nullptr : &values[id]);
+        for (size_t k = 0; k < ins.size(); ++k)
+          TRT_CHECK(!ins[k] || ins[k]->defined(), ErrorCode::kInternal,
+                    "{}: input '{}' has no value", node.describe(), node.inputs[k]);
+        ops[i]->run(ctx, ins, outs);
+        if (debug_sync() && !capturing) TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      }
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.find(node.describe()) != std::string::npos) throw;
+      throw Error(e.code(), node.describe() + ": " + what);
+    }
+    if (options.profile) TRT_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+    for (size_t id : frees[i]) values[id] = Value{};
+  }
+}
+
+std::map<std::string, Tensor> Executor::Impl::collect_outputs() {
+  const ir::Graph& g = model.graph;
+  std::map<std::string, Tensor> result;
+  for (size_t k = 0; k < output_ids.size(); ++k) {
+    Value& v = values[output_ids[k]];
+    TRT_CHECK(v.defined(), ErrorCode::kInternal, "graph output '{}' was not computed",
+              g.outputs[k].name);
+    Tensor t = v.host.defined() ? v.host.clone() : Tensor::uninitialized(v.dtype, v.shape);
+    if (!v.host.defined() && t.nbytes())
+      TRT_CUDA_CHECK(cudaMemcpyAsync(t.raw(), v.ptr, t.nbytes(), cudaMemcpyDeviceToHost, stream));
+    result[g.outputs[k].name] = t;
+  }
+  TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return result;
+}
+
+std::map<std::string, Tensor> Executor::Impl::run_eager(
+    const std::map<std::string, Tensor>& feeds) {
+  struct Reset {
+    Impl* impl;
+    ~Reset() { impl->reset_activations(); }
+  } reset{this};
+  RunContext ctx = context(nullptr);
+  upload_inputs(feeds, ctx);
+  run_nodes(ctx);
+  std::map<std::string, Tensor> result = collect_outputs();
+  if (options.profile) {
+    for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
+      if (placement[i] == Placement::kConstant) continue;
+      float ms = 0;
+      TRT_CUDA_CHECK(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
+      profile[i].total_ms += ms;
+      ++profile[i].calls;
+    }
+  }
+  return result;
+}
+
+std::string Executor::Impl::signature(const std::map<std::string, Tensor>& feeds) const {
+  std::string s;
+  for (const auto& name : input_names) {
+    const Tensor& t = feeds.at(name);
+    s += fmt::format("{}:{}{};", name, static_cast<int>(t.dtype()), shape_str(t.shape()));
+  }
+  return s;
+}
+
+void Executor::Impl::destroy_graph() {
+  if (graph_exec) {
+    cudaStreamSynchronize(stream);
+    cudaGraphExecDestroy(graph_exec);
+    graph_exec = nullptr;
+  }
+  graph_inputs.clear();
+  reset_activations();
+}
+
+// CUDA graphs: the first run with new input shapes runs eagerly (planning: cudnnFind,
+// cuBLASLt heuristics, weight uploads); the second is captured into a graph with the same
+// allocations (the pool then belongs to the graph: nothing else allocates until the shapes
+// change); later runs copy the inputs into the captured buffers and launch the graph. A graph
+// that cannot be captured (host values uploaded mid-run, ...) leaves the executor eager.
+std::map<std::string, Tensor> Executor::Impl::run(const std::map<std::string, Tensor>& feeds) {
+  check_feeds(feeds);
+  if (!options.cuda_graph || options.profile) return run_eager(feeds);
+  const std::string sig = signature(feeds);
+  if (sig != graph_signature) {
+    destroy_graph();
+    graph_signature = sig;
+    graph_failed = false;
+    return run_eager(feeds);
+  }
+  if (!graph_exec && !graph_failed) {
+    RunContext ctx = context(nullptr);
+    upload_inputs(feeds, ctx);
+    for (size_t id : input_ids) graph_inputs.push_back(values[id].ptr);
+    TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    TRT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+    capturing = ctx.capturing = true;
+    std::string why;
+    try {
+      run_nodes(ctx);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    capturing = false;
+    cudaGraph_t graph = nullptr;
+    cudaError_t e = cudaStreamEndCapture(stream, &graph);
+    if (why.empty() && e == cudaSuccess) e = cudaGraphInstantiate(&graph_exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (!why.empty() || e != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (why.empty()) why = cudaGetErrorString(e);
+      TRT_LOG_WARN("CUDA graph capture failed, running eagerly: {}", why);
+      graph_exec = nullptr;
+      graph_failed = true;
+      graph_inputs.clear();
+      reset_activations();
+      return run_eager(feeds);
+    }
+  }
+  if (graph_failed) return run_eager(feeds);
+  for (size_t k = 0; k < input_ids.size(); ++k) {
+    const Tensor& t = feeds.at(input_names[k]);
+    if (t.nbytes())
+      TRT_CUDA_CHECK(
+          cudaMemcpyAsync(graph_inputs[k], t.raw(), t.nbytes(), cudaMemcpyHostToDevice, stream));
+  }
+  TRT_CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));
+  return collect_outputs();
+}
+
+std::vector<std::string> unsupported_nodes(const ir::Model& model) {
+  const ir::Graph& g = model.graph;
+  std::set<std::string> constant, host;
+  for (const auto& [name, t] : g.initializers) constant.insert(name);
+  const OpTable& table = op_table();
+  std::vector<std::string> bad;
+  for (const ir::Node& node : g.nodes) {
+    bool all_const = true, all_host = true;
+    for (const auto& in : node.inputs) {
+      if (in.empty()) continue;
+      all_const = all_const && constant.count(in);
+      all_host = all_host && (constant.count(in) || host.count(in));
+    }
+    const bool shape_op = node.op_type == "Shape" || node.op_type == "Size";
+    auto& into = all_const && !shape_op ? constant : host;
+    if ((all_const && !shape_op) || shape_op || all_host) {
+      if (!shape_op && !cpu::KernelRegistry::instance().find(node.domain, node.op_type))
+        bad.push_back(fmt::format("{} (op {}): no kernel", node.describe(), op_key(node)));
+      for (const auto& o : node.outputs)
+        if (!o.empty()) into.insert(o);
+      continue;
+    }
+    auto it = table.find(op_key(node));
+    if (it == table.end()) {
+      bad.push_back(fmt::format("{} (op {}): no CUDA kernel", node.describe(), op_key(node)));
+      continue;
+    }
+    OpBuild b{node, model.opset(), g,
+              [&](const std::string& name) -> const Tensor* { return g.initializer(name); },
+              nullptr};
+    try {
+      (void)it->second(b);  // factories check attributes; they make no CUDA calls
+    } catch (const Error& e) {
+      bad.push_back(fmt::format("{} (op {}): {}", node.describe(), op_key(node), e.what()));
+    }
+  }
+  return bad;
+}
+
+Executor::Executor(const ir::Model& model, const ExecutorOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->status = device_status();
+  TRT_CHECK(impl_->status.usable, ErrorCode::kNotSupported,
+            "the CUDA backend cannot run here: {}; use the cpu backend", impl_->status.why);
+  impl_->options = options;
+  impl_->model = model;
+  impl_->build();
+}
+
+Executor::~Executor() = default;
+
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
+  return impl_->run(feeds);
+}
+
+const std::vector<LayerTime>& Executor::profile() const {
+  return impl_->profile;
+}
+
+uint64_t Executor::device_weight_bytes() const {
+  return impl_->weight_bytes;
+}
+
+uint64_t Executor::device_activation_bytes() const {
+  return impl_->alloc.peak_bytes();
+}
+
+std::vector<std::string> Executor::node_placement() const {
+  std::vector<std::string> v;
+  for (Placement p : impl_->placement)
+    v.push_back(p == Placement::kGpu ? "gpu" : (p == Placement::kHost ? "host" : "constant"));
+  return v;
+}
+
+}  // namespace trtutils::cuda

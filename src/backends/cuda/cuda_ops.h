@@ -1,0 +1,251 @@
+// Internal to the CUDA backend: error checks, device memory, the run-time value and context the
+// GPU ops see, the op registry, and the helpers several ops share (cuDNN convolution, cuBLASLt
+// matrix products, broadcasting).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/kernels.h"
+#include "core/check.h"
+#include "ir/graph.h"
+
+namespace trtutils::cuda {
+
+// ---- checks: every call is checked, the message names the call, file and line ----------------
+[[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line);
+
+#define TRT_CUDA_CHECK(expr)                                                                    \
+  do {                                                                                          \
+    const cudaError_t trt_e_ = (expr);                                                          \
+    if (trt_e_ != cudaSuccess) ::trtutils::cuda::throw_cuda(trt_e_, #expr, __FILE__, __LINE__); \
+  } while (0)
+#define TRT_CUDNN_CHECK(expr)                                           \
+  do {                                                                  \
+    const cudnnStatus_t trt_s_ = (expr);                                \
+    if (trt_s_ != CUDNN_STATUS_SUCCESS)                                 \
+      ::trtutils::cuda::throw_cudnn(trt_s_, #expr, __FILE__, __LINE__); \
+  } while (0)
+#define TRT_CUBLAS_CHECK(expr)                                           \
+  do {                                                                   \
+    const cublasStatus_t trt_s_ = (expr);                                \
+    if (trt_s_ != CUBLAS_STATUS_SUCCESS)                                 \
+      ::trtutils::cuda::throw_cublas(trt_s_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// ---- device memory ------------------------------------------------------------------------------
+// A caching pool for activations and workspaces: freed blocks are kept (by size) and reused in
+// stream order (one stream per executor, so a block freed after enqueueing its last reader can
+// be handed to the next kernel). The peak of bytes held is reported as activation memory.
+class DeviceAllocator {
+ public:
+  DeviceAllocator() = default;
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+  ~DeviceAllocator();
+  // Shared ownership of `bytes` bytes (256-byte aligned); returned to the pool when released.
+  std::shared_ptr<void> allocate(size_t bytes);
+  size_t held_bytes() const { return held_; }
+  size_t peak_bytes() const { return peak_; }
+  // cudaFree of every cached free block (after synchronising the device).
+  void trim();
+
+ private:
+  void give_back(void* p, size_t bytes);
+  std::multimap<size_t, void*> free_;
+  size_t held_ = 0, peak_ = 0;
+};
+
+// A cudaMalloc'd buffer with one owner (weights and what ops derive from them).
+std::shared_ptr<void> device_malloc(size_t bytes);
+// Uploads host bytes into a fresh device_malloc buffer (synchronous).
+std::shared_ptr<void> upload_bytes(const void* data, size_t bytes);
+
+// ---- values -------------------------------------------------------------------------------------
+// A tensor at run time: on the device (ptr), on the host (host), or both.
+struct Value {
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+  void* ptr = nullptr;
+  std::shared_ptr<void> owner;  // keeps ptr's memory alive
+  Tensor host;                  // defined when the values are known on the host
+  bool constant = false;        // a weight: uploaded once into its own buffer, kept across runs
+  bool defined() const { return dtype != DataType::kUndefined; }
+  int64_t numel() const { return shape_numel(shape); }
+  size_t nbytes() const { return dtype_storage_bytes(dtype, numel()); }
+};
+
+// What a GPU op sees when it runs.
+class RunContext {
+ public:
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* lt_workspace = nullptr;
+  size_t lt_workspace_bytes = 0;
+  bool allow_tf32 = false;
+  int sm = 0;
+  int64_t opset = 0;
+  const ir::Node* node = nullptr;
+  DeviceAllocator* alloc = nullptr;
+  uint64_t* weight_bytes = nullptr;  // counts constants uploaded by dev()
+  bool capturing = false;            // inside CUDA graph capture: no host <-> device copies
+
+  // The device data of v, uploading host-only values (the upload is kept in v).
+  const void* dev(Value& v);
+  // The host data of v, downloading device-only values (synchronises the stream).
+  const Tensor& host(Value& v);
+  // Allocates v on the device with dtype/shape and returns the pointer.
+  void* make(Value& v, DataType dtype, Shape shape);
+  // v becomes `src` viewed with `shape` (same data; Reshape-like ops).
+  void alias(Value& v, const Value& src, Shape shape);
+  // Temporary device memory, valid until the returned handle is dropped (stream-ordered).
+  std::shared_ptr<void> scratch(size_t bytes) { return alloc->allocate(bytes); }
+  // Throws Error(kInternal) naming the node for a failed kernel launch (kNotSupported for
+  // cudaErrorNotSupported: a dtype the kernel does not handle).
+  void check(cudaError_t e, const char* what) const;
+};
+
+// A node's GPU implementation. Built once (may prepare weights), run every time.
+class GpuOp {
+ public:
+  virtual ~GpuOp() = default;
+  // in: one per node input (nullptr when omitted); out: one per node output (fill them).
+  virtual void run(RunContext& ctx, const std::vector<Value*>& in,
+                   const std::vector<Value*>& out) = 0;
+};
+
+// What a factory sees at construction.
+struct OpBuild {
+  const ir::Node& node;
+  int64_t opset;
+  const ir::Graph& graph;
+  // The value of a constant input (initializer or folded at construction), else nullptr.
+  std::function<const Tensor*(const std::string&)> constant;
+  uint64_t* weight_bytes = nullptr;  // ops add the device bytes they prepare from weights
+  const Tensor* constant_input(size_t i) const {
+    return node.has_input(i) ? constant(node.inputs[i]) : nullptr;
+  }
+  // dtype of input i when known from the graph (kUndefined otherwise).
+  DataType input_dtype(size_t i) const;
+};
+
+using OpFactory = std::function<std::unique_ptr<GpuOp>(const OpBuild&)>;
+// "Conv" or "com.trtutils::FusedConv" -> factory.
+using OpTable = std::map<std::string, OpFactory>;
+const OpTable& op_table();
+void register_elementwise_ops(OpTable& t);
+void register_tensor_ops(OpTable& t);
+void register_nn_ops(OpTable& t);
+void register_gemm_ops(OpTable& t);
+void register_quant_ops(OpTable& t);
+
+// ---- shared helpers
+// ------------------------------------------------------------------------------- Throws
+// Error(kNotSupported) naming the node unless dt is float32/float16/bfloat16.
+void require_float(const ir::Node& node, DataType dt, const char* what);
+// numel must fit the kernels' 32-bit coordinates.
+void require_indexable(const ir::Node& node, int64_t numel);
+
+// Broadcast of up to 3 inputs to `out` (each broadcastable to it), dims of size 1 dropped and
+// contiguous runs merged. Error(kNotSupported) if more than kMaxRank dims remain.
+k::Broadcast make_broadcast(const ir::Node& node, const Shape& out,
+                            const std::vector<const Shape*>& ins);
+// Strides of a C-order shape.
+std::vector<int64_t> strides_of(const Shape& s);
+
+// Convolution through cuDNN: descriptors and the algorithm (cudnnFind, once per shape) cached
+// by problem. Float32 (FMA, or TF32 when allowed), float16 and bfloat16 (float accumulation).
+// Asymmetric padding is materialised with a pad kernel.
+struct ConvGeometry {
+  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
+  size_t nspatial = 0;  // 1..3
+  std::vector<int64_t> in, out, kernel, stride, dilation, pad_begin, pad_end;
+  bool operator==(const ConvGeometry&) const = default;
+};
+// Reads and validates a Conv-like node's geometry for input shape x and weight shape w.
+ConvGeometry conv_geometry(const ir::Node& node, const Shape& x, const Shape& w);
+Shape conv_output_shape(const ConvGeometry& g);
+
+class CudnnConv {
+ public:
+  CudnnConv() = default;
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+  ~CudnnConv();
+  // y = conv(x, w) (y written, not accumulated).
+  void run(RunContext& ctx, const ConvGeometry& g, DataType dt, const void* x, const void* w,
+           void* y);
+
+ private:
+  struct Plan;
+  Plan& plan(RunContext& ctx, const ConvGeometry& g, DataType dt);
+  std::map<std::string, std::shared_ptr<Plan>> plans_;
+  // The last plan used (the common case: the same shapes every run), found without a key.
+  ConvGeometry last_g_;
+  DataType last_dt_ = DataType::kUndefined;
+  bool last_tf32_ = false;
+  Plan* last_ = nullptr;
+};
+
+// Matrix products through cuBLASLt, row-major: D[b] = alpha * op(A[b]) x op(B[b]) + beta * D[b]
+// (+ bias along N, + activation epilogue) for b < batch, with element strides between batch
+// entries (0 = shared). Plans (descriptors + the heuristic's algorithm) are cached per shape.
+struct MatmulProblem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldd = 0;  // row-major leading dims (0: packed)
+  int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+  DataType a_t = DataType::kFloat32, b_t = DataType::kFloat32, d_t = DataType::kFloat32;
+  enum class Epilogue {
+    kNone,
+    kBias,
+    kReluBias,
+    kGeluBias,
+    kRelu,
+    kGelu
+  } epilogue = Epilogue::kNone;
+  bool operator==(const MatmulProblem&) const = default;
+};
+class LtMatmul {
+ public:
+  LtMatmul() = default;
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
+  ~LtMatmul();
+  // Float types: alpha/beta as float; int8 x int8 -> int32 (TN only: trans_b with A [m,k] and
+  // B stored [n,k]); float8: a_scale/b_scale device pointers (float32, may be null).
+  // Returns false (nothing enqueued) when cuBLASLt has no algorithm for the problem.
+  bool run(RunContext& ctx, const MatmulProblem& p, const void* a, const void* b, void* d,
+           float alpha = 1.0f, float beta = 0.0f, const void* bias = nullptr,
+           const float* a_scale = nullptr, const float* b_scale = nullptr);
+
+ private:
+  struct Plan;
+  std::map<std::string, std::shared_ptr<Plan>> plans_;
+  // The last plan used and what it was made for (problem, tf32, pointer alignments).
+  MatmulProblem last_p_;
+  bool last_tf32_ = false;
+  uint32_t last_align_[4] = {0, 0, 0, 0};
+  bool last_scales_[2] = {false, false};
+  Plan* last_ = nullptr;
+};
+
+// numpy matmul's output shape (1-D operands promoted and squeezed back).
+Shape matmul_shape(const ir::Node& node, const Shape& a, const Shape& b);
+// Y = matmul(A, B) of float dtype dt (Y allocated with matmul_shape); batches folded, strided
+// or looped as the broadcast allows.
+void matmul(RunContext& ctx, LtMatmul& lt, DataType dt, const Shape& a_shape, const Shape& b_shape,
+            const void* a, const void* b, void* y);
+
+}  // namespace trtutils::cuda

@@ -1,0 +1,45 @@
+// The CUDA backend in a build without the CUDA toolkit: no device is ever usable and an
+// Executor cannot be made (compiled instead of the real backend; see CMakeLists.txt).
+#include "backends/cuda/cuda_executor.h"
+#include "core/check.h"
+
+namespace trtutils::cuda {
+
+DeviceStatus device_status() {
+  DeviceStatus s;
+  s.why = "this build has no CUDA backend (the CUDA toolkit was not found at configure time)";
+  return s;
+}
+
+std::vector<std::string> supported_ops() {
+  return {};
+}
+
+std::vector<std::string> unsupported_nodes(const ir::Model&) {
+  return {device_status().why};
+}
+
+struct Executor::Impl {};
+
+Executor::Executor(const ir::Model&, const ExecutorOptions&) {
+  TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
+}
+Executor::~Executor() = default;
+std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&) {
+  TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
+}
+const std::vector<LayerTime>& Executor::profile() const {
+  static const std::vector<LayerTime> none;
+  return none;
+}
+uint64_t Executor::device_weight_bytes() const {
+  return 0;
+}
+uint64_t Executor::device_activation_bytes() const {
+  return 0;
+}
+std::vector<std::string> Executor::node_placement() const {
+  return {};
+}
+
+}  // namespace trtutils::cuda

@@ -1,0 +1,161 @@
+// Device-side helpers of the .cu files: element conversions, launch geometry, dtype dispatch.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/kernels.h"
+
+namespace trtutils::cuda::k {
+
+// float8 values travel as their storage byte; these tags select the conversion.
+struct E4M3 {
+  uint8_t bits;
+};
+struct E5M2 {
+  uint8_t bits;
+};
+
+template <typename T>
+__device__ __forceinline__ float to_float(T v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat162float(v);
+  } else if constexpr (std::is_same_v<T, E4M3>) {
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(v.bits, __NV_E4M3)));
+  } else if constexpr (std::is_same_v<T, E5M2>) {
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(v.bits, __NV_E5M2)));
+  } else {
+    return static_cast<float>(v);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else if constexpr (std::is_same_v<T, E4M3>) {
+    return E4M3{__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)};
+  } else if constexpr (std::is_same_v<T, E5M2>) {
+    return E5M2{__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2)};
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+template <typename T>
+inline constexpr bool kFloatLike =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+constexpr int kThreads = 256;
+
+// Blocks for a grid-stride loop over n items.
+inline unsigned blocks_for(int64_t n, int threads = kThreads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > (int64_t{1} << 20)) b = int64_t{1} << 20;
+  return static_cast<unsigned>(b);
+}
+
+#define TRT_GRID_STRIDE(i, n)                                                            \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// Calls f(T{}) for the float compute types; false when dt is none of them.
+template <typename F>
+bool dispatch_float(DataType dt, F&& f) {
+  if (dt == DataType::kFloat32) {
+    f(float{});
+  } else if (dt == DataType::kFloat16) {
+    f(__half{});
+  } else if (dt == DataType::kBFloat16) {
+    f(__nv_bfloat16{});
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Unsigned storage type of `esz` bytes.
+template <size_t N>
+struct Bytes;
+template <>
+struct Bytes<1> {
+  using type = uint8_t;
+};
+template <>
+struct Bytes<2> {
+  using type = uint16_t;
+};
+template <>
+struct Bytes<4> {
+  using type = uint32_t;
+};
+template <>
+struct Bytes<8> {
+  using type = uint64_t;
+};
+
+template <typename F>
+bool dispatch_size(size_t esz, F&& f) {
+  switch (esz) {
+    case 1:
+      f(uint8_t{});
+      return true;
+    case 2:
+      f(uint16_t{});
+      return true;
+    case 4:
+      f(uint32_t{});
+      return true;
+    case 8:
+      f(uint64_t{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Offset of output element i (row-major over bc.dims) in input `which`.
+__device__ __forceinline__ int64_t broadcast_offset(const Broadcast& bc, int which, uint32_t i) {
+  int64_t off = 0;
+#pragma unroll
+  for (int d = kMaxRank - 1; d >= 0; --d) {
+    if (d < bc.rank) {
+      const uint32_t dim = static_cast<uint32_t>(bc.dims[d]);
+      const uint32_t q = i / dim;
+      off += static_cast<int64_t>(i - q * dim) * bc.strides[which][d];
+      i = q;
+    }
+  }
+  return off;
+}
+
+__device__ __forceinline__ float apply_act(Act act, float v, float alpha, float beta) {
+  switch (act) {
+    case Act::kNone:
+      return v;
+    case Act::kRelu:
+      return v > 0.0f ? v : 0.0f;
+    case Act::kClip: {
+      const float a = v < alpha ? alpha : v;  // NaN stays NaN, as on the CPU
+      return beta < a ? beta : a;
+    }
+    case Act::kLeakyRelu:
+      return v < 0.0f ? alpha * v : v;
+    case Act::kSigmoid:
+      return 1.0f / (1.0f + expf(-v));
+    case Act::kHardSwish:
+      return v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
+  }
+  return v;
+}
+
+}  // namespace trtutils::cuda::k

@@ -1,0 +1,464 @@
+// Elementwise kernels: unary math/activations, broadcasting binary ops, Where, the convolution
+// epilogue and the per-channel affine. Floats compute in float32 (fp16/bf16 widened), with the
+// CPU kernels' formulas so that results agree to float rounding.
+#include "backends/cuda/device_util.cuh"
+
+namespace trtutils::cuda::k {
+
+namespace {
+
+__device__ __forceinline__ float stable_sigmoid(float v) {
+  const float e = expf(-fabsf(v));
+  return (v >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+__device__ __forceinline__ float softplus(float v) {
+  return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+}
+
+__device__ __forceinline__ float unary_float(Unary op, float v, float alpha, float beta) {
+  switch (op) {
+    case Unary::kIdentity:
+      return v;
+    case Unary::kRelu:
+      return v < 0.0f ? 0.0f : v;
+    case Unary::kSigmoid:
+      return stable_sigmoid(v);
+    case Unary::kTanh:
+      return tanhf(v);
+    case Unary::kErf:
+      return erff(v);
+    case Unary::kSqrt:
+      return sqrtf(v);
+    case Unary::kExp:
+      return expf(v);
+    case Unary::kLog:
+      return logf(v);
+    case Unary::kAbs:
+      return fabsf(v);
+    case Unary::kNeg:
+      return -v;
+    case Unary::kReciprocal:
+      return 1.0f / v;
+    case Unary::kFloor:
+      return floorf(v);
+    case Unary::kCeil:
+      return ceilf(v);
+    case Unary::kRound:
+      return rintf(v);
+    case Unary::kSin:
+      return sinf(v);
+    case Unary::kCos:
+      return cosf(v);
+    case Unary::kSign:
+      return isnan(v) ? v : (v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : 0.0f));
+    case Unary::kHardSwish:
+      return v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
+    case Unary::kHardSigmoid:
+      return fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
+    case Unary::kClip: {
+      const float a = v < alpha ? alpha : v;
+      return beta < a ? beta : a;
+    }
+    case Unary::kLeakyRelu:
+      return v < 0.0f ? v * alpha : v;
+    case Unary::kElu:
+      return v < 0.0f ? alpha * expm1f(v) : v;
+    case Unary::kSelu:
+      return beta * (v > 0.0f ? v : alpha * expm1f(v));
+    case Unary::kSoftplus:
+      return softplus(v);
+    case Unary::kSoftsign:
+      return v / (1.0f + fabsf(v));
+    case Unary::kMish:
+      return v * tanhf(softplus(v));
+    case Unary::kGelu:
+      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+    case Unary::kGeluTanh: {
+      const float c = 0.79788456080286535588f;
+      return 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
+    }
+    case Unary::kScale:
+      return alpha * v;
+  }
+  return v;
+}
+
+template <typename T>
+__global__ void unary_float_kernel(Unary op, const T* x, T* y, int64_t n, float alpha, float beta) {
+  TRT_GRID_STRIDE(i, n) {
+    y[i] = from_float<T>(unary_float(op, to_float(x[i]), alpha, beta));
+  }
+}
+
+template <typename T>
+__global__ void unary_int_kernel(Unary op, const T* x, T* y, int64_t n, float alpha, float beta) {
+  TRT_GRID_STRIDE(i, n) {
+    const T v = x[i];
+    T r = v;
+    switch (op) {
+      case Unary::kRelu:
+        r = v < T(0) ? T(0) : v;
+        break;
+      case Unary::kAbs:
+        r = v < T(0) ? T(-v) : v;
+        break;
+      case Unary::kNeg:
+        r = T(-v);
+        break;
+      case Unary::kSign:
+        r = v > T(0) ? T(1) : (v < T(0) ? T(-1) : T(0));
+        break;
+      case Unary::kClip: {
+        const double d = static_cast<double>(v);
+        r = d < alpha ? static_cast<T>(alpha) : (d > beta ? static_cast<T>(beta) : v);
+        break;
+      }
+      case Unary::kScale:
+        r = static_cast<T>(static_cast<double>(v) * alpha);
+        break;
+      default:
+        break;
+    }
+    y[i] = r;
+  }
+}
+
+bool int_unary_ok(Unary op) {
+  return op == Unary::kIdentity || op == Unary::kRelu || op == Unary::kAbs || op == Unary::kNeg ||
+         op == Unary::kSign || op == Unary::kClip || op == Unary::kScale;
+}
+
+// ---- binary ---------------------------------------------------------------------------------
+__device__ __forceinline__ float binary_float(Binary op, float a, float b) {
+  switch (op) {
+    case Binary::kAdd:
+      return a + b;
+    case Binary::kSub:
+      return a - b;
+    case Binary::kMul:
+      return a * b;
+    case Binary::kDiv:
+      return a / b;
+    case Binary::kPow:
+      return powf(a, b);
+    case Binary::kMax:
+      return (isnan(a) || isnan(b)) ? nanf("") : (a < b ? b : a);
+    case Binary::kMin:
+      return (isnan(a) || isnan(b)) ? nanf("") : (b < a ? b : a);
+    case Binary::kPRelu:
+      return a < 0.0f ? a * b : a;
+    case Binary::kMod:
+    case Binary::kFMod:
+      return fmodf(a, b);
+    case Binary::kEqual:
+      return a == b;
+    case Binary::kLess:
+      return a < b;
+    case Binary::kGreater:
+      return a > b;
+    case Binary::kLessOrEqual:
+      return a <= b;
+    case Binary::kGreaterOrEqual:
+      return a >= b;
+    case Binary::kAnd:
+      return (a != 0.0f) && (b != 0.0f);
+    case Binary::kOr:
+      return (a != 0.0f) || (b != 0.0f);
+    case Binary::kXor:
+      return (a != 0.0f) != (b != 0.0f);
+  }
+  return 0.0f;
+}
+
+// Integer arithmetic wraps (done in the unsigned type), division truncates (divisors are
+// checked non-zero by the host only for constants; a zero divisor yields 0 here).
+template <typename T>
+__device__ __forceinline__ T binary_int(Binary op, T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  switch (op) {
+    case Binary::kAdd:
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    case Binary::kSub:
+      return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+    case Binary::kMul:
+      return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+    case Binary::kDiv:
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return static_cast<T>(U(0) - static_cast<U>(a));
+      }
+      return static_cast<T>(a / b);
+    case Binary::kPow: {
+      if constexpr (std::is_signed_v<T>) {
+        if (b < T(0)) return a == T(1) ? T(1) : (a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0));
+      }
+      U r = 1, base = static_cast<U>(a);
+      for (T e = b; e > T(0); e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+      }
+      return static_cast<T>(r);
+    }
+    case Binary::kMax:
+      return a < b ? b : a;
+    case Binary::kMin:
+      return b < a ? b : a;
+    case Binary::kPRelu:
+      if constexpr (std::is_signed_v<T>) {
+        return a < T(0) ? static_cast<T>(static_cast<U>(a) * static_cast<U>(b)) : a;
+      } else {
+        return a;
+      }
+    case Binary::kMod:
+    case Binary::kFMod: {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<T>) {
+        if (b == T(-1)) return 0;
+        const T r = static_cast<T>(a % b);
+        if (op == Binary::kMod && r != 0 && ((r < 0) != (b < 0))) return static_cast<T>(r + b);
+        return r;
+      } else {
+        return static_cast<T>(a % b);
+      }
+    }
+    case Binary::kEqual:
+      return a == b;
+    case Binary::kLess:
+      return a < b;
+    case Binary::kGreater:
+      return a > b;
+    case Binary::kLessOrEqual:
+      return a <= b;
+    case Binary::kGreaterOrEqual:
+      return a >= b;
+    case Binary::kAnd:
+      return (a != 0) && (b != 0);
+    case Binary::kOr:
+      return (a != 0) || (b != 0);
+    case Binary::kXor:
+      return (a != 0) != (b != 0);
+  }
+  return 0;
+}
+
+template <typename T, typename O>
+__device__ __forceinline__ O binary_apply(Binary op, T a, T b) {
+  if constexpr (kFloatLike<T>) {
+    const float r = binary_float(op, to_float(a), to_float(b));
+    if constexpr (std::is_same_v<O, bool>) {
+      return r != 0.0f;
+    } else {
+      return from_float<O>(r);
+    }
+  } else {
+    return static_cast<O>(binary_int<T>(op, a, b));
+  }
+}
+
+// kind 0: same shape (flat); 1: b is one value; 2: a is one value; 3: general broadcast.
+template <typename T, typename O, int kKind>
+__global__ void binary_kernel(Binary op, const T* a, const T* b, O* y, Broadcast bc, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    T va, vb;
+    if constexpr (kKind == 0) {
+      va = a[i];
+      vb = b[i];
+    } else if constexpr (kKind == 1) {
+      va = a[i];
+      vb = b[0];
+    } else if constexpr (kKind == 2) {
+      va = a[0];
+      vb = b[i];
+    } else {
+      va = a[broadcast_offset(bc, 0, static_cast<uint32_t>(i))];
+      vb = b[broadcast_offset(bc, 1, static_cast<uint32_t>(i))];
+    }
+    y[i] = binary_apply<T, O>(op, va, vb);
+  }
+}
+
+bool is_flat(const Broadcast& bc, int which) {
+  int64_t expect = 1;
+  for (int d = bc.rank - 1; d >= 0; --d) {
+    if (bc.dims[d] != 1 && bc.strides[which][d] != expect) return false;
+    expect *= bc.dims[d];
+  }
+  return true;
+}
+bool is_scalar(const Broadcast& bc, int which) {
+  for (int d = 0; d < bc.rank; ++d)
+    if (bc.dims[d] != 1 && bc.strides[which][d] != 0) return false;
+  return true;
+}
+
+template <typename T, typename O>
+void launch_binary(Binary op, const void* a, const void* b, void* y, const Broadcast& bc, int64_t n,
+                   cudaStream_t s) {
+  const T* pa = static_cast<const T*>(a);
+  const T* pb = static_cast<const T*>(b);
+  O* py = static_cast<O*>(y);
+  const unsigned g = blocks_for(n);
+  const bool fa = is_flat(bc, 0), fb = is_flat(bc, 1);
+  if (fa && fb) {
+    binary_kernel<T, O, 0><<<g, kThreads, 0, s>>>(op, pa, pb, py, bc, n);
+  } else if (fa && is_scalar(bc, 1)) {
+    binary_kernel<T, O, 1><<<g, kThreads, 0, s>>>(op, pa, pb, py, bc, n);
+  } else if (fb && is_scalar(bc, 0)) {
+    binary_kernel<T, O, 2><<<g, kThreads, 0, s>>>(op, pa, pb, py, bc, n);
+  } else {
+    binary_kernel<T, O, 3><<<g, kThreads, 0, s>>>(op, pa, pb, py, bc, n);
+  }
+}
+
+template <typename T>
+void launch_binary_typed(Binary op, const void* a, const void* b, void* y, const Broadcast& bc,
+                         int64_t n, cudaStream_t s) {
+  if (binary_is_comparison(op)) {
+    launch_binary<T, bool>(op, a, b, y, bc, n, s);
+  } else {
+    launch_binary<T, T>(op, a, b, y, bc, n, s);
+  }
+}
+
+template <typename U>
+__global__ void where_kernel(const bool* c, const U* x, const U* z, U* y, Broadcast bc, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    const uint32_t j = static_cast<uint32_t>(i);
+    y[i] = c[broadcast_offset(bc, 0, j)] ? x[broadcast_offset(bc, 1, j)]
+                                         : z[broadcast_offset(bc, 2, j)];
+  }
+}
+
+// ---- epilogues ---------------------------------------------------------------------------
+template <typename T>
+__global__ void bias_act_kernel(T* y, const T* bias, const T* residual, int64_t n, int64_t channels,
+                                int64_t inner, Act act, float alpha, float beta) {
+  TRT_GRID_STRIDE(i, n) {
+    float v = to_float(y[i]);
+    if (bias) v += to_float(bias[(i / inner) % channels]);
+    if (residual) v += to_float(residual[i]);
+    y[i] = from_float<T>(apply_act(act, v, alpha, beta));
+  }
+}
+
+template <typename T>
+__global__ void affine_kernel(const T* x, T* y, const float* scale, const float* shift, int64_t n,
+                              int64_t channels, int64_t inner) {
+  TRT_GRID_STRIDE(i, n) {
+    const int64_t c = (i / inner) % channels;
+    y[i] = from_float<T>(to_float(x[i]) * scale[c] + shift[c]);
+  }
+}
+
+}  // namespace
+
+bool binary_is_comparison(Binary op) {
+  return op == Binary::kEqual || op == Binary::kLess || op == Binary::kGreater ||
+         op == Binary::kLessOrEqual || op == Binary::kGreaterOrEqual || op == Binary::kAnd ||
+         op == Binary::kOr || op == Binary::kXor;
+}
+
+cudaError_t unary(Unary op, DataType dt, const void* x, void* y, int64_t n, float alpha, float beta,
+                  cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const unsigned g = blocks_for(n);
+  const bool done = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    unary_float_kernel<T><<<g, kThreads, 0, stream>>>(op, static_cast<const T*>(x),
+                                                      static_cast<T*>(y), n, alpha, beta);
+  });
+  if (done) return cudaGetLastError();
+  if (!int_unary_ok(op)) return cudaErrorNotSupported;
+  if (dt == DataType::kInt8) {
+    unary_int_kernel<int8_t><<<g, kThreads, 0, stream>>>(op, static_cast<const int8_t*>(x),
+                                                         static_cast<int8_t*>(y), n, alpha, beta);
+  } else if (dt == DataType::kInt32) {
+    unary_int_kernel<int32_t><<<g, kThreads, 0, stream>>>(op, static_cast<const int32_t*>(x),
+                                                          static_cast<int32_t*>(y), n, alpha, beta);
+  } else if (dt == DataType::kInt64) {
+    unary_int_kernel<int64_t><<<g, kThreads, 0, stream>>>(op, static_cast<const int64_t*>(x),
+                                                          static_cast<int64_t*>(y), n, alpha, beta);
+  } else {
+    return cudaErrorNotSupported;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t binary(Binary op, DataType dt, const void* a, const void* b, void* y,
+                   const Broadcast& bc, int64_t numel, cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  const bool logic = op == Binary::kAnd || op == Binary::kOr || op == Binary::kXor;
+  if (logic) {
+    if (dt != DataType::kBool) return cudaErrorNotSupported;
+    launch_binary<uint8_t, bool>(op, a, b, y, bc, numel, stream);
+    return cudaGetLastError();
+  }
+  if (dispatch_float(dt, [&](auto tag) {
+        launch_binary_typed<decltype(tag)>(op, a, b, y, bc, numel, stream);
+      }))
+    return cudaGetLastError();
+  if (dt == DataType::kInt32) {
+    launch_binary_typed<int32_t>(op, a, b, y, bc, numel, stream);
+  } else if (dt == DataType::kInt64) {
+    launch_binary_typed<int64_t>(op, a, b, y, bc, numel, stream);
+  } else if (dt == DataType::kInt8) {
+    launch_binary_typed<int8_t>(op, a, b, y, bc, numel, stream);
+  } else if (dt == DataType::kUInt8) {
+    launch_binary_typed<uint8_t>(op, a, b, y, bc, numel, stream);
+  } else if (dt == DataType::kBool && op == Binary::kEqual) {
+    launch_binary<uint8_t, bool>(op, a, b, y, bc, numel, stream);
+  } else {
+    return cudaErrorNotSupported;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t where(size_t esz, const void* cond, const void* x, const void* z, void* y,
+                  const Broadcast& bc, int64_t numel, cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  const bool ok = dispatch_size(esz, [&](auto tag) {
+    using U = decltype(tag);
+    where_kernel<U><<<blocks_for(numel), kThreads, 0, stream>>>(
+        static_cast<const bool*>(cond), static_cast<const U*>(x), static_cast<const U*>(z),
+        static_cast<U*>(y), bc, numel);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t bias_act(DataType dt, void* y, const void* bias, const void* residual, int64_t n,
+                     int64_t channels, int64_t inner, Act act, float alpha, float beta,
+                     cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    bias_act_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(residual), n,
+        channels, inner, act, alpha, beta);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t channel_affine(DataType dt, const void* x, void* y, const float* scale,
+                           const float* shift, int64_t n, int64_t channels, int64_t inner,
+                           cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    affine_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), scale, shift, n, channels, inner);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+namespace {
+__global__ void probe_kernel(int* p) {
+  if (p) *p = 1;
+}
+}  // namespace
+
+cudaError_t probe_kernels() {
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, probe_kernel);
+}
+
+}  // namespace trtutils::cuda::k

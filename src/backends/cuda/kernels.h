@@ -1,0 +1,231 @@
+// The CUDA kernels' launchers: plain C++ declarations shared by the host code (g++) and the
+// .cu files (nvcc), which include nothing else of trtutils. Pointers are device pointers; every
+// launcher enqueues on `stream` and returns cudaGetLastError() (the caller checks it with
+// file:line). Element counts fit int64; kernels that decompose indices into coordinates
+// (broadcast, strided copy, pools) need fewer than 2^31 elements, which the host checks.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "trtutils/dtype.h"
+
+namespace trtutils::cuda::k {
+
+constexpr int kMaxRank = 8;
+
+// ---- elementwise ------------------------------------------------------------------------------
+enum class Unary : int {
+  kIdentity,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kErf,
+  kSqrt,
+  kExp,
+  kLog,
+  kAbs,
+  kNeg,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kRound,  // half to even
+  kSin,
+  kCos,
+  kSign,
+  kHardSwish,
+  kHardSigmoid,  // max(0, min(1, alpha * x + beta))
+  kClip,         // min(max(x, alpha), beta)
+  kLeakyRelu,    // alpha
+  kElu,          // alpha
+  kSelu,         // alpha, beta = gamma
+  kSoftplus,
+  kSoftsign,
+  kMish,
+  kGelu,      // erf form
+  kGeluTanh,  // tanh approximation
+  kScale,     // alpha * x
+};
+// y = op(x) elementwise; dtype float32/float16/bfloat16 (computed in float), or for kIdentity,
+// kRelu, kAbs, kNeg, kSign, kClip, kScale also int8/int32/int64.
+cudaError_t unary(Unary op, DataType dt, const void* x, void* y, int64_t n, float alpha, float beta,
+                  cudaStream_t stream);
+
+enum class Binary : int {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kPRelu,  // a < 0 ? a * b : a
+  kMod,    // fmod for floats; Python-style (sign of divisor) for ints unless fmod flag
+  kFMod,
+  // bool outputs
+  kEqual,
+  kLess,
+  kGreater,
+  kLessOrEqual,
+  kGreaterOrEqual,
+  kAnd,
+  kOr,
+  kXor,
+};
+bool binary_is_comparison(Binary op);  // output bool
+
+// Broadcast description: `rank` output dims (merged and simplified by the host) and per-input
+// element strides (0 where the input is broadcast).
+struct Broadcast {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[3][kMaxRank] = {};
+};
+// y = op(a, b). dt: the inputs' dtype (float32/float16/bfloat16/int8/uint8/int32/int64, bool for
+// logic ops); y has dt, or bool for comparisons and logic ops. `numel` = product of dims.
+cudaError_t binary(Binary op, DataType dt, const void* a, const void* b, void* y,
+                   const Broadcast& bc, int64_t numel, cudaStream_t stream);
+// y = cond ? x : z (bool cond; x/z/y of element size esz = 1, 2, 4 or 8).
+cudaError_t where(size_t esz, const void* cond, const void* x, const void* z, void* y,
+                  const Broadcast& bc, int64_t numel, cudaStream_t stream);
+
+// ONNX Cast between float32/float16/bfloat16/float64/int8/uint8/int16/uint16/int32/uint32/
+// int64/uint64/bool/float8e4m3fn/float8e5m2 (saturate: float8 targets).
+cudaError_t cast(DataType from, DataType to, const void* x, void* y, int64_t n, bool saturate,
+                 cudaStream_t stream);
+bool cast_supported(DataType t);
+
+// ---- convolution epilogue / channel affine ------------------------------------------------
+enum class Act : int { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish };
+// y[i] = act(y[i] + bias[c] + residual[i]) with c = (i / inner) % channels; bias (dt, may be
+// null), residual (dt, may be null). dt float32/float16/bfloat16.
+cudaError_t bias_act(DataType dt, void* y, const void* bias, const void* residual, int64_t n,
+                     int64_t channels, int64_t inner, Act act, float alpha, float beta,
+                     cudaStream_t stream);
+// y[i] = x[i] * scale[c] + shift[c] (float32 scale/shift), c as above (BatchNormalization).
+cudaError_t channel_affine(DataType dt, const void* x, void* y, const float* scale,
+                           const float* shift, int64_t n, int64_t channels, int64_t inner,
+                           cudaStream_t stream);
+
+// ---- data movement ----------------------------------------------------------------------------
+// y[i] = x[offset + sum_d coord_d(i) * strides[0][d]] over the output dims (Transpose, Slice,
+// Expand): one source only (strides[0]); offset may be anything the strides keep in range.
+cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc, int64_t offset,
+                         int64_t numel, cudaStream_t stream);
+// y[o, j, i] = x[o, idx[j], i] with negative indices wrapped (x: [outer, axis_len, inner]).
+cudaError_t gather(size_t esz, const void* x, const void* indices, bool indices_int64, void* y,
+                   int64_t outer, int64_t axis_len, int64_t num_indices, int64_t inner,
+                   cudaStream_t stream);
+// Pad: out coordinate c reads in coordinate c - pad_begin; outside the input: mode 0 constant
+// (value's esz bytes), 1 edge, 2 reflect, 3 wrap.
+struct PadDesc {
+  int rank = 0;
+  int64_t in[kMaxRank] = {};
+  int64_t out[kMaxRank] = {};
+  int64_t pad_begin[kMaxRank] = {};
+  int mode = 0;
+  uint64_t value = 0;  // bit pattern of the constant
+};
+cudaError_t pad(size_t esz, const void* x, void* y, const PadDesc& p, int64_t numel,
+                cudaStream_t stream);
+
+// ---- pooling / normalisation / reductions --------------------------------------------------
+struct PoolDesc {      // spatial axes padded to 3 (leading axes of size 1)
+  int64_t planes = 0;  // N * C
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1},
+          dilation[3] = {1, 1, 1}, pad_begin[3] = {0, 0, 0}, pad_end[3] = {0, 0, 0};
+};
+// dt float32/float16/bfloat16 (and int8/uint8 for max).
+cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cudaStream_t stream);
+cudaError_t avg_pool(DataType dt, const void* x, void* y, const PoolDesc& p, bool count_include_pad,
+                     cudaStream_t stream);
+// y[p] = mean or max of x[p * size .. (p + 1) * size).
+cudaError_t global_pool(DataType dt, const void* x, void* y, int64_t planes, int64_t size,
+                        bool is_max, cudaStream_t stream);
+
+enum class Soft : int { kSoftmax, kLogSoftmax };
+// Over the middle axis of x viewed as [outer, n, inner].
+cudaError_t softmax(DataType dt, Soft kind, const void* x, void* y, int64_t outer, int64_t n,
+                    int64_t inner, cudaStream_t stream);
+// Per row of d elements: y = (x - mean) / sqrt(var + eps) * scale + bias (scale/bias of dtype dt
+// with d elements; bias may be null). mean/inv_std (float32, may be null) per row.
+cudaError_t layer_norm(DataType dt, const void* x, const void* scale, const void* bias, void* y,
+                       int64_t rows, int64_t d, float eps, float* mean, float* inv_std,
+                       cudaStream_t stream);
+
+enum class Reduce : int { kSum, kMean, kMax, kMin, kSumSquare, kL1, kL2, kProd, kLogSumExp };
+// y[o, i] = reduce_r x[o, r, i] for x viewed as [outer, r, inner]; float types accumulate in
+// float (int32/int64 supported for sum/max/min/prod).
+cudaError_t reduce(DataType dt, Reduce kind, const void* x, void* y, int64_t outer, int64_t r,
+                   int64_t inner, cudaStream_t stream);
+
+// ---- quantization ------------------------------------------------------------------------------
+// Element e of x viewed as [outer, axis_len, inner] uses scale[a] / zero_point[a] when
+// per_axis, else index 0. zero_point (float32 values) may be null (= 0).
+struct QuantDesc {
+  int64_t n = 0;
+  int64_t axis_len = 1, inner = 1;
+  bool per_axis = false;
+  const float* scale = nullptr;
+  const float* zero_point = nullptr;
+};
+// QuantizeLinear: x (float32/float16/bfloat16) -> y (int8/uint8/int16/uint16 with
+// round-half-even + saturation; float8e4m3fn/float8e5m2 with `saturate`).
+cudaError_t quantize(DataType xt, DataType yt, const void* x, void* y, const QuantDesc& q,
+                     bool saturate, cudaStream_t stream);
+// DequantizeLinear: x (int8/uint8/int16/uint16/int32/float8) -> y (float32/float16/bfloat16).
+cudaError_t dequantize(DataType xt, DataType yt, const void* x, void* y, const QuantDesc& q,
+                       cudaStream_t stream);
+
+// The quantized islands' int path: col [rows, kp] bytes from x (NCHW, or NHWC when
+// channels_last; byte elements, 1-3 spatial axes padded to 3 as in PoolDesc): row
+// b * positions + p, column ((c * k0 + a) * k1 + b) * k2 + e (W's [M, C, k...] order);
+// padding reads `pad_value`; every byte is XORed with xor_mask (0x80 turns uint8 into int8
+// shifted by -128). Columns [C * k0 * k1 * k2, kp) are 0.
+struct Im2ColDesc {
+  int64_t batch = 0, channels = 0;
+  PoolDesc geo;  // geo.planes unused
+  int64_t kp = 0;
+  bool channels_last = false;
+  uint8_t pad_value = 0;
+  uint8_t xor_mask = 0;
+};
+cudaError_t im2col(const void* x, void* col, const Im2ColDesc& d, cudaStream_t stream);
+// y[i] = x[i] ^ mask over n bytes (uint8 -> int8 activations).
+cudaError_t xor_bytes(const void* x, void* y, int64_t n, uint8_t mask, cudaStream_t stream);
+
+// After an integer (or float, unscaled) product acc with rows = batch * P positions and
+// cols = output channels:
+//   T = (acc - x_zp * colsum[c]) * colscale[c] + bias[c] + R;  T = act(T)
+//   Y = T (float32) or quantize(T, y_scale, y_zp) (int8/uint8/float8e4m3fn/float8e5m2).
+// Layouts of acc and of Y (and R): channels-first (b * cols + c) * P + p, or [rows, cols]
+// row * cols + c with row = b * P + p (the same when P = 1). colsum may be null (x_zp
+// ignored); bias and residual may be null.
+struct QEpilogue {
+  const void* acc = nullptr;
+  bool acc_int32 = true;  // else float32
+  bool acc_channels_first = false;
+  int64_t rows = 0, cols = 0, positions = 1;
+  bool channels_first = false;  // Y's (and R's) layout
+  const int32_t* colsum = nullptr;
+  int32_t x_zp = 0;
+  const float* colscale = nullptr;  // cols values
+  const float* bias = nullptr;
+  const void* residual = nullptr;
+  DataType residual_t = DataType::kFloat32;  // float32, or int8/uint8/float8 with r_scale/r_zp
+  float r_scale = 1.0f, r_zp = 0.0f;
+  Act act = Act::kNone;
+  float alpha = 0.0f, beta = 0.0f;
+  void* y = nullptr;
+  DataType y_t = DataType::kFloat32;
+  float y_scale = 1.0f, y_zp = 0.0f;
+};
+cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream);
+
+// True when this process' device can run the kernels compiled into this build (the error of
+// a trivial launch otherwise).
+cudaError_t probe_kernels();
+
+}  // namespace trtutils::cuda::k

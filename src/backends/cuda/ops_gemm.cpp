@@ -1,0 +1,195 @@
+// Gemm and MatMul through cuBLASLt. MatMul folds a batched A times a shared 2-D B into one
+// product (M = batch * m), runs broadcast batches as one strided-batched call when each operand
+// is either whole or fully shared, and otherwise loops over the batch. Gemm's C is a bias
+// epilogue when it is a row vector with beta = 1, else broadcast into the output first.
+#include "backends/cuda/cuda_ops.h"
+#include "ops/op_registry.h"
+
+namespace trtutils::cuda {
+
+namespace {
+
+size_t esize(DataType t) {
+  return static_cast<size_t>(dtype_bits(t) / 8);
+}
+
+void lt_gemm(RunContext& ctx, LtMatmul& lt, const MatmulProblem& p, const void* a, const void* b,
+             void* y) {
+  TRT_CHECK(lt.run(ctx, p, a, b, y), ErrorCode::kNotSupported,
+            "{}: cuBLASLt has no algorithm for this {} product ({}x{}x{}, batch {})",
+            ctx.node->describe(), dtype_name(p.a_t), p.m, p.n, p.k, p.batch);
+}
+
+class MatMulOp : public GpuOp {
+ public:
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& a = *in.at(0);
+    Value& b = *in.at(1);
+    TRT_CHECK_ARG(a.dtype == b.dtype, "{}: A ({}) and B ({}) must have the same dtype",
+                  node.describe(), dtype_name(a.dtype), dtype_name(b.dtype));
+    require_float(node, a.dtype, "input A");
+    const Shape ys = matmul_shape(node, a.shape, b.shape);
+    const void* pa = ctx.dev(a);
+    const void* pb = ctx.dev(b);
+    void* py = ctx.make(*out.at(0), a.dtype, ys);
+    matmul(ctx, lt_, a.dtype, a.shape, b.shape, pa, pb, py);
+  }
+
+ private:
+  LtMatmul lt_;
+};
+
+class GemmOp : public GpuOp {
+ public:
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& a = *in.at(0);
+    Value& b = *in.at(1);
+    Value* c = in.size() > 2 ? in[2] : nullptr;
+    const DataType dt = a.dtype;
+    require_float(node, dt, "input A");
+    TRT_CHECK_ARG(b.dtype == dt && (!c || c->dtype == dt),
+                  "{}: A, B and C must have the same dtype", node.describe());
+    TRT_CHECK_ARG(a.shape.size() == 2 && b.shape.size() == 2, "{}: A {} and B {} must be 2-D",
+                  node.describe(), shape_str(a.shape), shape_str(b.shape));
+    const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+    const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+    const int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+    const int64_t n = tb ? b.shape[0] : b.shape[1];
+    TRT_CHECK_ARG((tb ? b.shape[1] : b.shape[0]) == k, "{}: inner dimensions differ",
+                  node.describe());
+    const void* pa = ctx.dev(a);
+    const void* pb = ctx.dev(b);
+    Value& y = *out.at(0);
+    void* py = ctx.make(y, dt, {m, n});
+    if (m * n == 0) return;
+    MatmulProblem p;
+    p.a_t = p.b_t = p.d_t = dt;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.trans_a = ta;
+    p.trans_b = tb;
+    const void* bias = nullptr;
+    float accumulate = 0.0f;
+    if (c && beta != 0.0f) {
+      const Shape& cs = c->shape;
+      TRT_CHECK_ARG(cs.size() <= 2, "{}: C {} must have rank <= 2", node.describe(), shape_str(cs));
+      const int64_t cn = cs.empty() ? 1 : cs.back(), cm = cs.size() == 2 ? cs[0] : 1;
+      TRT_CHECK_ARG((cm == 1 || cm == m) && (cn == 1 || cn == n),
+                    "{}: C {} cannot be broadcast to the output [{}, {}]", node.describe(),
+                    shape_str(cs), m, n);
+      if (beta == 1.0f && cm == 1 && cn == n && k > 0) {
+        bias = ctx.dev(*c);
+        p.epilogue = MatmulProblem::Epilogue::kBias;
+      } else {
+        // D = beta * C (broadcast), then D = alpha * A B + D.
+        const void* pc = ctx.dev(*c);
+        const Shape ys{m, n};
+        const Shape c2{cm, cn};
+        const k::Broadcast bc = make_broadcast(node, ys, {&c2});
+        ctx.check(k::strided_copy(esize(dt), pc, py, bc, 0, m * n, ctx.stream), "Gemm C");
+        if (beta != 1.0f)
+          ctx.check(k::unary(k::Unary::kScale, dt, py, py, m * n, beta, 0.0f, ctx.stream),
+                    "Gemm beta");
+        accumulate = 1.0f;
+      }
+    }
+    if (k == 0) {
+      if (accumulate == 0.0f) TRT_CUDA_CHECK(cudaMemsetAsync(py, 0, y.nbytes(), ctx.stream));
+      return;
+    }
+    TRT_CHECK(lt_.run(ctx, p, pa, pb, py, alpha, accumulate, bias), ErrorCode::kNotSupported,
+              "{}: cuBLASLt has no algorithm for this {} product ({}x{}x{})", node.describe(),
+              dtype_name(dt), m, n, k);
+  }
+
+ private:
+  LtMatmul lt_;
+};
+
+}  // namespace
+
+Shape matmul_shape(const ir::Node& node, const Shape& a, const Shape& b) {
+  TRT_CHECK_ARG(!a.empty() && !b.empty(), "{}: operands must have rank >= 1", node.describe());
+  Shape as = a, bs = b;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  TRT_CHECK_ARG(as.back() == bs[bs.size() - 2], "{}: inner dimensions differ: A {} and B {}",
+                node.describe(), shape_str(a), shape_str(b));
+  Shape ys =
+      ops::broadcast_shapes(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), node);
+  if (a.size() > 1) ys.push_back(as[as.size() - 2]);
+  if (b.size() > 1) ys.push_back(bs.back());
+  return ys;
+}
+
+void matmul(RunContext& ctx, LtMatmul& lt, DataType dt, const Shape& a_shape, const Shape& b_shape,
+            const void* pa, const void* pb, void* py) {
+  const ir::Node& node = *ctx.node;
+  Shape as = a_shape, bs = b_shape;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  const Shape batch = ops::broadcast_shapes(ab, bb, node);
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  const int64_t nb = shape_numel(batch);
+  if (nb * m * n == 0) return;
+  const size_t e = esize(dt);
+  if (k == 0) {
+    TRT_CUDA_CHECK(cudaMemsetAsync(py, 0, static_cast<size_t>(nb * m * n) * e, ctx.stream));
+    return;
+  }
+  MatmulProblem p;
+  p.a_t = p.b_t = p.d_t = dt;
+  p.n = n;
+  p.k = k;
+  const int64_t na = shape_numel(ab), nbb = shape_numel(bb);
+  if (nbb == 1) {  // B shared by every batch entry: one product with M = batch * m
+    TRT_INTERNAL_CHECK(na == nb);
+    p.m = nb * m;
+    lt_gemm(ctx, lt, p, pa, pb, py);
+    return;
+  }
+  p.m = m;
+  p.batch = nb;
+  p.stride_d = m * n;
+  if ((na == nb || na == 1) && (nbb == nb || nbb == 1)) {
+    p.stride_a = na == 1 ? 0 : m * k;
+    p.stride_b = nbb == 1 ? 0 : k * n;
+    lt_gemm(ctx, lt, p, pa, pb, py);
+    return;
+  }
+  // Partial broadcasts ([B, 1, ...] x [1, H, ...]): one product per batch entry.
+  p.batch = 1;
+  p.stride_d = 0;
+  const size_t r = batch.size();
+  Shape ap(r - ab.size(), 1), bp(r - bb.size(), 1);
+  ap.insert(ap.end(), ab.begin(), ab.end());
+  bp.insert(bp.end(), bb.begin(), bb.end());
+  const auto ast = strides_of(ap), bst = strides_of(bp);
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t rem = i, ao = 0, bo = 0;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t idx = rem % batch[d];
+      rem /= batch[d];
+      if (ap[d] != 1) ao += idx * ast[d];
+      if (bp[d] != 1) bo += idx * bst[d];
+    }
+    lt_gemm(ctx, lt, p, static_cast<const uint8_t*>(pa) + ao * m * k * e,
+            static_cast<const uint8_t*>(pb) + bo * k * n * e,
+            static_cast<uint8_t*>(py) + i * m * n * e);
+  }
+}
+
+void register_gemm_ops(OpTable& t) {
+  t["MatMul"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<MatMulOp>();
+  };
+  t["Gemm"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> { return std::make_unique<GemmOp>(); };
+}
+
+}  // namespace trtutils::cuda

@@ -1,0 +1,565 @@
+// QuantizeLinear / DequantizeLinear and the quantized islands com.trtutils::QConv / QGemm /
+// QMatMul (semantics: ops/qlinear_ops.h). Three paths, chosen on the first run from the dtypes:
+//   int8  X int8/uint8, W int8 with zero zero points: cuBLASLt int8 x int8 -> int32 (convolutions
+//         via a byte im2col, groups = 1), then one epilogue kernel (x zero point correction,
+//         scales, bias, residual, activation, quantize);
+//   fp8   X and W float8 with zero zero points on SM >= 89: cuBLASLt FP8 -> float32, the same
+//         epilogue;
+//   float everything else (grouped convolutions, uint8/float8 weights, QMatMul): dequantize X,
+//         float32 cuDNN / cuBLASLt with W dequantized once, the same epilogue.
+// Scales, zero points, W and B must be constants (qdq_fusion only fuses such islands).
+#include <cmath>
+#include <cstring>
+
+#include "backends/cuda/cuda_ops.h"
+#include "ops/qlinear_ops.h"
+#include "ops/quant_params.h"
+
+namespace trtutils::cuda {
+
+namespace {
+
+using namespace ops::qlinear;
+
+bool is_int8(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kUInt8;
+}
+bool is_fp8(DataType t) {
+  return t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2;
+}
+bool is_quantized(DataType t) {
+  return is_int8(t) || is_fp8(t);
+}
+
+std::vector<float> floats_of(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = static_cast<float>(t.at_double(i));
+  return v;
+}
+
+std::shared_ptr<void> upload_floats(const std::vector<float>& v) {
+  return upload_bytes(v.data(), v.size() * sizeof(float));
+}
+
+// Device float32 copies of per-tensor / per-axis scale and zero point inputs, re-made when the
+// inputs are not constants.
+struct QuantParams {
+  std::shared_ptr<void> scale, zero_point;
+  bool cached = false;
+};
+
+void load_params(RunContext& ctx, Value& scale, Value* zp, QuantParams& p) {
+  const bool constant = scale.constant && (!zp || zp->constant);
+  if (p.cached && constant) return;
+  p.scale = upload_floats(floats_of(ctx.host(scale)));
+  p.zero_point = zp ? upload_floats(floats_of(ctx.host(*zp))) : nullptr;
+  p.cached = constant;
+}
+
+k::QuantDesc quant_desc(const ir::Node& node, int64_t opset, const Value& x, const Value& scale,
+                        const Value* zp, const QuantParams& p) {
+  const Shape* zs = zp ? &zp->shape : nullptr;
+  const ops::QuantLayout l = ops::quant_layout(node, opset, x.shape, scale.shape, zs);
+  TRT_CHECK(l.kind != ops::QuantLayout::Kind::kBlocked, ErrorCode::kNotSupported,
+            "{}: blocked quantization is not supported on CUDA", node.describe());
+  k::QuantDesc q;
+  q.n = x.numel();
+  q.per_axis = l.kind == ops::QuantLayout::Kind::kPerAxis;
+  q.axis_len = l.axis_len;
+  q.inner = l.inner;
+  q.scale = static_cast<const float*>(p.scale.get());
+  q.zero_point = static_cast<const float*>(p.zero_point.get());
+  return q;
+}
+
+class QuantizeOp : public GpuOp {
+ public:
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& x = *in.at(0);
+    Value& scale = *in.at(1);
+    Value* zp = in.size() > 2 ? in[2] : nullptr;
+    require_float(node, x.dtype, "input x");
+    const DataType yt =
+        ops::quantize_output_dtype(node, ctx.opset, zp ? zp->dtype : DataType::kUndefined);
+    load_params(ctx, scale, zp, params_);
+    const k::QuantDesc q = quant_desc(node, ctx.opset, x, scale, zp, params_);
+    const void* px = ctx.dev(x);
+    void* py = ctx.make(*out.at(0), yt, x.shape);
+    ctx.check(k::quantize(x.dtype, yt, px, py, q, node.attr_int("saturate", 1) != 0, ctx.stream),
+              "QuantizeLinear");
+  }
+
+ private:
+  QuantParams params_;
+};
+
+class DequantizeOp : public GpuOp {
+ public:
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& x = *in.at(0);
+    Value& scale = *in.at(1);
+    Value* zp = in.size() > 2 ? in[2] : nullptr;
+    if (zp)
+      TRT_CHECK_ARG(zp->dtype == x.dtype,
+                    "{}: the zero point's dtype {} differs from the input's {}", node.describe(),
+                    dtype_name(zp->dtype), dtype_name(x.dtype));
+    const DataType yt = ops::dequantize_output_dtype(node, ctx.opset, scale.dtype);
+    load_params(ctx, scale, zp, params_);
+    const k::QuantDesc q = quant_desc(node, ctx.opset, x, scale, zp, params_);
+    const void* px = ctx.dev(x);
+    void* py = ctx.make(*out.at(0), yt, x.shape);
+    ctx.check(k::dequantize(x.dtype, yt, px, py, q, ctx.stream), "DequantizeLinear");
+  }
+
+ private:
+  QuantParams params_;
+};
+
+// ---- the quantized islands
+// ------------------------------------------------------------------------
+enum class Kind { kConv, kGemm, kMatMul };
+enum class Path { kInt8, kFp8, kFloat };
+
+k::Act read_act(const ir::Node& node, float& alpha, float& beta) {
+  const std::string act = node.attr_string("activation", "");
+  const std::vector<float> params = node.attr_floats("activation_params");
+  auto want = [&](size_t n) {
+    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
+                  node.describe(), act, n, params.size());
+  };
+  if (act.empty() || act == "None") return k::Act::kNone;
+  if (act == "Relu") return want(0), k::Act::kRelu;
+  if (act == "Sigmoid") return want(0), k::Act::kSigmoid;
+  if (act == "HardSwish") return want(0), k::Act::kHardSwish;
+  if (act == "LeakyRelu") {
+    want(1);
+    alpha = params[0];
+    return k::Act::kLeakyRelu;
+  }
+  if (act == "Clip") {
+    want(2);
+    alpha = params[0];
+    beta = params[1];
+    return k::Act::kClip;
+  }
+  TRT_THROW(ErrorCode::kNotSupported,
+            "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
+            node.describe(), act);
+}
+
+float one_value(const ir::Node& node, const Tensor& t, const char* what) {
+  TRT_CHECK_ARG(t.numel() == 1, "{}: {} must have one value, got shape {}", node.describe(), what,
+                shape_str(t.shape()));
+  return static_cast<float>(t.at_double(0));
+}
+
+// [N, spatial..., C] <-> [N, C, spatial...]
+Shape to_first(const Shape& s) {
+  Shape r{s[0], s.back()};
+  r.insert(r.end(), s.begin() + 1, s.end() - 1);
+  return r;
+}
+Shape to_last(const Shape& s) {
+  Shape r{s[0]};
+  r.insert(r.end(), s.begin() + 2, s.end());
+  r.push_back(s[1]);
+  return r;
+}
+
+int64_t round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+class QOp : public GpuOp {
+ public:
+  explicit QOp(Kind kind) : kind_(kind) {}
+
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    auto input = [&](size_t i) -> Value* { return i < in.size() ? in[i] : nullptr; };
+    TRT_CHECK_ARG(in.size() <= kNumInputs, "{}: at most {} inputs", node.describe(),
+                  static_cast<size_t>(kNumInputs));
+    Value& x = *in.at(kX);
+    Value& w = *in.at(kW);
+    TRT_CHECK(is_quantized(x.dtype) && is_quantized(w.dtype), ErrorCode::kNotSupported,
+              "{}: quantized operands must be int8, uint8, float8e4m3fn or float8e5m2, got {} "
+              "and {}",
+              node.describe(), dtype_name(x.dtype), dtype_name(w.dtype));
+    if (!prepared_) prepare(ctx, in, x.dtype);
+    TRT_CHECK_ARG(x.dtype == x_t_, "{}: X changed dtype between runs", node.describe());
+
+    // Output geometry.
+    Shape ys;
+    ConvGeometry g;
+    int64_t rows = 0, positions = 1;
+    if (kind_ == Kind::kConv) {
+      TRT_CHECK_ARG(x.shape.size() >= 3, "{}: X {} must have rank >= 3", node.describe(),
+                    shape_str(x.shape));
+      g = conv_geometry(node, channels_last_ ? to_first(x.shape) : x.shape, w.shape);
+      ys = conv_output_shape(g);
+      positions = shape_numel(ys) / std::max<int64_t>(1, g.batch * g.out_channels);
+      rows = g.batch * positions;
+      if (channels_last_) ys = to_last(ys);
+    } else if (kind_ == Kind::kGemm) {
+      TRT_CHECK_ARG(!x.shape.empty() && x.shape.back() == k_,
+                    "{}: X {} and W {} (transB={}) disagree on K", node.describe(),
+                    shape_str(x.shape), shape_str(w.shape), trans_b_);
+      ys = Shape(x.shape.begin(), x.shape.end() - 1);
+      ys.push_back(n_);
+      rows = k_ > 0 ? x.numel() / k_ : shape_numel(ys) / std::max<int64_t>(n_, 1);
+    } else {
+      ys = matmul_shape(node, x.shape, w.shape);
+      rows = shape_numel(ys) / std::max<int64_t>(n_, 1);
+    }
+    Value* r = input(kResidual);
+    if (r)
+      TRT_CHECK_ARG(r->shape == ys, "{}: residual {} must have the output's shape {}",
+                    node.describe(), shape_str(r->shape), shape_str(ys));
+    require_indexable(node, shape_numel(ys));
+    const void* px = ctx.dev(x);
+    void* py = ctx.make(*out.at(0), y_t_, ys);
+    if (shape_numel(ys) == 0) return;
+
+    k::QEpilogue e = epilogue_;
+    e.rows = rows;
+    e.cols = n_;
+    e.positions = positions;
+    e.channels_first = kind_ == Kind::kConv && !channels_last_;
+    e.residual = r ? ctx.dev(*r) : nullptr;
+    e.residual_t = r ? r->dtype : DataType::kFloat32;
+    e.y = py;
+
+    std::shared_ptr<void> acc;
+    bool done = false;
+    if (path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
+      done = run_lowp(ctx, x, px, g, rows, acc, e);
+      if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
+    }
+    if (!done) run_float(ctx, x, px, w, g, ys, acc, e);
+    ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
+  }
+
+ private:
+  // Reads the constants, picks the path and prepares W for it.
+  void prepare(RunContext& ctx, const std::vector<Value*>& in, DataType x_t) {
+    const ir::Node& node = *ctx.node;
+    auto input = [&](size_t i) -> Value* { return i < in.size() ? in[i] : nullptr; };
+    auto constant = [&](size_t i, const char* what) -> const Tensor& {
+      Value* v = input(i);
+      TRT_CHECK(v && v->constant, ErrorCode::kNotSupported,
+                "{}: {} must be a constant (initializer) on CUDA", node.describe(), what);
+      return v->host;
+    };
+    x_t_ = x_t;
+    Value& w = *in.at(kW);
+    const float x_scale = one_value(node, constant(kXScale, "x_scale"), "x_scale");
+    x_zp_ = input(kXZeroPoint)
+                ? one_value(node, constant(kXZeroPoint, "x_zero_point"), "x_zero_point")
+                : 0.0f;
+    const bool w_const = w.constant;
+    if (kind_ != Kind::kMatMul)
+      TRT_CHECK(w_const, ErrorCode::kNotSupported, "{}: W must be a constant (initializer) on CUDA",
+                node.describe());
+    const Tensor* wt = w_const ? &w.host : nullptr;
+    // Output channels and K.
+    if (kind_ == Kind::kConv) {
+      TRT_CHECK_ARG(w.shape.size() >= 3, "{}: W {} must have rank >= 3", node.describe(),
+                    shape_str(w.shape));
+      channels_last_ = node.attr_int("channels_last", 0) != 0;
+      n_ = w.shape[0];
+      k_ = w.numel() / std::max<int64_t>(n_, 1);
+    } else if (kind_ == Kind::kGemm) {
+      TRT_CHECK_ARG(w.shape.size() == 2, "{}: W {} must be 2-D", node.describe(),
+                    shape_str(w.shape));
+      trans_b_ = node.attr_int("transB", 0) != 0;
+      k_ = trans_b_ ? w.shape[1] : w.shape[0];
+      n_ = trans_b_ ? w.shape[0] : w.shape[1];
+    } else {
+      n_ = w.shape.size() > 1 ? w.shape.back() : 1;
+      k_ = w.shape.size() > 1 ? w.shape[w.shape.size() - 2] : w.shape[0];
+    }
+    // Weight scales / zero points.
+    const Tensor& ws = constant(kWScale, "w_scale");
+    TRT_CHECK_ARG(ws.dtype() == DataType::kFloat32 &&
+                      (ws.numel() == 1 || (ws.rank() == 1 && ws.numel() == n_)),
+                  "{}: w_scale must be float32 with 1 or {} values, got {} {}", node.describe(), n_,
+                  dtype_name(ws.dtype()), shape_str(ws.shape()));
+    TRT_CHECK_ARG(kind_ != Kind::kMatMul || ws.numel() == 1,
+                  "{}: w_scale must be one value (per tensor)", node.describe());
+    w_scale_ = floats_of(ws);
+    w_zp_.assign(w_scale_.size(), 0.0f);
+    bool w_zp_zero = true;
+    if (input(kWZeroPoint)) {
+      const Tensor& z = constant(kWZeroPoint, "w_zero_point");
+      TRT_CHECK_ARG(z.dtype() == w.dtype && z.numel() == ws.numel(),
+                    "{}: w_zero_point must be {} with w_scale's {} values", node.describe(),
+                    dtype_name(w.dtype), ws.numel());
+      w_zp_ = floats_of(z);
+      for (float v : w_zp_) w_zp_zero = w_zp_zero && v == 0.0f;
+    }
+    // Epilogue constants.
+    std::vector<float> bias;
+    if (input(kBias)) {
+      const Tensor& b = constant(kBias, "B");
+      TRT_CHECK_ARG(b.dtype() == DataType::kFloat32 && b.numel() == n_,
+                    "{}: B must be float32 with {} values", node.describe(), n_);
+      bias = floats_of(b);
+      bias_ = upload_floats(bias);
+    }
+    TRT_CHECK_ARG(static_cast<bool>(input(kYScale)) == static_cast<bool>(input(kYZeroPoint)),
+                  "{}: y_scale and y_zero_point must be given together", node.describe());
+    y_t_ = DataType::kFloat32;
+    if (input(kYScale)) {
+      y_t_ = input(kYZeroPoint)->dtype;
+      TRT_CHECK(is_quantized(y_t_), ErrorCode::kNotSupported,
+                "{}: quantized output dtype {} is not supported", node.describe(),
+                dtype_name(y_t_));
+      epilogue_.y_scale = one_value(node, constant(kYScale, "y_scale"), "y_scale");
+      epilogue_.y_zp = one_value(node, constant(kYZeroPoint, "y_zero_point"), "y_zero_point");
+    }
+    epilogue_.y_t = y_t_;
+    if (input(kResidual)) {
+      Value& rv = *input(kResidual);
+      if (input(kRScale)) {
+        TRT_CHECK(is_quantized(rv.dtype), ErrorCode::kNotSupported,
+                  "{}: quantized residual dtype {} is not supported", node.describe(),
+                  dtype_name(rv.dtype));
+        epilogue_.r_scale = one_value(node, constant(kRScale, "r_scale"), "r_scale");
+        epilogue_.r_zp = input(kRZeroPoint) ? one_value(node, constant(kRZeroPoint, "r_zero_point"),
+                                                        "r_zero_point")
+                                            : 0.0f;
+      } else {
+        TRT_CHECK_ARG(rv.dtype == DataType::kFloat32,
+                      "{}: a residual without r_scale must be float32, got {}", node.describe(),
+                      dtype_name(rv.dtype));
+      }
+    }
+    epilogue_.act = read_act(node, epilogue_.alpha, epilogue_.beta);
+    epilogue_.bias = static_cast<const float*>(bias_.get());
+
+    // Path.
+    auto finite_pos = [](float v) { return std::isfinite(v) && v > 0.0f; };
+    bool scales_ok = finite_pos(x_scale);
+    for (float s : w_scale_) scales_ok = scales_ok && finite_pos(s);
+    const int64_t group = kind_ == Kind::kConv ? node.attr_int("group", 1) : 1;
+    path_ = Path::kFloat;
+    if (kind_ != Kind::kMatMul && group == 1 && w_zp_zero && scales_ok) {
+      if (is_int8(x_t) && w.dtype == DataType::kInt8) path_ = Path::kInt8;
+      if (is_fp8(x_t) && is_fp8(w.dtype) && x_zp_ == 0.0f && ctx.sm >= 89 &&
+          !(x_t == DataType::kFloat8E5M2 && w.dtype == DataType::kFloat8E5M2))
+        path_ = Path::kFp8;
+    }
+    std::vector<float> colscale(static_cast<size_t>(n_));
+    for (int64_t c = 0; c < n_; ++c) colscale[c] = x_scale * w_scale_[w_scale_.size() > 1 ? c : 0];
+    colscale_ = upload_floats(colscale);
+    ones_ = upload_floats(std::vector<float>(static_cast<size_t>(n_), 1.0f));
+    x_scale_ = x_scale;
+    x_scale_dev_ = upload_floats({x_scale_});
+    x_zp_dev_ = upload_floats({x_zp_});
+    w_scale_dev_ = upload_floats({w_scale_[0]});
+    w_zp_dev_ = upload_floats({w_zp_[0]});
+    w_fp8_t_ = w.dtype;
+    if (path_ != Path::kFloat) {
+      // W as [N, Kp] bytes (row = output channel), K padded with zeros to a multiple of 16.
+      kp_ = round_up(std::max<int64_t>(k_, 1), 16);
+      std::vector<uint8_t> packed(static_cast<size_t>(n_ * kp_), 0);
+      std::vector<int32_t> colsum(static_cast<size_t>(n_), 0);
+      const uint8_t* src = static_cast<const uint8_t*>(wt->raw());
+      for (int64_t c = 0; c < n_; ++c)
+        for (int64_t q = 0; q < k_; ++q) {
+          const int64_t s = (kind_ == Kind::kGemm && !trans_b_) ? q * n_ + c : c * k_ + q;
+          packed[c * kp_ + q] = src[s];
+          colsum[c] += static_cast<int8_t>(src[s]);
+        }
+      w_packed_ = upload_bytes(packed.data(), packed.size());
+      if (path_ == Path::kInt8) colsum_ = upload_bytes(colsum.data(), colsum.size() * 4);
+      if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
+    }
+    prepared_ = true;
+  }
+
+  // W dequantized to float32 in its own layout (made on first use).
+  const void* float_weights(RunContext& ctx, Value& w) {
+    if (!w.constant) return nullptr;
+    if (w_float_) return w_float_.get();
+    const Tensor& t = w.host;
+    const int64_t total = t.numel();
+    const int64_t channels = static_cast<int64_t>(w_scale_.size());
+    std::vector<float> f(static_cast<size_t>(total));
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t c = 0;
+      if (channels > 1) c = kind_ == Kind::kConv ? i / (total / n_) : (trans_b_ ? i / k_ : i % n_);
+      f[i] = (static_cast<float>(t.at_double(i)) - w_zp_[c]) * w_scale_[c];
+    }
+    w_float_ = upload_floats(f);
+    if (ctx.weight_bytes) *ctx.weight_bytes += f.size() * 4;
+    return w_float_.get();
+  }
+
+  // int8 / fp8 product into acc; false when cuBLASLt has no algorithm.
+  bool run_lowp(RunContext& ctx, Value& x, const void* px, const ConvGeometry& g, int64_t rows,
+                std::shared_ptr<void>& acc, k::QEpilogue& e) {
+    const uint8_t xor_mask = x.dtype == DataType::kUInt8 ? 0x80 : 0;
+    const int32_t x_zp = static_cast<int32_t>(x_zp_) - (xor_mask ? 128 : 0);
+    std::shared_ptr<void> a = ctx.scratch(static_cast<size_t>(rows * kp_));
+    if (kind_ == Kind::kConv) {
+      k::Im2ColDesc d;
+      d.batch = g.batch;
+      d.channels = g.in_channels;
+      const size_t o = 3 - g.nspatial;
+      for (size_t i = 0; i < g.nspatial; ++i) {
+        d.geo.in[o + i] = g.in[i];
+        d.geo.out[o + i] = g.out[i];
+        d.geo.kernel[o + i] = g.kernel[i];
+        d.geo.stride[o + i] = g.stride[i];
+        d.geo.dilation[o + i] = g.dilation[i];
+        d.geo.pad_begin[o + i] = g.pad_begin[i];
+        d.geo.pad_end[o + i] = g.pad_end[i];
+      }
+      d.kp = kp_;
+      d.channels_last = channels_last_;
+      d.pad_value = static_cast<uint8_t>(static_cast<int>(x_zp_));  // raw zero point byte
+      if (is_fp8(x.dtype)) d.pad_value = 0;                         // +0.0
+      d.xor_mask = xor_mask;
+      ctx.check(k::im2col(px, a.get(), d, ctx.stream), "im2col");
+    } else {
+      // X [rows, K] -> [rows, Kp] (zero padded), flipping uint8 to int8.
+      if (kp_ != k_) TRT_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, rows * kp_, ctx.stream));
+      const void* src = px;
+      std::shared_ptr<void> flipped;
+      if (xor_mask) {
+        flipped = ctx.scratch(static_cast<size_t>(rows * k_));
+        ctx.check(k::xor_bytes(px, flipped.get(), rows * k_, xor_mask, ctx.stream), "xor");
+        src = flipped.get();
+      }
+      TRT_CUDA_CHECK(
+          cudaMemcpy2DAsync(a.get(), kp_, src, k_, k_, rows, cudaMemcpyDeviceToDevice, ctx.stream));
+    }
+    MatmulProblem p;
+    p.m = rows;
+    p.n = n_;
+    p.k = kp_;
+    p.trans_b = true;
+    if (path_ == Path::kInt8) {
+      p.a_t = p.b_t = DataType::kInt8;
+      p.d_t = DataType::kInt32;
+    } else {
+      p.a_t = x.dtype;
+      p.b_t = weight_t_fp8();
+      p.d_t = DataType::kFloat32;
+    }
+    acc = ctx.scratch(static_cast<size_t>(rows * n_) * 4);
+    if (!lt_.run(ctx, p, a.get(), w_packed_.get(), acc.get())) return false;
+    e.acc = acc.get();
+    e.acc_int32 = path_ == Path::kInt8;
+    e.acc_channels_first = false;
+    e.colsum =
+        path_ == Path::kInt8 && x_zp != 0 ? static_cast<const int32_t*>(colsum_.get()) : nullptr;
+    e.x_zp = x_zp;
+    e.colscale = static_cast<const float*>(colscale_.get());
+    return true;
+  }
+
+  DataType weight_t_fp8() const { return w_fp8_t_; }
+
+  void run_float(RunContext& ctx, Value& x, const void* px, Value& w, const ConvGeometry& g,
+                 const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e) {
+    const ir::Node& node = *ctx.node;
+    // X (and QMatMul's W) dequantized with their per-tensor scale / zero point.
+    auto dequant = [&](const void* src, DataType t, int64_t n, const std::shared_ptr<void>& s,
+                       const std::shared_ptr<void>& z) {
+      std::shared_ptr<void> f = ctx.scratch(static_cast<size_t>(n) * 4);
+      k::QuantDesc q;
+      q.n = n;
+      q.scale = static_cast<const float*>(s.get());
+      q.zero_point = static_cast<const float*>(z.get());
+      ctx.check(k::dequantize(t, DataType::kFloat32, src, f.get(), q, ctx.stream), "dequantize");
+      return f;
+    };
+    std::shared_ptr<void> xt;
+    if (kind_ == Kind::kConv && channels_last_) {  // NHWC bytes -> NCHW for cuDNN
+      const Shape first = to_first(x.shape);
+      const int64_t c = x.shape.back(), sp = x.numel() / std::max<int64_t>(1, x.shape[0] * c);
+      k::Broadcast bc;
+      bc.rank = 3;
+      bc.dims[0] = x.shape[0];
+      bc.dims[1] = c;
+      bc.dims[2] = sp;
+      bc.strides[0][0] = sp * c;
+      bc.strides[0][1] = 1;
+      bc.strides[0][2] = c;
+      xt = ctx.scratch(static_cast<size_t>(x.numel()));
+      ctx.check(k::strided_copy(1, px, xt.get(), bc, 0, x.numel(), ctx.stream), "NHWC->NCHW");
+      px = xt.get();
+    }
+    std::shared_ptr<void> xf = dequant(px, x.dtype, x.numel(), x_scale_dev_, x_zp_dev_);
+    const int64_t ny = shape_numel(ys);
+    acc = ctx.scratch(static_cast<size_t>(ny) * 4);
+    if (kind_ == Kind::kConv) {
+      conv_.run(ctx, g, DataType::kFloat32, xf.get(), float_weights(ctx, w), acc.get());
+      e.acc_channels_first = true;
+    } else if (kind_ == Kind::kGemm) {
+      MatmulProblem p;
+      p.m = ny / n_;
+      p.n = n_;
+      p.k = k_;
+      p.trans_b = trans_b_;
+      TRT_CHECK(lt_.run(ctx, p, xf.get(), float_weights(ctx, w), acc.get()),
+                ErrorCode::kNotSupported, "{}: cuBLASLt has no float32 algorithm ({}x{}x{})",
+                node.describe(), p.m, p.n, p.k);
+      e.acc_channels_first = false;
+    } else {
+      const void* pw = ctx.dev(w);
+      std::shared_ptr<void> wf = dequant(pw, w.dtype, w.numel(), w_scale_dev_, w_zp_dev_);
+      matmul(ctx, lt_, DataType::kFloat32, x.shape, w.shape, xf.get(), wf.get(), acc.get());
+      e.acc_channels_first = false;
+    }
+    e.acc = acc.get();
+    e.acc_int32 = false;
+    e.colsum = nullptr;
+    e.colscale = static_cast<const float*>(ones_.get());
+  }
+
+  Kind kind_;
+  bool prepared_ = false;
+  Path path_ = Path::kFloat;
+  DataType x_t_ = DataType::kUndefined, y_t_ = DataType::kFloat32;
+  DataType w_fp8_t_ = DataType::kFloat8E4M3FN;
+  int64_t n_ = 0, k_ = 0, kp_ = 0;
+  bool trans_b_ = false;
+  bool channels_last_ = false;
+  float x_scale_ = 1.0f, x_zp_ = 0.0f;
+  std::vector<float> w_scale_, w_zp_;
+  std::shared_ptr<void> bias_, colscale_, ones_, colsum_, w_packed_, w_float_;
+  std::shared_ptr<void> x_scale_dev_, x_zp_dev_, w_scale_dev_, w_zp_dev_;
+  k::QEpilogue epilogue_;
+  LtMatmul lt_;
+  CudnnConv conv_;
+};
+
+}  // namespace
+
+void register_quant_ops(OpTable& t) {
+  t["QuantizeLinear"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<QuantizeOp>();
+  };
+  t["DequantizeLinear"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<DequantizeOp>();
+  };
+  t["com.trtutils::QConv"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<QOp>(Kind::kConv);
+  };
+  t["com.trtutils::QGemm"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<QOp>(Kind::kGemm);
+  };
+  t["com.trtutils::QMatMul"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<QOp>(Kind::kMatMul);
+  };
+}
+
+}  // namespace trtutils::cuda

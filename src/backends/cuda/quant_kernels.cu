@@ -1,0 +1,297 @@
+// Cast, QuantizeLinear / DequantizeLinear and the epilogue of the quantized islands' integer
+// (or float8) products, with the CPU kernels' arithmetic: x / scale in float32 (a division),
+// round half to even, saturation; float8 through the CUDA conversions (round to nearest even).
+#include "backends/cuda/device_util.cuh"
+
+namespace trtutils::cuda::k {
+
+namespace {
+
+// ---- Cast: every element through double (floats), int64 (signed) or uint64 (unsigned, bool).
+enum class Inter : int { kDouble, kInt64, kUInt64 };
+
+__host__ __device__ inline bool is_float_t(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat64 || t == DataType::kFloat16 ||
+         t == DataType::kBFloat16 || t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2;
+}
+__host__ __device__ inline bool is_signed_t(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kInt16 || t == DataType::kInt32 ||
+         t == DataType::kInt64;
+}
+
+struct Value {
+  double d;
+  int64_t s;
+  uint64_t u;
+};
+
+__device__ __forceinline__ Value load_value(DataType t, const void* p, int64_t i) {
+  Value v{0.0, 0, 0};
+  if (t == DataType::kFloat32) {
+    v.d = static_cast<const float*>(p)[i];
+  } else if (t == DataType::kFloat64) {
+    v.d = static_cast<const double*>(p)[i];
+  } else if (t == DataType::kFloat16) {
+    v.d = __half2float(static_cast<const __half*>(p)[i]);
+  } else if (t == DataType::kBFloat16) {
+    v.d = __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  } else if (t == DataType::kFloat8E4M3FN) {
+    v.d = to_float(E4M3{static_cast<const uint8_t*>(p)[i]});
+  } else if (t == DataType::kFloat8E5M2) {
+    v.d = to_float(E5M2{static_cast<const uint8_t*>(p)[i]});
+  } else if (t == DataType::kInt8) {
+    v.s = static_cast<const int8_t*>(p)[i];
+  } else if (t == DataType::kInt16) {
+    v.s = static_cast<const int16_t*>(p)[i];
+  } else if (t == DataType::kInt32) {
+    v.s = static_cast<const int32_t*>(p)[i];
+  } else if (t == DataType::kInt64) {
+    v.s = static_cast<const int64_t*>(p)[i];
+  } else if (t == DataType::kUInt8 || t == DataType::kBool) {
+    v.u = static_cast<const uint8_t*>(p)[i];
+  } else if (t == DataType::kUInt16) {
+    v.u = static_cast<const uint16_t*>(p)[i];
+  } else if (t == DataType::kUInt32) {
+    v.u = static_cast<const uint32_t*>(p)[i];
+  } else if (t == DataType::kUInt64) {
+    v.u = static_cast<const uint64_t*>(p)[i];
+  }
+  return v;
+}
+
+// Float -> integer as the CPU's float_to_int: NaN -> 0, truncation, clamped to int64 (uint64
+// for uint64 targets), then wrapped to the target width.
+__device__ __forceinline__ uint64_t float_to_bits(double d, bool to_u64) {
+  if (isnan(d)) return 0;
+  if (to_u64) {
+    if (d >= 18446744073709551616.0) return ~uint64_t{0};
+    if (d >= 9223372036854775808.0) return static_cast<uint64_t>(d);
+  }
+  if (d >= 9223372036854775808.0) return static_cast<uint64_t>(INT64_MAX);
+  if (d <= -9223372036854775808.0) return static_cast<uint64_t>(INT64_MIN);
+  return static_cast<uint64_t>(static_cast<int64_t>(d));
+}
+
+template <typename T>
+__device__ __forceinline__ void put(void* p, int64_t i, T v) {
+  static_cast<T*>(p)[i] = v;
+}
+
+__device__ __forceinline__ void store_value(DataType t, void* p, int64_t i, Inter in,
+                                            const Value& v, bool saturate) {
+  if (t == DataType::kBool) {
+    const bool b = in == Inter::kDouble ? v.d != 0.0 : (in == Inter::kInt64 ? v.s != 0 : v.u != 0);
+    put<uint8_t>(p, i, b ? 1 : 0);
+    return;
+  }
+  if (is_float_t(t)) {
+    const double d = in == Inter::kDouble ? v.d
+                                          : (in == Inter::kInt64 ? static_cast<double>(v.s)
+                                                                 : static_cast<double>(v.u));
+    const float f = static_cast<float>(d);
+    if (t == DataType::kFloat32) {
+      put<float>(p, i, f);
+    } else if (t == DataType::kFloat64) {
+      put<double>(p, i, d);
+    } else if (t == DataType::kFloat16) {
+      put<__half>(p, i, __double2half(d));
+    } else if (t == DataType::kBFloat16) {
+      put<__nv_bfloat16>(p, i, __double2bfloat16(d));
+    } else {
+      const __nv_saturation_t sat = saturate ? __NV_SATFINITE : __NV_NOSAT;
+      put<uint8_t>(
+          p, i,
+          __nv_cvt_double_to_fp8(d, sat, t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2));
+      (void)f;
+    }
+    return;
+  }
+  const uint64_t bits = in == Inter::kDouble
+                            ? float_to_bits(v.d, t == DataType::kUInt64)
+                            : (in == Inter::kInt64 ? static_cast<uint64_t>(v.s) : v.u);
+  if (t == DataType::kInt8 || t == DataType::kUInt8) {
+    put<uint8_t>(p, i, static_cast<uint8_t>(bits));
+  } else if (t == DataType::kInt16 || t == DataType::kUInt16) {
+    put<uint16_t>(p, i, static_cast<uint16_t>(bits));
+  } else if (t == DataType::kInt32 || t == DataType::kUInt32) {
+    put<uint32_t>(p, i, static_cast<uint32_t>(bits));
+  } else {
+    put<uint64_t>(p, i, bits);
+  }
+}
+
+__global__ void cast_kernel(DataType from, DataType to, Inter in, const void* x, void* y, int64_t n,
+                            bool saturate) {
+  TRT_GRID_STRIDE(i, n) {
+    store_value(to, y, i, in, load_value(from, x, i), saturate);
+  }
+}
+
+// ---- Q / DQ ----------------------------------------------------------------------------------
+__device__ __forceinline__ int64_t scale_index(const QuantDesc& q, int64_t i) {
+  return q.per_axis ? (i / q.inner) % q.axis_len : 0;
+}
+
+struct IntRange {
+  float lo, hi;
+};
+__host__ __device__ inline IntRange range_of(DataType t) {
+  if (t == DataType::kUInt8) return {0.0f, 255.0f};
+  if (t == DataType::kInt8) return {-128.0f, 127.0f};
+  if (t == DataType::kUInt16) return {0.0f, 65535.0f};
+  return {-32768.0f, 32767.0f};
+}
+
+// Stores v (already divided by the scale) into y[i] of dtype yt.
+__device__ __forceinline__ void store_quantized(DataType yt, void* y, int64_t i, float v, float zp,
+                                                bool saturate) {
+  if (yt == DataType::kFloat8E4M3FN || yt == DataType::kFloat8E5M2) {
+    put<uint8_t>(y, i,
+                 __nv_cvt_float_to_fp8(v + zp, saturate ? __NV_SATFINITE : __NV_NOSAT,
+                                       yt == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2));
+    return;
+  }
+  const IntRange r = range_of(yt);
+  float q = rintf(v) + zp;
+  if (isnan(q)) q = zp;
+  q = q < r.lo ? r.lo : (q > r.hi ? r.hi : q);
+  if (yt == DataType::kUInt8) {
+    put<uint8_t>(y, i, static_cast<uint8_t>(q));
+  } else if (yt == DataType::kInt8) {
+    put<int8_t>(y, i, static_cast<int8_t>(q));
+  } else if (yt == DataType::kUInt16) {
+    put<uint16_t>(y, i, static_cast<uint16_t>(q));
+  } else {
+    put<int16_t>(y, i, static_cast<int16_t>(q));
+  }
+}
+
+__device__ __forceinline__ float load_quantized(DataType t, const void* p, int64_t i) {
+  if (t == DataType::kInt8) return static_cast<const int8_t*>(p)[i];
+  if (t == DataType::kUInt8) return static_cast<const uint8_t*>(p)[i];
+  if (t == DataType::kInt16) return static_cast<const int16_t*>(p)[i];
+  if (t == DataType::kUInt16) return static_cast<const uint16_t*>(p)[i];
+  if (t == DataType::kInt32) return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+  if (t == DataType::kFloat8E4M3FN) return to_float(E4M3{static_cast<const uint8_t*>(p)[i]});
+  if (t == DataType::kFloat8E5M2) return to_float(E5M2{static_cast<const uint8_t*>(p)[i]});
+  if (t == DataType::kFloat16) return __half2float(static_cast<const __half*>(p)[i]);
+  return static_cast<const float*>(p)[i];
+}
+
+template <typename T>
+__global__ void quantize_kernel(DataType yt, const T* x, void* y, QuantDesc q, bool saturate) {
+  TRT_GRID_STRIDE(i, q.n) {
+    const int64_t s = scale_index(q, i);
+    const float zp = q.zero_point ? q.zero_point[s] : 0.0f;
+    store_quantized(yt, y, i, to_float(x[i]) / q.scale[s], zp, saturate);
+  }
+}
+
+template <typename T>
+__global__ void dequantize_kernel(DataType xt, const void* x, T* y, QuantDesc q) {
+  TRT_GRID_STRIDE(i, q.n) {
+    const int64_t s = scale_index(q, i);
+    const float zp = q.zero_point ? q.zero_point[s] : 0.0f;
+    y[i] = from_float<T>((load_quantized(xt, x, i) - zp) * q.scale[s]);
+  }
+}
+
+__global__ void q_epilogue_kernel(QEpilogue e, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    int64_t b, p, c;
+    if (e.channels_first) {
+      p = i % e.positions;
+      const int64_t t = i / e.positions;
+      c = t % e.cols;
+      b = t / e.cols;
+    } else {
+      c = i % e.cols;
+      const int64_t row = i / e.cols;
+      p = row % e.positions;
+      b = row / e.positions;
+    }
+    const int64_t a = e.acc_channels_first ? (b * e.cols + c) * e.positions + p
+                                           : (b * e.positions + p) * e.cols + c;
+    float v;
+    if (e.acc_int32) {
+      int32_t acc = static_cast<const int32_t*>(e.acc)[a];
+      if (e.colsum) acc -= e.x_zp * e.colsum[c];
+      v = static_cast<float>(acc);
+    } else {
+      v = static_cast<const float*>(e.acc)[a];
+    }
+    v *= e.colscale[c];
+    if (e.bias) v += e.bias[c];
+    if (e.residual) {
+      if (e.residual_t == DataType::kFloat32) {
+        v += static_cast<const float*>(e.residual)[i];
+      } else {
+        v += (load_quantized(e.residual_t, e.residual, i) - e.r_zp) * e.r_scale;
+      }
+    }
+    v = apply_act(e.act, v, e.alpha, e.beta);
+    if (e.y_t == DataType::kFloat32) {
+      put<float>(e.y, i, v);
+    } else {
+      store_quantized(e.y_t, e.y, i, v / e.y_scale, e.y_zp, true);
+    }
+  }
+}
+
+bool quantizable_out(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kInt16 ||
+         t == DataType::kUInt16 || t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2;
+}
+
+}  // namespace
+
+bool cast_supported(DataType t) {
+  return is_float_t(t) || is_signed_t(t) || t == DataType::kUInt8 || t == DataType::kUInt16 ||
+         t == DataType::kUInt32 || t == DataType::kUInt64 || t == DataType::kBool;
+}
+
+cudaError_t cast(DataType from, DataType to, const void* x, void* y, int64_t n, bool saturate,
+                 cudaStream_t stream) {
+  if (!cast_supported(from) || !cast_supported(to)) return cudaErrorNotSupported;
+  if (n <= 0) return cudaSuccess;
+  const Inter in =
+      is_float_t(from) ? Inter::kDouble : (is_signed_t(from) ? Inter::kInt64 : Inter::kUInt64);
+  cast_kernel<<<blocks_for(n), kThreads, 0, stream>>>(from, to, in, x, y, n, saturate);
+  return cudaGetLastError();
+}
+
+cudaError_t quantize(DataType xt, DataType yt, const void* x, void* y, const QuantDesc& q,
+                     bool saturate, cudaStream_t stream) {
+  if (!quantizable_out(yt)) return cudaErrorNotSupported;
+  if (q.n <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(xt, [&](auto tag) {
+    using T = decltype(tag);
+    quantize_kernel<T>
+        <<<blocks_for(q.n), kThreads, 0, stream>>>(yt, static_cast<const T*>(x), y, q, saturate);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t dequantize(DataType xt, DataType yt, const void* x, void* y, const QuantDesc& q,
+                       cudaStream_t stream) {
+  const bool xt_ok = xt == DataType::kInt8 || xt == DataType::kUInt8 || xt == DataType::kInt16 ||
+                     xt == DataType::kUInt16 || xt == DataType::kInt32 ||
+                     xt == DataType::kFloat8E4M3FN || xt == DataType::kFloat8E5M2;
+  if (!xt_ok) return cudaErrorNotSupported;
+  if (q.n <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(yt, [&](auto tag) {
+    using T = decltype(tag);
+    dequantize_kernel<T><<<blocks_for(q.n), kThreads, 0, stream>>>(xt, x, static_cast<T*>(y), q);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
+  if (e.y_t != DataType::kFloat32 && !quantizable_out(e.y_t)) return cudaErrorNotSupported;
+  const int64_t n = e.rows * e.cols;
+  if (n <= 0) return cudaSuccess;
+  q_epilogue_kernel<<<blocks_for(n), kThreads, 0, stream>>>(e, n);
+  return cudaGetLastError();
+}
+
+}  // namespace trtutils::cuda::k

@@ -1,0 +1,372 @@
+// Pools, softmax, layer normalisation and reductions. Rows reduce with one warp each (shuffles);
+// strided layouts (inner > 1) with one thread per output. Accumulation in float32.
+#include <cfloat>
+
+#include "backends/cuda/device_util.cuh"
+
+namespace trtutils::cuda::k {
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kWarpsPerBlock = 8;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_min(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_prod(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v *= __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+unsigned warp_blocks(int64_t rows) {
+  return blocks_for(rows * kWarp, kWarpsPerBlock * kWarp);
+}
+
+// ---- pools ---------------------------------------------------------------------------------
+template <typename T, bool kMax>
+__global__ void pool_kernel(const T* x, T* y, PoolDesc p, bool include_pad, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    const int64_t ow = i % p.out[2];
+    const int64_t oh = (i / p.out[2]) % p.out[1];
+    const int64_t od = (i / (p.out[2] * p.out[1])) % p.out[0];
+    const int64_t pl = i / (p.out[2] * p.out[1] * p.out[0]);
+    const T* xp = x + pl * p.in[0] * p.in[1] * p.in[2];
+    const int64_t s0 = od * p.stride[0] - p.pad_begin[0];
+    const int64_t s1 = oh * p.stride[1] - p.pad_begin[1];
+    const int64_t s2 = ow * p.stride[2] - p.pad_begin[2];
+    float acc = kMax ? -FLT_MAX : 0.0f;
+    int64_t count = 0;
+    for (int64_t a = 0; a < p.kernel[0]; ++a) {
+      const int64_t id = s0 + a * p.dilation[0];
+      const bool in0 = id >= 0 && id < p.in[0];
+      if (!include_pad && !in0) continue;
+      for (int64_t b = 0; b < p.kernel[1]; ++b) {
+        const int64_t ih = s1 + b * p.dilation[1];
+        const bool in1 = ih >= 0 && ih < p.in[1];
+        for (int64_t c = 0; c < p.kernel[2]; ++c) {
+          const int64_t iw = s2 + c * p.dilation[2];
+          const bool in2 = iw >= 0 && iw < p.in[2];
+          if (in0 && in1 && in2) {
+            const float v = to_float(xp[(id * p.in[1] + ih) * p.in[2] + iw]);
+            if (kMax) {
+              acc = v > acc ? v : acc;
+            } else {
+              acc += v;
+            }
+            ++count;
+          } else if (include_pad && id >= -p.pad_begin[0] && id < p.in[0] + p.pad_end[0] &&
+                     ih >= -p.pad_begin[1] && ih < p.in[1] + p.pad_end[1] &&
+                     iw >= -p.pad_begin[2] && iw < p.in[2] + p.pad_end[2]) {
+            ++count;
+          }
+        }
+      }
+    }
+    if (!kMax) acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
+    y[i] = from_float<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void global_pool_kernel(const T* x, T* y, int64_t planes, int64_t size, bool is_max) {
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (warp >= planes) return;
+  const T* xp = x + warp * size;
+  float acc = is_max ? -FLT_MAX : 0.0f;
+  for (int64_t j = lane; j < size; j += kWarp) {
+    const float v = to_float(xp[j]);
+    acc = is_max ? fmaxf(acc, v) : acc + v;
+  }
+  acc = is_max ? warp_max(acc) : warp_sum(acc);
+  if (lane == 0) y[warp] = from_float<T>(is_max ? acc : (size > 0 ? acc / size : 0.0f));
+}
+
+// ---- softmax ---------------------------------------------------------------------------------
+template <typename T>
+__global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n, Soft kind) {
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const T* xr = x + row * n;
+  T* yr = y + row * n;
+  float mx = -INFINITY;
+  for (int64_t j = lane; j < n; j += kWarp) mx = fmaxf(mx, to_float(xr[j]));
+  mx = warp_max(mx);
+  float sum = 0.0f;
+  for (int64_t j = lane; j < n; j += kWarp) sum += expf(to_float(xr[j]) - mx);
+  sum = warp_sum(sum);
+  if (kind == Soft::kSoftmax) {
+    const float inv = 1.0f / sum;
+    for (int64_t j = lane; j < n; j += kWarp)
+      yr[j] = from_float<T>(expf(to_float(xr[j]) - mx) * inv);
+  } else {
+    const float ls = logf(sum);
+    for (int64_t j = lane; j < n; j += kWarp) yr[j] = from_float<T>(to_float(xr[j]) - mx - ls);
+  }
+}
+
+template <typename T>
+__global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                                    Soft kind) {
+  TRT_GRID_STRIDE(t, outer * inner) {
+    const int64_t o = t / inner, i = t % inner;
+    const T* xs = x + o * n * inner + i;
+    T* ys = y + o * n * inner + i;
+    float mx = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) mx = fmaxf(mx, to_float(xs[k * inner]));
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n; ++k) sum += expf(to_float(xs[k * inner]) - mx);
+    const float ls = logf(sum);
+    for (int64_t k = 0; k < n; ++k) {
+      const float v = to_float(xs[k * inner]) - mx;
+      ys[k * inner] = from_float<T>(kind == Soft::kSoftmax ? expf(v) / sum : v - ls);
+    }
+  }
+}
+
+// ---- layer norm --------------------------------------------------------------------------------
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t rows,
+                                  int64_t d, float eps, float* mean_out, float* inv_out) {
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const T* xr = x + row * d;
+  T* yr = y + row * d;
+  float s = 0.0f;
+  for (int64_t j = lane; j < d; j += kWarp) s += to_float(xr[j]);
+  const float mean = warp_sum(s) / static_cast<float>(d);
+  float q = 0.0f;
+  for (int64_t j = lane; j < d; j += kWarp) {
+    const float c = to_float(xr[j]) - mean;
+    q += c * c;
+  }
+  const float var = warp_sum(q) / static_cast<float>(d);
+  const float inv = rsqrtf(var + eps);
+  for (int64_t j = lane; j < d; j += kWarp) {
+    float v = (to_float(xr[j]) - mean) * inv * to_float(scale[j]);
+    if (bias) v += to_float(bias[j]);
+    yr[j] = from_float<T>(v);
+  }
+  if (lane == 0) {
+    if (mean_out) mean_out[row] = mean;
+    if (inv_out) inv_out[row] = inv;
+  }
+}
+
+// ---- reductions ---------------------------------------------------------------------------------
+__device__ __forceinline__ float reduce_init(Reduce k) {
+  return k == Reduce::kMax ? -INFINITY
+                           : (k == Reduce::kMin ? INFINITY : (k == Reduce::kProd ? 1.0f : 0.0f));
+}
+__device__ __forceinline__ float reduce_step(Reduce k, float acc, float v, float shift) {
+  switch (k) {
+    case Reduce::kSum:
+    case Reduce::kMean:
+      return acc + v;
+    case Reduce::kMax:
+      return fmaxf(acc, v);
+    case Reduce::kMin:
+      return fminf(acc, v);
+    case Reduce::kSumSquare:
+    case Reduce::kL2:
+      return acc + v * v;
+    case Reduce::kL1:
+      return acc + fabsf(v);
+    case Reduce::kProd:
+      return acc * v;
+    case Reduce::kLogSumExp:
+      return acc + expf(v - shift);
+  }
+  return acc;
+}
+__device__ __forceinline__ float reduce_warp(Reduce k, float v) {
+  if (k == Reduce::kMax) return warp_max(v);
+  if (k == Reduce::kMin) return warp_min(v);
+  if (k == Reduce::kProd) return warp_prod(v);
+  return warp_sum(v);
+}
+__device__ __forceinline__ float reduce_finish(Reduce k, float acc, int64_t r, float shift) {
+  if (k == Reduce::kMean) return r > 0 ? acc / static_cast<float>(r) : NAN;
+  if (k == Reduce::kL2) return sqrtf(acc);
+  if (k == Reduce::kLogSumExp) return shift + logf(acc);
+  return acc;
+}
+
+template <typename T>
+__global__ void reduce_rows_kernel(const T* x, T* y, int64_t outer, int64_t r, Reduce kind) {
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= outer) return;
+  const T* xr = x + row * r;
+  float shift = 0.0f;
+  if (kind == Reduce::kLogSumExp) {
+    float m = -INFINITY;
+    for (int64_t j = lane; j < r; j += kWarp) m = fmaxf(m, to_float(xr[j]));
+    shift = warp_max(m);
+    if (isinf(shift)) shift = 0.0f;
+  }
+  float acc = reduce_init(kind);
+  for (int64_t j = lane; j < r; j += kWarp) acc = reduce_step(kind, acc, to_float(xr[j]), shift);
+  acc = reduce_warp(kind, acc);
+  if (lane == 0) y[row] = from_float<T>(reduce_finish(kind, acc, r, shift));
+}
+
+template <typename T>
+__global__ void reduce_cols_kernel(const T* x, T* y, int64_t outer, int64_t r, int64_t inner,
+                                   Reduce kind) {
+  TRT_GRID_STRIDE(t, outer * inner) {
+    const int64_t o = t / inner, i = t % inner;
+    const T* xs = x + o * r * inner + i;
+    float shift = 0.0f;
+    if (kind == Reduce::kLogSumExp) {
+      float m = -INFINITY;
+      for (int64_t k = 0; k < r; ++k) m = fmaxf(m, to_float(xs[k * inner]));
+      shift = isinf(m) ? 0.0f : m;
+    }
+    float acc = reduce_init(kind);
+    for (int64_t k = 0; k < r; ++k) acc = reduce_step(kind, acc, to_float(xs[k * inner]), shift);
+    y[t] = from_float<T>(reduce_finish(kind, acc, r, shift));
+  }
+}
+
+template <typename T>
+__global__ void reduce_int_kernel(const T* x, T* y, int64_t outer, int64_t r, int64_t inner,
+                                  Reduce kind) {
+  TRT_GRID_STRIDE(t, outer * inner) {
+    const int64_t o = t / inner, i = t % inner;
+    const T* xs = x + o * r * inner + i;
+    T acc = kind == Reduce::kProd ? T(1) : T(0);
+    for (int64_t k = 0; k < r; ++k) {
+      const T v = xs[k * inner];
+      if (kind == Reduce::kMax) {
+        acc = (k == 0 || v > acc) ? v : acc;
+      } else if (kind == Reduce::kMin) {
+        acc = (k == 0 || v < acc) ? v : acc;
+      } else if (kind == Reduce::kProd) {
+        acc = static_cast<T>(acc * v);
+      } else {
+        acc = static_cast<T>(acc + v);
+      }
+    }
+    if (kind == Reduce::kMean) acc = r > 0 ? static_cast<T>(acc / r) : T(0);
+    y[t] = acc;
+  }
+}
+
+}  // namespace
+
+cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cudaStream_t stream) {
+  const int64_t n = p.planes * p.out[0] * p.out[1] * p.out[2];
+  if (n <= 0) return cudaSuccess;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    pool_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                                 static_cast<T*>(y), p, false, n);
+  };
+  if (dispatch_float(dt, run)) return cudaGetLastError();
+  if (dt == DataType::kInt8) {
+    run(int8_t{});
+  } else if (dt == DataType::kUInt8) {
+    run(uint8_t{});
+  } else {
+    return cudaErrorNotSupported;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t avg_pool(DataType dt, const void* x, void* y, const PoolDesc& p, bool count_include_pad,
+                     cudaStream_t stream) {
+  const int64_t n = p.planes * p.out[0] * p.out[1] * p.out[2];
+  if (n <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    pool_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), p, count_include_pad, n);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t global_pool(DataType dt, const void* x, void* y, int64_t planes, int64_t size,
+                        bool is_max, cudaStream_t stream) {
+  if (planes <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    global_pool_kernel<T><<<warp_blocks(planes), kWarpsPerBlock * kWarp, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), planes, size, is_max);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t softmax(DataType dt, Soft kind, const void* x, void* y, int64_t outer, int64_t n,
+                    int64_t inner, cudaStream_t stream) {
+  if (outer * n * inner <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (inner == 1)
+      softmax_rows_kernel<T><<<warp_blocks(outer), kWarpsPerBlock * kWarp, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), outer, n, kind);
+    else
+      softmax_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), outer, n, inner, kind);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t layer_norm(DataType dt, const void* x, const void* scale, const void* bias, void* y,
+                       int64_t rows, int64_t d, float eps, float* mean, float* inv_std,
+                       cudaStream_t stream) {
+  if (rows <= 0 || d <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_kernel<T><<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias),
+        static_cast<T*>(y), rows, d, eps, mean, inv_std);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t reduce(DataType dt, Reduce kind, const void* x, void* y, int64_t outer, int64_t r,
+                   int64_t inner, cudaStream_t stream) {
+  if (outer * inner <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if (inner == 1)
+      reduce_rows_kernel<T><<<warp_blocks(outer), kWarpsPerBlock * kWarp, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), outer, r, kind);
+    else
+      reduce_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner, kind);
+  });
+  if (ok) return cudaGetLastError();
+  const bool int_kind = kind == Reduce::kSum || kind == Reduce::kMean || kind == Reduce::kMax ||
+                        kind == Reduce::kMin || kind == Reduce::kProd;
+  if (!int_kind) return cudaErrorNotSupported;
+  if (dt == DataType::kInt32) {
+    reduce_int_kernel<int32_t><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
+        static_cast<const int32_t*>(x), static_cast<int32_t*>(y), outer, r, inner, kind);
+  } else if (dt == DataType::kInt64) {
+    reduce_int_kernel<int64_t><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
+        static_cast<const int64_t*>(x), static_cast<int64_t*>(y), outer, r, inner, kind);
+  } else {
+    return cudaErrorNotSupported;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace trtutils::cuda::k

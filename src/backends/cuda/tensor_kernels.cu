@@ -1,0 +1,166 @@
+// Data-movement kernels (by element size): strided copy (Transpose, Slice, Expand), Gather, Pad,
+// and the byte im2col of the quantized convolutions.
+#include "backends/cuda/device_util.cuh"
+
+namespace trtutils::cuda::k {
+
+namespace {
+
+template <typename U>
+__global__ void strided_copy_kernel(const U* x, U* y, Broadcast bc, int64_t offset, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    y[i] = x[offset + broadcast_offset(bc, 0, static_cast<uint32_t>(i))];
+  }
+}
+
+template <typename U, typename I>
+__global__ void gather_kernel(const U* x, const I* idx, U* y, int64_t axis_len, int64_t k,
+                              int64_t inner, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    const int64_t in = i % inner;
+    const int64_t t = i / inner;
+    const int64_t j = t % k;
+    const int64_t o = t / k;
+    int64_t a = static_cast<int64_t>(idx[j]);
+    if (a < 0) a += axis_len;
+    a = a < 0 ? 0 : (a >= axis_len ? axis_len - 1 : a);  // the host checks host-known indices
+    y[i] = x[(o * axis_len + a) * inner + in];
+  }
+}
+
+template <typename U>
+__global__ void pad_kernel(const U* x, U* y, PadDesc p, U value, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    int64_t rem = i, src = 0, stride = 1;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t c = rem % p.out[d];
+      rem /= p.out[d];
+      int64_t s = c - p.pad_begin[d];
+      const int64_t len = p.in[d];
+      if (s < 0 || s >= len) {
+        if (p.mode == 0 || len == 0) {
+          inside = false;
+        } else if (p.mode == 1) {
+          s = s < 0 ? 0 : len - 1;
+        } else if (p.mode == 2) {
+          const int64_t period = 2 * (len - 1);
+          if (period == 0) {
+            s = 0;
+          } else {
+            s = s % period;
+            if (s < 0) s += period;
+            if (s >= len) s = period - s;
+          }
+        } else {
+          s = s % len;
+          if (s < 0) s += len;
+        }
+      }
+      src += s * stride;
+      stride *= len;
+    }
+    y[i] = inside ? x[src] : value;
+  }
+}
+
+__global__ void im2col_kernel(const uint8_t* x, uint8_t* col, Im2ColDesc d, int64_t n) {
+  const PoolDesc& g = d.geo;
+  const int64_t positions = g.out[0] * g.out[1] * g.out[2];
+  const int64_t ksz = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const int64_t kreal = d.channels * ksz;
+  TRT_GRID_STRIDE(i, n) {
+    const int64_t kc = i % d.kp;
+    const int64_t row = i / d.kp;
+    if (kc >= kreal) {
+      col[i] = 0;
+      continue;
+    }
+    const int64_t b = row / positions, p = row % positions;
+    const int64_t c = kc / ksz;
+    int64_t kk = kc % ksz;
+    const int64_t kw = kk % g.kernel[2];
+    kk /= g.kernel[2];
+    const int64_t kh = kk % g.kernel[1];
+    const int64_t kd = kk / g.kernel[1];
+    const int64_t ow = p % g.out[2];
+    const int64_t oh = (p / g.out[2]) % g.out[1];
+    const int64_t od = p / (g.out[2] * g.out[1]);
+    const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+    const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+    const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+    uint8_t v = d.pad_value;
+    if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2])
+      v = d.channels_last
+              ? x[(((b * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw) * d.channels + c]
+              : x[(((b * d.channels + c) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw];
+    col[i] = v ^ d.xor_mask;
+  }
+}
+
+__global__ void xor_kernel(const uint8_t* x, uint8_t* y, int64_t n, uint8_t mask) {
+  TRT_GRID_STRIDE(i, n) {
+    y[i] = x[i] ^ mask;
+  }
+}
+
+}  // namespace
+
+cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc, int64_t offset,
+                         int64_t numel, cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  const bool ok = dispatch_size(esz, [&](auto tag) {
+    using U = decltype(tag);
+    strided_copy_kernel<U><<<blocks_for(numel), kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<U*>(y), bc, offset, numel);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t gather(size_t esz, const void* x, const void* indices, bool indices_int64, void* y,
+                   int64_t outer, int64_t axis_len, int64_t num_indices, int64_t inner,
+                   cudaStream_t stream) {
+  const int64_t n = outer * num_indices * inner;
+  if (n <= 0) return cudaSuccess;
+  const bool ok = dispatch_size(esz, [&](auto tag) {
+    using U = decltype(tag);
+    if (indices_int64)
+      gather_kernel<U, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const U*>(x), static_cast<const int64_t*>(indices), static_cast<U*>(y),
+          axis_len, num_indices, inner, n);
+    else
+      gather_kernel<U, int32_t><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const U*>(x), static_cast<const int32_t*>(indices), static_cast<U*>(y),
+          axis_len, num_indices, inner, n);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t pad(size_t esz, const void* x, void* y, const PadDesc& p, int64_t numel,
+                cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  const bool ok = dispatch_size(esz, [&](auto tag) {
+    using U = decltype(tag);
+    pad_kernel<U><<<blocks_for(numel), kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<U*>(y), p, static_cast<U>(p.value), numel);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t im2col(const void* x, void* col, const Im2ColDesc& d, cudaStream_t stream) {
+  const int64_t rows = d.batch * d.geo.out[0] * d.geo.out[1] * d.geo.out[2];
+  const int64_t n = rows * d.kp;
+  if (n <= 0) return cudaSuccess;
+  im2col_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x),
+                                                        static_cast<uint8_t*>(col), d, n);
+  return cudaGetLastError();
+}
+
+cudaError_t xor_bytes(const void* x, void* y, int64_t n, uint8_t mask, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  xor_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x),
+                                                     static_cast<uint8_t*>(y), n, mask);
+  return cudaGetLastError();
+}
+
+}  // namespace trtutils::cuda::k

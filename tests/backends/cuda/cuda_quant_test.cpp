@@ -1,0 +1,239 @@
+// CUDA QuantizeLinear / DequantizeLinear and the quantized islands (QConv / QGemm / QMatMul) vs
+// the CPU kernels: int8 (cuBLASLt int8 with the zero-point correction, uint8 inputs), float8
+// (cuBLASLt FP8 on SM >= 89) and the float fallback (grouped convolutions, QMatMul). Quantized
+// outputs may differ by one step where float rounding crosses a rounding boundary.
+#include "backends/cuda/cuda_test_util.h"
+#include "ops/qlinear_ops.h"
+
+namespace trtutils {
+namespace {
+
+using namespace cuda_testing;  // NOLINT
+using namespace ops::qlinear;  // NOLINT
+
+template <typename T>
+Tensor scalar(DataType dt, T v) {
+  return Tensor::from_vector<T>(dt, {}, {v});
+}
+
+Tensor per_channel(int64_t n, float lo, float hi, uint32_t seed) {
+  return random_tensor(DataType::kFloat32, {n}, seed, lo, hi);
+}
+
+// One-node case of a Q-op with the 12 positional inputs (omitted where not given).
+NodeCase qcase(const char* op, std::map<size_t, In> given, std::vector<ir::Attribute> attrs = {}) {
+  NodeCase c;
+  c.op = op;
+  c.domain = kDomain;
+  c.attrs = std::move(attrs);
+  size_t last = 0;
+  for (const auto& [i, v] : given) last = std::max(last, i);
+  for (size_t i = 0; i <= last; ++i) {
+    auto it = given.find(i);
+    c.inputs.push_back(it == given.end() ? omitted() : it->second);
+  }
+  return c;
+}
+
+void check_quantized(const NodeCase& c, const std::string& what) {
+  const std::vector<Tensor> want = run_cpu(c);
+  std::vector<Tensor> got;
+  try {
+    got = run_gpu(c);
+  } catch (const std::exception& e) {
+    FAIL() << what << ": " << e.what();
+  }
+  ASSERT_EQ(got.size(), 1u);
+  const DataType dt = want[0].dtype();
+  if (dt == DataType::kFloat32) {
+    expect_close(got[0], want[0], {2e-4, 2e-4}, what);
+  } else if (dt == DataType::kFloat8E4M3FN || dt == DataType::kFloat8E5M2) {
+    expect_close(got[0], want[0], {4e-3, dt == DataType::kFloat8E4M3FN ? 0.13 : 0.26}, what);
+  } else {
+    expect_within_steps(got[0], want[0], 1.0, what);
+  }
+}
+
+TEST(CudaQuant, QuantizeDequantize) {
+  TRT_REQUIRE_CUDA();
+  const Tensor x = random_tensor(DataType::kFloat32, {2, 3, 5, 7}, 1, -4, 4);
+  check_case({"QuantizeLinear",
+              {feed(x), weight(scalar<float>(DataType::kFloat32, 0.03f)),
+               weight(scalar<int8_t>(DataType::kInt8, -3))}},
+             kExact, "Quantize int8 per tensor");
+  check_case({"QuantizeLinear",
+              {feed(x), weight(per_channel(3, 0.01f, 0.05f, 2)),
+               weight(Tensor::from_vector<uint8_t>(DataType::kUInt8, {3}, {128, 120, 135}))},
+              {ai("axis", 1)}},
+             kExact, "Quantize uint8 per channel");
+  check_case({"QuantizeLinear",
+              {feed(x), weight(scalar<float>(DataType::kFloat32, 0.02f)),
+               weight(Tensor(DataType::kFloat8E4M3FN, {}))},
+              {},
+              1,
+              "",
+              19},
+             kExact, "Quantize float8e4m3fn");
+  const Tensor q = random_tensor(DataType::kInt8, {2, 3, 5, 7}, 3, -128, 127);
+  check_case({"DequantizeLinear",
+              {feed(q), weight(per_channel(3, 0.01f, 0.05f, 4)),
+               weight(Tensor::from_vector<int8_t>(DataType::kInt8, {3}, {0, 2, -1}))},
+              {ai("axis", 1)}},
+             kExact, "Dequantize int8 per channel");
+  check_case({"DequantizeLinear",
+              {feed(random_tensor(DataType::kFloat8E4M3FN, {4, 9}, 5, -100, 100)),
+               weight(scalar<float>(DataType::kFloat32, 0.5f))},
+              {},
+              1,
+              "",
+              19},
+             kExact, "Dequantize float8e4m3fn");
+}
+
+TEST(CudaQuant, QGemmInt8) {
+  TRT_REQUIRE_CUDA();
+  const int64_t m = 5, k = 33, n = 17;
+  // int8 X with a non-zero zero point (column-sum correction), per-channel W, int8 Y.
+  check_quantized(qcase("QGemm",
+                        {{kX, feed(random_tensor(DataType::kInt8, {m, k}, 10, -128, 127))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                         {kXZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 3))},
+                         {kW, weight(random_tensor(DataType::kInt8, {n, k}, 11, -127, 127))},
+                         {kWScale, weight(per_channel(n, 0.001f, 0.01f, 12))},
+                         {kBias, weight(random_tensor(DataType::kFloat32, {n}, 13))},
+                         {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+                         {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, -2))}},
+                        {ai("transB", 1)}),
+                  "QGemm int8 -> int8");
+  // uint8 X, W [K, N], float output with a float residual and Relu, batch dims on X.
+  check_quantized(qcase("QGemm",
+                        {{kX, feed(random_tensor(DataType::kUInt8, {2, 3, k}, 14, 0, 255))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.01f))},
+                         {kXZeroPoint, weight(scalar<uint8_t>(DataType::kUInt8, 128))},
+                         {kW, weight(random_tensor(DataType::kInt8, {k, n}, 15, -127, 127))},
+                         {kWScale, weight(scalar<float>(DataType::kFloat32, 0.004f))},
+                         {kResidual, feed(random_tensor(DataType::kFloat32, {2, 3, n}, 16))}},
+                        {as("activation", "Relu")}),
+                  "QGemm uint8 -> float with residual");
+}
+
+TEST(CudaQuant, QGemmFloat8) {
+  TRT_REQUIRE_CUDA();
+  const int64_t m = 24, k = 64, n = 48;
+  check_quantized(qcase("QGemm",
+                        {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, k}, 20, -4, 4))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                         {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {n, k}, 21, -4, 4))},
+                         {kWScale, weight(per_channel(n, 0.01f, 0.02f, 22))},
+                         {kBias, weight(random_tensor(DataType::kFloat32, {n}, 23))},
+                         {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+                         {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+                        {ai("transB", 1)}),
+                  "QGemm float8 -> float8");
+  check_quantized(
+      qcase("QGemm", {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, 30}, 24, -4, 4))},
+                      {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                      {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {30, n}, 25, -4, 4))},
+                      {kWScale, weight(scalar<float>(DataType::kFloat32, 0.01f))}}),
+      "QGemm float8 odd K -> float");
+}
+
+TEST(CudaQuant, QConv) {
+  TRT_REQUIRE_CUDA();
+  const Shape xs{2, 8, 11, 13}, ws{16, 8, 3, 3};
+  // int8, stride 2, x zero point (im2col pads with it), quantized residual, Relu, int8 out.
+  const std::vector<ir::Attribute> geo = {ais("pads", {1, 1, 1, 1}), ais("strides", {2, 2})};
+  std::vector<ir::Attribute> attrs = geo;
+  attrs.push_back(as("activation", "Relu"));
+  check_quantized(
+      qcase("QConv",
+            {{kX, feed(random_tensor(DataType::kInt8, xs, 30, -128, 127))},
+             {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+             {kXZeroPoint, weight(scalar<int8_t>(DataType::kInt8, -5))},
+             {kW, weight(random_tensor(DataType::kInt8, ws, 31, -127, 127))},
+             {kWScale, weight(per_channel(16, 0.001f, 0.004f, 32))},
+             {kBias, weight(random_tensor(DataType::kFloat32, {16}, 33))},
+             {kYScale, weight(scalar<float>(DataType::kFloat32, 0.04f))},
+             {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))},
+             {kResidual, feed(random_tensor(DataType::kInt8, {2, 16, 6, 7}, 34, -128, 127))},
+             {kRScale, weight(scalar<float>(DataType::kFloat32, 0.03f))},
+             {kRZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 1))}},
+            attrs),
+      "QConv int8 residual relu");
+  // uint8 X, asymmetric pads, float output.
+  check_quantized(qcase("QConv",
+                        {{kX, feed(random_tensor(DataType::kUInt8, {1, 3, 10, 9}, 35, 0, 255))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.01f))},
+                         {kXZeroPoint, weight(scalar<uint8_t>(DataType::kUInt8, 100))},
+                         {kW, weight(random_tensor(DataType::kInt8, {5, 3, 3, 3}, 36, -127, 127))},
+                         {kWScale, weight(scalar<float>(DataType::kFloat32, 0.003f))}},
+                        {ais("pads", {0, 1, 2, 1})}),
+                  "QConv uint8 asymmetric pads -> float");
+  // Depthwise: the float path.
+  check_quantized(qcase("QConv",
+                        {{kX, feed(random_tensor(DataType::kInt8, {1, 16, 9, 9}, 37, -128, 127))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                         {kW, weight(random_tensor(DataType::kInt8, {16, 1, 3, 3}, 38, -127, 127))},
+                         {kWScale, weight(per_channel(16, 0.001f, 0.004f, 39))},
+                         {kYScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                         {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}},
+                        {ai("group", 16), ais("pads", {1, 1, 1, 1}), as("activation", "Clip"),
+                         afs("activation_params", {0.0f, 6.0f})}),
+                  "QConv depthwise (float path)");
+  // float8.
+  check_quantized(
+      qcase("QConv",
+            {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {2, 16, 7, 7}, 40, -4, 4))},
+             {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+             {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {32, 16, 3, 3}, 41, -4, 4))},
+             {kWScale, weight(per_channel(32, 0.01f, 0.02f, 42))},
+             {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+             {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+            {ais("pads", {1, 1, 1, 1})}),
+      "QConv float8");
+}
+
+// channels_last = 1 (the qdq_layout pass): X, R and Y are [N, H, W, C].
+TEST(CudaQuant, QConvChannelsLast) {
+  TRT_REQUIRE_CUDA();
+  std::vector<ir::Attribute> attrs = {ais("pads", {1, 1, 1, 1}), ais("strides", {2, 1}),
+                                      ai("channels_last", 1), as("activation", "Relu")};
+  check_quantized(
+      qcase("QConv",
+            {{kX, feed(random_tensor(DataType::kInt8, {2, 11, 13, 8}, 60, -128, 127))},
+             {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+             {kXZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 4))},
+             {kW, weight(random_tensor(DataType::kInt8, {16, 8, 3, 3}, 61, -127, 127))},
+             {kWScale, weight(per_channel(16, 0.001f, 0.004f, 62))},
+             {kBias, weight(random_tensor(DataType::kFloat32, {16}, 63))},
+             {kYScale, weight(scalar<float>(DataType::kFloat32, 0.04f))},
+             {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))},
+             {kResidual, feed(random_tensor(DataType::kInt8, {2, 6, 13, 16}, 64, -128, 127))},
+             {kRScale, weight(scalar<float>(DataType::kFloat32, 0.03f))}},
+            attrs),
+      "QConv int8 channels-last");
+  check_quantized(qcase("QConv",
+                        {{kX, feed(random_tensor(DataType::kUInt8, {1, 9, 9, 16}, 65, 0, 255))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                         {kXZeroPoint, weight(scalar<uint8_t>(DataType::kUInt8, 120))},
+                         {kW, weight(random_tensor(DataType::kInt8, {16, 1, 3, 3}, 66, -127, 127))},
+                         {kWScale, weight(per_channel(16, 0.001f, 0.004f, 67))},
+                         {kResidual, feed(random_tensor(DataType::kFloat32, {1, 9, 9, 16}, 68))}},
+                        {ai("group", 16), ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
+                  "QConv depthwise channels-last (float path)");
+}
+
+TEST(CudaQuant, QMatMul) {
+  TRT_REQUIRE_CUDA();
+  check_quantized(
+      qcase("QMatMul", {{kX, feed(random_tensor(DataType::kInt8, {2, 4, 7, 16}, 50, -128, 127))},
+                        {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                        {kW, feed(random_tensor(DataType::kInt8, {2, 4, 16, 9}, 51, -128, 127))},
+                        {kWScale, weight(scalar<float>(DataType::kFloat32, 0.03f))},
+                        {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                        {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}}),
+      "QMatMul int8");
+}
+
+}  // namespace
+}  // namespace trtutils

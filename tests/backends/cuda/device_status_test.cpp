@@ -1,0 +1,53 @@
+// device_status() on any machine (no GPU needed: this suite is not a Cuda* one): it must not
+// throw or crash without a driver or device, and must say why when the backend is unusable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_executor.h"
+#include "ir/graph_builder.h"
+#include "trtutils/status.h"
+
+namespace trtutils {
+namespace {
+
+TEST(DeviceStatus, CudaQueryNeverThrows) {
+  cuda::DeviceStatus s;
+  ASSERT_NO_THROW(s = cuda::device_status());
+  if (s.usable) {
+    EXPECT_GE(s.sm, 75);
+    EXPECT_FALSE(s.name.empty());
+  } else {
+    EXPECT_FALSE(s.why.empty());
+    // Without a usable device an Executor refuses with kNotSupported (never a crash).
+    try {
+      cuda::Executor ex(ir::Model{}, {});
+      ADD_FAILURE() << "expected Error(kNotSupported)";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kNotSupported);
+    }
+  }
+#ifdef TRTUTILS_HAVE_CUDA_BACKEND
+  // Coverage checks need no device (the builder makes CUDA engines on machines without one).
+  ir::GraphBuilder b("coverage");
+  const std::string x = b.input("x", DataType::kFloat32, {1, 3, 8, 8});
+  const std::string w = b.initializer("w", Tensor(DataType::kFloat32, {4, 3, 3, 3}));
+  const std::string y = b.node("Conv", {x, w})[0];
+  const std::string shape = b.node("Shape", {y})[0];
+  const std::string n = b.node("ReduceProd", {shape})[0];  // host shape arithmetic
+  b.output(b.node("Relu", {y})[0]);
+  b.output(n);
+  EXPECT_TRUE(cuda::unsupported_nodes(b.build(17)).empty());
+  b.output(b.node("NonMaxSuppression", {x, x})[0]);
+  const auto bad = cuda::unsupported_nodes(b.build(17));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("NonMaxSuppression"), std::string::npos) << bad[0];
+  const auto ops = cuda::supported_ops();
+  for (const char* op : {"Conv", "com.trtutils::FusedConv", "MatMul", "Gemm", "Softmax",
+                         "LayerNormalization", "com.trtutils::QConv", "QuantizeLinear"})
+    EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+#endif
+}
+
+}  // namespace
+}  // namespace trtutils
