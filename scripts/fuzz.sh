@@ -30,7 +30,7 @@ fi
 # Decoders may allocate up to the 512 MiB an image of kMaxImagePixels RGBA takes.
 max_len() {
   case $1 in
-    onnx) echo 32768 ;; image) echo 16384 ;; npy | calibration_cache | engine) echo 4096 ;;
+    onnx | engine) echo 32768 ;; image) echo 16384 ;; npy | calibration_cache) echo 4096 ;;
     cli) echo 1024 ;;
   esac
 }

@@ -12,7 +12,7 @@ bash scripts/format.sh --check
 jobs=$(nproc)
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRTUTILS_WERROR=ON \
-  -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF
+  -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF -DTRTUTILS_CUDA_ARCHS=80-real
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE e2e)
 

@@ -51,6 +51,9 @@ struct EngineLoadOptions {
 struct ContextOptions {
   int num_threads = 0;   // CPU threads; 0: all cores
   bool profile = false;  // time every layer (see ExecutionContext::profile())
+  // CUDA runtime: capture each run in a CUDA graph and replay it (static input shapes only;
+  // ignored otherwise and on the CPU).
+  bool cuda_graph = true;
 };
 
 struct LayerTiming {

@@ -116,7 +116,7 @@ void apply_fixed_shapes(ir::Graph& g, const std::map<std::string, Shape>& shapes
                         const char* flag) {
   for (const auto& [name, shape] : shapes) {
     auto it = std::find_if(g.inputs.begin(), g.inputs.end(),
-                           [&](const ir::ValueInfo& v) { return v.name == name; });
+                           [&name = name](const ir::ValueInfo& v) { return v.name == name; });
     if (it == g.inputs.end()) {
       std::string names;
       for (const auto& v : g.inputs) names += (names.empty() ? "'" : ", '") + v.name + "'";

@@ -47,7 +47,7 @@ ir::Model load_for_check(const fs::path& onnx, const std::map<std::string, Shape
   g.topological_sort();
   for (const auto& [name, shape] : shapes) {
     auto it = std::find_if(g.inputs.begin(), g.inputs.end(),
-                           [&](const ir::ValueInfo& v) { return v.name == name; });
+                           [&name = name](const ir::ValueInfo& v) { return v.name == name; });
     if (it == g.inputs.end()) {
       std::string names;
       for (const auto& v : g.inputs) names += (names.empty() ? "'" : ", '") + v.name + "'";

@@ -191,6 +191,10 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     cuda::ExecutorOptions eo;
     eo.profile = options.profile;
     eo.allow_tf32 = impl_->data.info.value("tf32", false);
+    bool static_inputs = true;
+    for (const auto& in : impl_->inputs)
+      for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;
+    eo.cuda_graph = options.cuda_graph && static_inputs && !options.profile;
     impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
   } else {
     SessionOptions so;

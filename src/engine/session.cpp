@@ -63,8 +63,9 @@ Session::Session(ir::Model model, SessionOptions options)
 void Session::check_feeds(const std::map<std::string, Tensor>& feeds) const {
   const ir::Graph& g = model_.graph;
   for (const auto& [name, t] : feeds) {
-    const bool known = std::any_of(g.inputs.begin(), g.inputs.end(),
-                                   [&](const ir::ValueInfo& v) { return v.name == name; });
+    const bool known =
+        std::any_of(g.inputs.begin(), g.inputs.end(),
+                    [&name = name](const ir::ValueInfo& v) { return v.name == name; });
     if (!known) {
       std::string names;
       for (const auto& v : g.inputs) names += (names.empty() ? "'" : ", '") + v.name + "'";

@@ -163,8 +163,10 @@ CalibrationCache parse_calibration_cache(std::string_view text, const std::strin
 
 CalibrationCache read_calibration_cache(const std::filesystem::path& path) {
   std::error_code ec;
+  TRT_CHECK(std::filesystem::exists(path, ec), ErrorCode::kIO, "calibration cache '{}' not found",
+            path.string());
   TRT_CHECK(std::filesystem::is_regular_file(path, ec), ErrorCode::kIO,
-            "calibration cache '{}' not found", path.string());
+            "calibration cache '{}' is not a regular file", path.string());
   return parse_calibration_cache(read_file(path, kMaxCalibrationCacheBytes), path.string());
 }
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=tests/fuzz/corpus
 rm -rf "$out"
-mkdir -p "$out"/{onnx,npy,calibration_cache,image,cli}
+mkdir -p "$out"/{onnx,npy,calibration_cache,image,cli,engine}
 
 # ---- image: the small decoder fixtures (every format and variant; photos are too large) ----
 for f in tests/data/images/*.{jpg,png,bmp,webp}; do
@@ -71,6 +71,22 @@ for i, all_external in enumerate([False, True]):
     open(os.path.join(out, f"external_data_{i}.onnx"), "wb").write(blob)
 EOF
 
+# ---- engine: engines written by `trtutils build` (TRTUTILS_CLI, default build/bin/trtutils) from
+# the example CNN and single-op backend models (weights, int8/int32/fp16 layers, no layers) ----
+mkdir -p "$out/engine"
+cli=${TRTUTILS_CLI:-build/bin/trtutils}
+if [ -x "$cli" ]; then
+  "$cli" build --onnx examples/tiny_cnn.onnx --output "$out/engine/tiny_cnn.engine" >/dev/null
+  for t in test_gather_0 test_quantizelinear test_dequantizelinear test_matmulinteger \
+    test_conv_with_strides_padding test_constant test_cast_FLOAT_to_FLOAT16 \
+    test_resize_upsample_scales_linear; do
+    [ -f "$data/node/$t/model.onnx" ] &&
+      "$cli" build --onnx "$data/node/$t/model.onnx" --output "$out/engine/$t.engine" >/dev/null
+  done
+else
+  echo "make_corpus.sh: no CLI at $cli (set TRTUTILS_CLI): no engine seeds" >&2
+fi
+
 # ---- calibration_cache: TensorRT-style caches and the variants the reader tolerates/refuses ----
 c=$out/calibration_cache
 printf 'TRT-8601-EntropyCalibration2\nimages: 3c010a14\n/model.0/conv/Conv_output_0: 3d8a8ed6\n(Unnamed Layer* 8) [Constant]_output: 39137939\noutput0: 40b7daf4\n' >"$c/trt8.cache"
@@ -97,6 +113,12 @@ args build build --onnx m.onnx --output m.engine --int8 --fp16 --calibration_cac
 args inspect inspect --engine m.engine --json
 args version --version
 args help -q run --help
+
+# ---- every harness: the inputs it once failed on (tests/data/bad/<harness>_fuzz_*) ----
+for d in "$out"/*; do
+  h=$(basename "$d")
+  for f in tests/data/bad/"${h}"_fuzz_*; do [ -f "$f" ] && cp "$f" "$d/"; done
+done
 
 du -sh "$out"
 for d in "$out"/*; do echo "$(basename "$d"): $(ls "$d" | wc -l) files"; done

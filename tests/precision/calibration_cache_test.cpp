@@ -218,6 +218,10 @@ TEST(CalibrationCache, ReadAndWriteFiles) {
             std::string::npos)
       << missing.what();
 
+  const Error dir_error = error_of([&] { read_calibration_cache(dir.path()); });
+  EXPECT_EQ(dir_error.code(), ErrorCode::kIO);
+  EXPECT_NE(std::string(dir_error.what()).find("is not a regular file"), std::string::npos);
+
   // Over 64 MiB (a sparse file: nothing is written).
   const fs::path big = dir / "big.cache";
   std::ofstream(big) << "TRT-8601-EntropyCalibration2\n";

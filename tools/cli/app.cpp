@@ -25,9 +25,9 @@ std::unique_ptr<CLI::App> make_app(bool run_commands) {
                   "memory)");
   app->parse_complete_callback([v, run_commands] {
     if (!v->max_memory.empty()) set_memory_limit(parse_byte_size(v->max_memory, "--max_memory"));
-    set_log_level(v->quiet ? LogLevel::kError
-                           : static_cast<LogLevel>(
-                                 std::min(1 + v->verbose, static_cast<int>(LogLevel::kVerbose))));
+    // --verbose=N takes any int: clamp before adding (1 + INT_MAX overflowed: cli_fuzz).
+    const int extra = std::clamp(v->verbose, 0, static_cast<int>(LogLevel::kVerbose) - 1);
+    set_log_level(v->quiet ? LogLevel::kError : static_cast<LogLevel>(1 + extra));
     // Runs before any subcommand's callback: stop here, with the command line fully checked.
     if (!run_commands) throw CLI::Success();
   });

@@ -34,6 +34,7 @@ struct BenchOptions {
   std::string json;
   std::string plot;
   bool profile = false;
+  bool cuda_graph = true;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -89,7 +90,8 @@ void bench(const BenchOptions& o) {
   std::unique_ptr<ExecutionContext> ctx;
   if (!o.engine.empty()) {
     engine = Engine::load(o.engine, {.backend = o.backend});
-    ctx = engine->create_execution_context({.num_threads = o.threads, .profile = o.profile});
+    ctx = engine->create_execution_context(
+        {.num_threads = o.threads, .profile = o.profile, .cuda_graph = o.cuda_graph});
     feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
     run_once = [&] { ctx->execute(feeds); };
     layer_times = [&] {
@@ -200,6 +202,8 @@ void add_benchmark_command(CLI::App& app) {
   sub->add_option("--json", o->json, "also write the timings (and --profile layers) as JSON");
   sub->add_option("--plot", o->plot, "write a PNG histogram of the latencies");
   sub->add_flag("--profile", o->profile, "print time per op type and the slowest layers");
+  sub->add_flag("--cuda_graph,!--no_cuda_graph", o->cuda_graph,
+                "CUDA engines with static shapes: replay a captured CUDA graph (default on)");
   sub->callback([o] { bench(*o); });
 }
 

@@ -545,4 +545,14 @@ std::vector<std::string> Executor::node_placement() const {
   return v;
 }
 
+std::vector<std::string> Executor::node_kernels() const {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < impl_->placement.size(); ++i) {
+    const Placement p = impl_->placement[i];
+    v.push_back(p == Placement::kGpu ? impl_->ops[i]->kernel()
+                                     : (p == Placement::kHost ? "host" : "constant"));
+  }
+  return v;
+}
+
 }  // namespace trtutils::cuda

@@ -77,6 +77,9 @@ class Executor {
   // Per node: "gpu" (a CUDA kernel), "host" (runs on the CPU each run: shape arithmetic) or
   // "constant" (evaluated once at construction).
   std::vector<std::string> node_placement() const;
+  // Per node, what computes it: "cuDNN + epilogue", "cuBLASLt", "cuBLASLt int8 (im2col)",
+  // "dequantize + cuDNN float32" (Q-op fallback), "CUDA kernel", "host", "constant".
+  std::vector<std::string> node_kernels() const;
 
  private:
   struct Impl;

@@ -123,6 +123,8 @@ class GpuOp {
   // in: one per node input (nullptr when omitted); out: one per node output (fill them).
   virtual void run(RunContext& ctx, const std::vector<Value*>& in,
                    const std::vector<Value*>& out) = 0;
+  // What ran (for layer records and tests), e.g. "cuDNN", "cuBLASLt int8 (im2col)".
+  virtual std::string kernel() const { return "CUDA kernel"; }
 };
 
 // What a factory sees at construction.

@@ -41,5 +41,8 @@ uint64_t Executor::device_activation_bytes() const {
 std::vector<std::string> Executor::node_placement() const {
   return {};
 }
+std::vector<std::string> Executor::node_kernels() const {
+  return {};
+}
 
 }  // namespace trtutils::cuda

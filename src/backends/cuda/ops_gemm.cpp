@@ -22,6 +22,7 @@ void lt_gemm(RunContext& ctx, LtMatmul& lt, const MatmulProblem& p, const void* 
 
 class MatMulOp : public GpuOp {
  public:
+  std::string kernel() const override { return "cuBLASLt"; }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -43,6 +44,7 @@ class MatMulOp : public GpuOp {
 
 class GemmOp : public GpuOp {
  public:
+  std::string kernel() const override { return "cuBLASLt"; }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;

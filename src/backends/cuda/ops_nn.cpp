@@ -56,6 +56,7 @@ PostOps read_post_ops(const ir::Node& node) {
 class ConvOp : public GpuOp {
  public:
   explicit ConvOp(PostOps post) : post_(post) {}
+  std::string kernel() const override { return "cuDNN + epilogue"; }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;

@@ -178,6 +178,14 @@ class QOp : public GpuOp {
  public:
   explicit QOp(Kind kind) : kind_(kind) {}
 
+  std::string kernel() const override {
+    if (!prepared_) return "not run yet";
+    const char* how = kind_ == Kind::kConv ? " (im2col)" : "";
+    if (path_ == Path::kInt8) return std::string("cuBLASLt int8") + how;
+    if (path_ == Path::kFp8) return std::string("cuBLASLt fp8") + how;
+    return kind_ == Kind::kConv ? "dequantize + cuDNN float32" : "dequantize + cuBLASLt float32";
+  }
+
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;

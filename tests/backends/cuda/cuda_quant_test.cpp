@@ -2,6 +2,8 @@
 // the CPU kernels: int8 (cuBLASLt int8 with the zero-point correction, uint8 inputs), float8
 // (cuBLASLt FP8 on SM >= 89) and the float fallback (grouped convolutions, QMatMul). Quantized
 // outputs may differ by one step where float rounding crosses a rounding boundary.
+#include <iostream>
+
 #include "backends/cuda/cuda_test_util.h"
 #include "ops/qlinear_ops.h"
 
@@ -35,23 +37,40 @@ NodeCase qcase(const char* op, std::map<size_t, In> given, std::vector<ir::Attri
   return c;
 }
 
-void check_quantized(const NodeCase& c, const std::string& what) {
+// Runs a one-node Q-op case on both backends; `path` (when not empty) must appear in the
+// executor's kernel description ("int8", "fp8", "float32").
+void check_quantized(const NodeCase& c, const std::string& what, const std::string& path = "") {
   const std::vector<Tensor> want = run_cpu(c);
-  std::vector<Tensor> got;
+  Tensor got;
+  std::string kernel;
   try {
-    got = run_gpu(c);
+    cuda::Executor ex(make_model(c), {});
+    std::map<std::string, Tensor> feeds;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      if (!c.inputs[i].omitted && !c.inputs[i].constant)
+        feeds["in" + std::to_string(i)] = c.inputs[i].value;
+    got = ex.run(feeds).at("out0");
+    kernel = ex.node_kernels().at(0);
   } catch (const std::exception& e) {
     FAIL() << what << ": " << e.what();
   }
-  ASSERT_EQ(got.size(), 1u);
+  std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
+  if (!path.empty()) {
+    EXPECT_NE(kernel.find(path), std::string::npos) << what << ": " << kernel;
+  }
   const DataType dt = want[0].dtype();
   if (dt == DataType::kFloat32) {
-    expect_close(got[0], want[0], {2e-4, 2e-4}, what);
+    expect_close(got, want[0], {2e-4, 2e-4}, what);
   } else if (dt == DataType::kFloat8E4M3FN || dt == DataType::kFloat8E5M2) {
-    expect_close(got[0], want[0], {4e-3, dt == DataType::kFloat8E4M3FN ? 0.13 : 0.26}, what);
+    expect_close(got, want[0], {4e-3, dt == DataType::kFloat8E4M3FN ? 0.13 : 0.26}, what);
   } else {
-    expect_within_steps(got[0], want[0], 1.0, what);
+    expect_within_steps(got, want[0], 1.0, what);
   }
+}
+
+// float8 products run on cuBLASLt from SM 89 (Ada / Hopper).
+std::string fp8_path() {
+  return cuda::device_status().sm >= 89 ? "fp8" : "float32";
 }
 
 TEST(CudaQuant, QuantizeDequantize) {
@@ -129,7 +148,7 @@ TEST(CudaQuant, QGemmFloat8) {
                          {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
                          {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
                         {ai("transB", 1)}),
-                  "QGemm float8 -> float8");
+                  "QGemm float8 -> float8", fp8_path());
   check_quantized(
       qcase("QGemm", {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, 30}, 24, -4, 4))},
                       {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
@@ -159,7 +178,7 @@ TEST(CudaQuant, QConv) {
              {kRScale, weight(scalar<float>(DataType::kFloat32, 0.03f))},
              {kRZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 1))}},
             attrs),
-      "QConv int8 residual relu");
+      "QConv int8 residual relu", "int8");
   // uint8 X, asymmetric pads, float output.
   check_quantized(qcase("QConv",
                         {{kX, feed(random_tensor(DataType::kUInt8, {1, 3, 10, 9}, 35, 0, 255))},
@@ -179,7 +198,7 @@ TEST(CudaQuant, QConv) {
                          {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}},
                         {ai("group", 16), ais("pads", {1, 1, 1, 1}), as("activation", "Clip"),
                          afs("activation_params", {0.0f, 6.0f})}),
-                  "QConv depthwise (float path)");
+                  "QConv depthwise (float path)", "float32");
   // float8.
   check_quantized(
       qcase("QConv",
@@ -190,7 +209,7 @@ TEST(CudaQuant, QConv) {
              {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
              {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
             {ais("pads", {1, 1, 1, 1})}),
-      "QConv float8");
+      "QConv float8", fp8_path());
 }
 
 // channels_last = 1 (the qdq_layout pass): X, R and Y are [N, H, W, C].
@@ -211,7 +230,7 @@ TEST(CudaQuant, QConvChannelsLast) {
              {kResidual, feed(random_tensor(DataType::kInt8, {2, 6, 13, 16}, 64, -128, 127))},
              {kRScale, weight(scalar<float>(DataType::kFloat32, 0.03f))}},
             attrs),
-      "QConv int8 channels-last");
+      "QConv int8 channels-last", "int8");
   check_quantized(qcase("QConv",
                         {{kX, feed(random_tensor(DataType::kUInt8, {1, 9, 9, 16}, 65, 0, 255))},
                          {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
@@ -220,7 +239,7 @@ TEST(CudaQuant, QConvChannelsLast) {
                          {kWScale, weight(per_channel(16, 0.001f, 0.004f, 67))},
                          {kResidual, feed(random_tensor(DataType::kFloat32, {1, 9, 9, 16}, 68))}},
                         {ai("group", 16), ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
-                  "QConv depthwise channels-last (float path)");
+                  "QConv depthwise channels-last (float path)", "float32");
 }
 
 TEST(CudaQuant, QMatMul) {
@@ -232,7 +251,7 @@ TEST(CudaQuant, QMatMul) {
                         {kWScale, weight(scalar<float>(DataType::kFloat32, 0.03f))},
                         {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
                         {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}}),
-      "QMatMul int8");
+      "QMatMul int8", "float32");
 }
 
 }  // namespace

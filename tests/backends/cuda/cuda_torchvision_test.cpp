@@ -98,6 +98,11 @@ void run_model(const std::string& name, const std::string& variant, const ir::Mo
   for (int64_t i = 0; i < want.numel(); ++i)
     worst = std::max(worst, std::fabs(got.at_double(i) - want.at_double(i)));
   expect_close(got, want, {frac * mx + 1e-5, 0.0}, name + " " + variant);
+  std::map<std::string, int> kernels;
+  for (const std::string& k : ex->node_kernels()) ++kernels[k];
+  std::string ks;
+  for (const auto& [k, n] : kernels) ks += fmt::format("{}{} x{}", ks.empty() ? "" : "; ", k, n);
+  report(fmt::format("{},{},kernels,{}", name, variant, ks));
   const std::vector<cuda::LayerTime> first = ex->profile();  // planning included: left out
   const int runs = 20;
   const auto t0 = std::chrono::steady_clock::now();
@@ -110,22 +115,27 @@ void run_model(const std::string& name, const std::string& variant, const ir::Mo
                   "weights_mb={:.1f},activations_mb={:.1f}",
                   name, variant, shape_str(shape), ms, worst, mx, ex->device_weight_bytes() / 1e6,
                   ex->device_activation_bytes() / 1e6));
-  // The same with CUDA graph replay (no per-node host work).
-  try {
-    cuda::ExecutorOptions go;
-    go.cuda_graph = true;
-    cuda::Executor gx(opt, go);
-    Tensor g1 = gx.run({{in, x}}).at(out);  // eager (planning)
-    g1 = gx.run({{in, x}}).at(out);         // captured
-    expect_close(g1, want, {frac * mx + 1e-5, 0.0}, name + " " + variant + " graph");
-    const auto g0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < runs; ++i) gx.run({{in, x}});
-    const double gms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - g0).count() /
-        runs;
-    report(fmt::format("{},{}+graph,{},ms_per_run={:.3f}", name, variant, shape_str(shape), gms));
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << name << " " << variant << " graph: " << e.what();
+  // The same with CUDA graph replay (no per-node host work), and for float32 with TF32.
+  for (bool tf32 : {false, true}) {
+    if (tf32 && variant != "fp32") continue;
+    const std::string v = variant + (tf32 ? "+tf32" : "") + "+graph";
+    try {
+      cuda::ExecutorOptions go;
+      go.cuda_graph = true;
+      go.allow_tf32 = tf32;
+      cuda::Executor gx(opt, go);
+      Tensor g1 = gx.run({{in, x}}).at(out);  // eager (planning)
+      g1 = gx.run({{in, x}}).at(out);         // captured
+      expect_close(g1, want, {(tf32 ? 2e-2 : frac) * mx + 1e-5, 0.0}, name + " " + v);
+      const auto g0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < runs; ++i) gx.run({{in, x}});
+      const double gms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - g0).count() /
+          runs;
+      report(fmt::format("{},{},{},ms_per_run={:.3f}", name, v, shape_str(shape), gms));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << name << " " << v << ": " << e.what();
+    }
   }
   std::vector<cuda::LayerTime> prof = ex->profile();
   for (size_t i = 0; i < prof.size() && i < first.size(); ++i) {

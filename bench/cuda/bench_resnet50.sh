@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# ResNet-50 (torchvision, random weights) on the GPU machine: trtutils CUDA engines (fp32/TF32,
+# fp16, int8 and fp8 strongly typed from `trtutils quantize`) against PyTorch eager FP16
+# (channels-last, cudnn.benchmark) in the same run. Batch 256 throughput and batch 1 latency.
+# Run from the repo root with dist/ from scripts/make_dist.sh; results in $OUT/bench_*.
+#   BATCH=256 ITERS=20 bench/cuda/bench_resnet50.sh
+# torch.compile (max-autotune-no-cudagraphs, ~5 min to compile) is not run here: TORCH_COMPILE=1
+# adds it when the time allows.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out="${OUT:-$PWD/device-results}"
+mkdir -p "$out"
+T="$PWD/dist/bin/trtutils"
+export LD_LIBRARY_PATH="$PWD/dist/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+B="${BATCH:-256}"
+ITERS="${ITERS:-20}"
+W=/tmp/trtutils-bench
+mkdir -p "$W"
+python3 - "$W" "$B" <<'PY' >"$out/bench_export.log" 2>&1
+import sys, torch, torchvision, numpy as np
+w, b = sys.argv[1], int(sys.argv[2])
+torch.manual_seed(0)
+m = torchvision.models.resnet50().eval()
+for bs, name in ((b, "r50_b"), (1, "r50_1")):
+    x = torch.randn(bs, 3, 224, 224)
+    torch.onnx.export(m, x, f"{w}/{name}.onnx", opset_version=17, input_names=["input"],
+                      output_names=["output"], dynamo=False)
+rng = np.random.default_rng(0)
+np.save(f"{w}/calib.npy", rng.random((b, 3, 224, 224), dtype=np.float32))
+PY
+echo "export: $?" | tee -a "$out/bench_summary.txt"
+# Engines.
+"$T" build --onnx "$W/r50_b.onnx" --output "$W/fp32.engine" --backend cuda >"$out/bench_build.log" 2>&1
+"$T" build --onnx "$W/r50_b.onnx" --output "$W/fp16.engine" --backend cuda --fp16 >>"$out/bench_build.log" 2>&1
+"$T" build --onnx "$W/r50_1.onnx" --output "$W/fp16_b1.engine" --backend cuda --fp16 >>"$out/bench_build.log" 2>&1
+"$T" quantize --onnx "$W/r50_b.onnx" --output "$W/int8.onnx" --calibration_data "$W/calib.npy" \
+  --quantize_mode int8 --calibration_method max --batch_size 256 --eval_batches 0 >>"$out/bench_build.log" 2>&1
+"$T" build --onnx "$W/int8.onnx" --output "$W/int8.engine" --backend cuda --strongly_typed >>"$out/bench_build.log" 2>&1
+"$T" quantize --onnx "$W/r50_b.onnx" --output "$W/fp8.onnx" --calibration_data "$W/calib.npy" \
+  --quantize_mode fp8 --calibration_method max --batch_size 256 --eval_batches 0 >>"$out/bench_build.log" 2>&1
+"$T" build --onnx "$W/fp8.onnx" --output "$W/fp8.engine" --backend cuda --strongly_typed >>"$out/bench_build.log" 2>&1
+tail -n 5 "$out/bench_build.log"
+for e in fp32 fp16 int8 fp8; do
+  [ -f "$W/$e.engine" ] || { echo "$e: no engine" | tee -a "$out/bench_summary.txt"; continue; }
+  "$T" benchmark --engine "$W/$e.engine" --iterations "$ITERS" --warmup_iterations 3 \
+    --json "$out/bench_$e.json" >"$out/bench_$e.log" 2>&1
+  echo "$e b$B: $(grep -E 'throughput|latency' "$out/bench_$e.log" | tr '\n' ' ')" | tee -a "$out/bench_summary.txt"
+done
+if [ -f "$W/fp16_b1.engine" ]; then
+  "$T" benchmark --engine "$W/fp16_b1.engine" --iterations 100 --warmup_iterations 10 >"$out/bench_fp16_b1.log" 2>&1
+  echo "fp16 b1: $(grep -E 'latency' "$out/bench_fp16_b1.log")" | tee -a "$out/bench_summary.txt"
+fi
+python3 - "$B" "$ITERS" <<'PY' 2>&1 | tee -a "$out/bench_summary.txt"
+import sys, time, torch, torchvision
+b, iters = int(sys.argv[1]), int(sys.argv[2])
+torch.backends.cudnn.benchmark = True
+m = torchvision.models.resnet50().eval().cuda().half().to(memory_format=torch.channels_last)
+def run(bs, n):
+    x = torch.randn(bs, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+    with torch.inference_mode():
+        for _ in range(5): m(x)
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(n):
+            t0 = time.perf_counter(); m(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
+    ts.sort(); return ts[len(ts) // 2] * 1000
+torch.cuda.reset_peak_memory_stats()
+med = run(b, iters)
+print(f"pytorch eager fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
+      f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+print(f"pytorch eager fp16 b1: median {run(1, 100):.3f} ms")
+PY
