@@ -313,8 +313,8 @@ TEST_F(DlaTest, NoChunkLargeEnoughStaysGpuSide) {
   for (const auto& w : r.build.warnings)
     warned |= w.find("every layer stays GPU-side") != std::string::npos;
   EXPECT_TRUE(warned);
-  for (const auto& l : Engine::load(path("dla.engine"))->layers())
-    EXPECT_NE(l.device, "dla (emulated)");
+  const auto engine_1 = Engine::load(path("dla.engine"));
+  for (const auto& l : engine_1->layers()) EXPECT_NE(l.device, "dla (emulated)");
 }
 
 TEST_F(DlaTest, Int8WithCalibration) {
@@ -324,7 +324,8 @@ TEST_F(DlaTest, Int8WithCalibration) {
   const auto r = builder::build_dla_engine(m, path("dla.engine"), c);
   EXPECT_TRUE(fs::exists(path("c.cache")));
   EXPECT_GT(r.build.layers_per_precision.count("int8"), 0u);
-  for (const auto& l : Engine::load(path("dla.engine"))->layers())
+  const auto engine_2 = Engine::load(path("dla.engine"));
+  for (const auto& l : engine_2->layers())
     if (l.precision == "int8") {
       EXPECT_EQ(l.device, "dla (emulated)") << l.name;
     }
