@@ -562,27 +562,12 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
       }
       if (!missing.empty()) {
         // A node with an input lacking a scale stays in higher precision.
-        quantize::Placement kept;
-        std::set<std::string> drop;
-        for (const auto& [t, uses] : placement.activations)
-          if (missing.count(t))
-            for (const auto& u : uses) drop.insert(u.first);
-        for (const auto& n : placement.quantized_nodes)
-          if (!drop.count(n)) kept.quantized_nodes.push_back(n);
-        for (const auto& [t, uses] : placement.activations) {
-          std::vector<std::pair<std::string, size_t>> u2;
-          for (const auto& u : uses)
-            if (!drop.count(u.first)) u2.push_back(u);
-          if (!u2.empty()) kept.activations[t] = u2;
-        }
-        for (const auto& w : placement.weights)
-          if (!drop.count(w.node)) kept.weights.push_back(w);
+        const size_t dropped = quantize::drop_nodes_reading(placement, missing);
         result.warnings.push_back(fmt::format(
             "{} tensor(s) have no scale in the calibration cache (e.g. '{}'): {} layer(s) stay "
             "in higher precision",
-            missing.size(), *missing.begin(), drop.size()));
+            missing.size(), *missing.begin(), dropped));
         TRT_LOG_WARN("{}", result.warnings.back());
-        placement = std::move(kept);
       }
       quantize::share_scales(g, table);
       quantize::apply_qdq(g, placement, table, {.mode = mode});

@@ -43,27 +43,12 @@ CalibToQdqResult calib_to_qdq(ir::Model& model, const CalibrationCache& cache) {
                 placement.activations.size(),
                 placement.activations.empty() ? "" : placement.activations.begin()->first);
   if (!missing.empty()) {
-    std::set<std::string> drop;
-    for (const auto& [t, uses] : placement.activations)
-      if (missing.count(t))
-        for (const auto& u : uses) drop.insert(u.first);
-    quantize::Placement kept;
-    for (const auto& n : placement.quantized_nodes)
-      if (!drop.count(n)) kept.quantized_nodes.push_back(n);
-    for (const auto& [t, uses] : placement.activations) {
-      std::vector<std::pair<std::string, size_t>> u2;
-      for (const auto& u : uses)
-        if (!drop.count(u.first)) u2.push_back(u);
-      if (!u2.empty()) kept.activations[t] = u2;
-    }
-    for (const auto& w : placement.weights)
-      if (!drop.count(w.node)) kept.weights.push_back(w);
+    const size_t dropped = quantize::drop_nodes_reading(placement, missing);
     r.warnings.push_back(fmt::format(
         "{} tensor(s) have no scale in the calibration cache (e.g. '{}'): {} layer(s) stay in "
         "higher precision",
-        missing.size(), *missing.begin(), drop.size()));
+        missing.size(), *missing.begin(), dropped));
     TRT_LOG_WARN("{}", r.warnings.back());
-    placement = std::move(kept);
     r.missing.assign(missing.begin(), missing.end());
   }
   quantize::share_scales(g, table);

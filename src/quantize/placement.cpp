@@ -345,4 +345,25 @@ void share_scales(const ir::Graph& g, ScaleTable& table) {
   }
 }
 
+size_t drop_nodes_reading(Placement& p, const std::set<std::string>& tensors) {
+  std::set<std::string> drop;
+  for (const auto& [t, uses] : p.activations)
+    if (tensors.count(t))
+      for (const auto& u : uses) drop.insert(u.first);
+  Placement kept;
+  kept.skipped = p.skipped;
+  for (const auto& n : p.quantized_nodes)
+    if (!drop.count(n)) kept.quantized_nodes.push_back(n);
+  for (const auto& [t, uses] : p.activations) {
+    std::vector<std::pair<std::string, size_t>> u2;
+    for (const auto& u : uses)
+      if (!drop.count(u.first)) u2.push_back(u);
+    if (!u2.empty()) kept.activations[t] = u2;
+  }
+  for (const auto& w : p.weights)
+    if (!drop.count(w.node)) kept.weights.push_back(w);
+  p = std::move(kept);
+  return drop.size();
+}
+
 }  // namespace trtutils::quantize

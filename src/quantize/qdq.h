@@ -56,6 +56,11 @@ struct Placement {
 
 Placement place_qdq(const ir::Graph& g, const PlacementOptions& options);
 
+// Removes from `p` every node that reads one of `tensors` through a Q/DQ (with all its uses and
+// weights: it stays in high precision), e.g. when a calibration cache has no scale for them.
+// Returns the number of nodes removed.
+size_t drop_nodes_reading(Placement& p, const std::set<std::string>& tensors);
+
 // Tensors whose scales must be equal: connected through data-movement ops (Reshape, Transpose,
 // Flatten, Squeeze, Unsqueeze, Slice, Split, Identity, MaxPool, DepthToSpace, SpaceToDepth,
 // Expand, Tile) and Concat (inputs and output). Returns tensor -> group representative.
