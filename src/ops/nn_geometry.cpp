@@ -163,4 +163,35 @@ AxisGeometry conv_transpose_axis(const WindowSpec& w, size_t axis, int64_t in,
   return g;
 }
 
+FusedActivationAttr read_fused_activation(const ir::Node& node) {
+  const std::string act = node.attr_string("activation", "");
+  const std::vector<float> params = node.attr_floats("activation_params");
+  auto want = [&](size_t n) {
+    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
+                  node.describe(), act, n, params.size());
+  };
+  FusedActivationAttr a;
+  if (act.empty() || act == "None") return a;
+  if (act == "Relu" || act == "Sigmoid" || act == "HardSwish") {
+    want(0);
+    a.kind = act == "Relu"      ? FusedActivation::kRelu
+             : act == "Sigmoid" ? FusedActivation::kSigmoid
+                                : FusedActivation::kHardSwish;
+  } else if (act == "LeakyRelu") {
+    want(1);
+    a.kind = FusedActivation::kLeakyRelu;
+    a.alpha = params[0];
+  } else if (act == "Clip") {
+    want(2);
+    a.kind = FusedActivation::kClip;
+    a.alpha = params[0];
+    a.beta = params[1];
+  } else {
+    TRT_THROW(ErrorCode::kNotSupported,
+              "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
+              node.describe(), act);
+  }
+  return a;
+}
+
 }  // namespace trtutils::ops

@@ -11,6 +11,17 @@
 
 namespace trtutils::ops {
 
+// The activation of our fused nodes (com.trtutils::FusedConv, QConv, QGemm, QMatMul; see
+// passes.h): attribute "activation" (absent/"None", Relu, Clip, LeakyRelu, Sigmoid, HardSwish)
+// with "activation_params" (Clip [min, max], LeakyRelu [alpha]). Every backend reads it here.
+enum class FusedActivation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish };
+struct FusedActivationAttr {
+  FusedActivation kind = FusedActivation::kNone;
+  float alpha = 0, beta = 0;  // Clip: min, max; LeakyRelu: alpha
+};
+// Throws Error(kInvalidArgument) for a wrong parameter count, kNotSupported for another name.
+FusedActivationAttr read_fused_activation(const ir::Node& node);
+
 enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
 // Reads the auto_pad attribute ("NOTSET" when absent); Error(kInvalidArgument) on other strings.

@@ -257,35 +257,10 @@ ConvPostOps read_post_ops(const KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   ConvPostOps post;
   post.residual = ctx.has_input(3) ? ctx.inputs[3] : nullptr;
-  const std::string act = node.attr_string("activation", "");
-  const std::vector<float> params = node.attr_floats("activation_params");
-  auto want_params = [&](size_t n) {
-    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
-                  node.describe(), act, n, params.size());
-  };
-  if (act.empty() || act == "None") {
-    post.act = ConvActivation::kNone;
-  } else if (act == "Relu") {
-    post.act = ConvActivation::kRelu;
-  } else if (act == "Sigmoid") {
-    post.act = ConvActivation::kSigmoid;
-  } else if (act == "HardSwish") {
-    post.act = ConvActivation::kHardSwish;
-  } else if (act == "LeakyRelu") {
-    want_params(1);
-    post.act = ConvActivation::kLeakyRelu;
-    post.alpha = params[0];
-  } else if (act == "Clip") {
-    want_params(2);
-    post.act = ConvActivation::kClip;
-    post.alpha = params[0];
-    post.beta = params[1];
-  } else {
-    TRT_THROW(ErrorCode::kNotSupported,
-              "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
-              node.describe(), act);
-  }
-  if (act == "Relu" || act == "Sigmoid" || act == "HardSwish") want_params(0);
+  const ops::FusedActivationAttr a = ops::read_fused_activation(node);
+  post.act = a.kind;
+  post.alpha = a.alpha;
+  post.beta = a.beta;
   return post;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backends/cpu/kernel_registry.h"
+#include "ops/nn_geometry.h"
 
 namespace trtutils::cpu::nn {
 
@@ -47,7 +48,7 @@ std::vector<std::string> conv_tactics(const ConvProblem& p);
 
 // What a com.trtutils::FusedConv adds after the convolution (and its bias), in this order:
 // Y = act(conv + B + residual). See passes.h (fuse_convolutions) for the node's contract.
-enum class ConvActivation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish };
+using ConvActivation = ops::FusedActivation;
 struct ConvPostOps {
   const Tensor* residual = nullptr;  // Y's shape and dtype; read only (may be shared)
   ConvActivation act = ConvActivation::kNone;

@@ -115,37 +115,10 @@ float one_zero_point(const KernelContext& ctx, size_t i, DataType value_t, const
 }
 
 void read_activation(const ir::Node& node, Parsed& q) {
-  const std::string act = node.attr_string("activation", "");
-  const std::vector<float> params = node.attr_floats("activation_params");
-  auto want = [&](size_t n) {
-    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
-                  node.describe(), act, n, params.size());
-  };
-  if (act.empty() || act == "None") {
-    q.act = nn::ConvActivation::kNone;
-  } else if (act == "Relu") {
-    want(0);
-    q.act = nn::ConvActivation::kRelu;
-  } else if (act == "Sigmoid") {
-    want(0);
-    q.act = nn::ConvActivation::kSigmoid;
-  } else if (act == "HardSwish") {
-    want(0);
-    q.act = nn::ConvActivation::kHardSwish;
-  } else if (act == "LeakyRelu") {
-    want(1);
-    q.act = nn::ConvActivation::kLeakyRelu;
-    q.alpha = params[0];
-  } else if (act == "Clip") {
-    want(2);
-    q.act = nn::ConvActivation::kClip;
-    q.alpha = params[0];
-    q.beta = params[1];
-  } else {
-    TRT_THROW(ErrorCode::kNotSupported,
-              "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
-              node.describe(), act);
-  }
+  const ops::FusedActivationAttr a = ops::read_fused_activation(node);
+  q.act = a.kind;
+  q.alpha = a.alpha;
+  q.beta = a.beta;
 }
 
 // channels: the number of output channels a per-channel w_scale must have.

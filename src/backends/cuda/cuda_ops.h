@@ -17,8 +17,28 @@
 #include "backends/cuda/kernels.h"
 #include "core/check.h"
 #include "ir/graph.h"
+#include "ops/nn_geometry.h"
 
 namespace trtutils::cuda {
+
+// The fused-node activation as the kernels' enum (same enumerators, same order).
+inline k::Act to_kernel_act(ops::FusedActivation a) {
+  switch (a) {
+    case ops::FusedActivation::kNone:
+      return k::Act::kNone;
+    case ops::FusedActivation::kRelu:
+      return k::Act::kRelu;
+    case ops::FusedActivation::kClip:
+      return k::Act::kClip;
+    case ops::FusedActivation::kLeakyRelu:
+      return k::Act::kLeakyRelu;
+    case ops::FusedActivation::kSigmoid:
+      return k::Act::kSigmoid;
+    case ops::FusedActivation::kHardSwish:
+      return k::Act::kHardSwish;
+  }
+  return k::Act::kNone;
+}
 
 // ---- checks: every call is checked, the message names the call, file and line ----------------
 [[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);

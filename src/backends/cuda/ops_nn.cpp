@@ -18,39 +18,8 @@ struct PostOps {
 };
 
 PostOps read_post_ops(const ir::Node& node) {
-  PostOps p;
-  const std::string act = node.attr_string("activation", "");
-  const std::vector<float> params = node.attr_floats("activation_params");
-  auto want = [&](size_t n) {
-    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
-                  node.describe(), act, n, params.size());
-  };
-  if (act.empty() || act == "None") {
-    p.act = k::Act::kNone;
-  } else if (act == "Relu") {
-    want(0);
-    p.act = k::Act::kRelu;
-  } else if (act == "Sigmoid") {
-    want(0);
-    p.act = k::Act::kSigmoid;
-  } else if (act == "HardSwish") {
-    want(0);
-    p.act = k::Act::kHardSwish;
-  } else if (act == "LeakyRelu") {
-    want(1);
-    p.act = k::Act::kLeakyRelu;
-    p.alpha = params[0];
-  } else if (act == "Clip") {
-    want(2);
-    p.act = k::Act::kClip;
-    p.alpha = params[0];
-    p.beta = params[1];
-  } else {
-    TRT_THROW(ErrorCode::kNotSupported,
-              "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
-              node.describe(), act);
-  }
-  return p;
+  const ops::FusedActivationAttr a = ops::read_fused_activation(node);
+  return {to_kernel_act(a.kind), a.alpha, a.beta};
 }
 
 class ConvOp : public GpuOp {

@@ -125,30 +125,10 @@ enum class Kind { kConv, kGemm, kMatMul };
 enum class Path { kInt8, kFp8, kFloat };
 
 k::Act read_act(const ir::Node& node, float& alpha, float& beta) {
-  const std::string act = node.attr_string("activation", "");
-  const std::vector<float> params = node.attr_floats("activation_params");
-  auto want = [&](size_t n) {
-    TRT_CHECK_ARG(params.size() == n, "{}: activation {} takes {} activation_params, got {}",
-                  node.describe(), act, n, params.size());
-  };
-  if (act.empty() || act == "None") return k::Act::kNone;
-  if (act == "Relu") return want(0), k::Act::kRelu;
-  if (act == "Sigmoid") return want(0), k::Act::kSigmoid;
-  if (act == "HardSwish") return want(0), k::Act::kHardSwish;
-  if (act == "LeakyRelu") {
-    want(1);
-    alpha = params[0];
-    return k::Act::kLeakyRelu;
-  }
-  if (act == "Clip") {
-    want(2);
-    alpha = params[0];
-    beta = params[1];
-    return k::Act::kClip;
-  }
-  TRT_THROW(ErrorCode::kNotSupported,
-            "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
-            node.describe(), act);
+  const ops::FusedActivationAttr a = ops::read_fused_activation(node);
+  alpha = a.alpha;
+  beta = a.beta;
+  return to_kernel_act(a.kind);
 }
 
 float one_value(const ir::Node& node, const Tensor& t, const char* what) {
