@@ -276,8 +276,7 @@ void make_fp16_layer(ir::Graph& g, size_t idx) {
 
 // ---- IO formats: HWC-like formats and IO dtypes become nodes at the engine boundary ----
 
-void apply_io_formats(ir::Graph& g, const BuildConfig& c, std::vector<std::string>& warnings,
-                      json& io) {
+void apply_io_formats(ir::Graph& g, const BuildConfig& c, json& io) {
   auto check_count = [&](const std::vector<TensorFormat>& f, size_t n, const char* what) {
     TRT_CHECK_ARG(f.empty() || f.size() == n, "{}: {} format(s) given for {} {}", what, f.size(), n,
                   std::string(what).find("input") == 0 ? "inputs" : "outputs");
@@ -380,7 +379,6 @@ void apply_io_formats(ir::Graph& g, const BuildConfig& c, std::vector<std::strin
       v.dtype = f.dtype;
     }
   }
-  (void)warnings;
 }
 
 }  // namespace
@@ -612,7 +610,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
 
   // IO formats (boundary nodes), then the graph passes.
-  apply_io_formats(g, c, result.warnings, io);
+  apply_io_formats(g, c, io);
   TRT_LOG_INFO("[3/6] graph passes");
   g.topological_sort();
   g.value_info.clear();
