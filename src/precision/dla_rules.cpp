@@ -6,9 +6,13 @@
 //  [W]  TensorRT docs, "Working with DLA" (FP16 / INT8 only)
 //  [H]  NvInfer.h of TensorRT 10.7 (the last 10.x release with DLA), the "If executing this layer
 //       on DLA ..." notes on each layer's setters; [H8.6] the same notes in TensorRT 8.6.1
-//  [D]  the per-layer list of the TensorRT Developer Guide's DLA section (8.6 - 10.x) where the
-//       header has no note; these were not re-read against a stored copy of the page here (only
-//       its opening was available), so they are marked as such in the table.
+//  [T]  the "DLA Layer Support Summary" table of that page (precision and key limits per layer)
+//  [O]  TensorRT Operators documentation, the "DLA Support" section of each operator's page
+//       (docs.nvidia.com/deeplearning/tensorrt/operators/docs/<Layer>.html)
+//  [D]  the per-layer list of the TensorRT Developer Guide's DLA section (8.6 - 10.x) where no
+//       source above states the limit; these could not be re-read against a stored copy of the
+//       page here (re-checked 2026-11-29: only [G], [T] and [O] were readable), so they stay
+//       marked "not re-verified" in the table.
 #include "precision/dla_rules.h"
 
 #include <fmt/format.h>
@@ -70,7 +74,8 @@ const std::vector<DlaRule> kRules = {
      "[H] IDeconvolutionLayer::setPaddingNd / setPrePadding / setPostPadding 'padding must be 0'"},
     {"deconv.groups", "ConvTranspose", "one group",
      "[H] IDeconvolutionLayer::setNbGroups 'nbGroups must be one'"},
-    {"deconv.dilation", "ConvTranspose", "dilation 1", "[D] Deconvolution (not re-verified)"},
+    {"deconv.dilation", "ConvTranspose", "dilation 1",
+     "[T] Deconvolution 'no grouped/dilated; padding must be 0'"},
     {"deconv.output_maps", "ConvTranspose", "output maps (channels) in [1, 8192]",
      "[H] IDeconvolutionLayer::setNbOutputMaps"},
     {"pool.type", "MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool",
@@ -96,18 +101,21 @@ const std::vector<DlaRule> kRules = {
      "[D] 'Clipped ReLU only supports values in the range [1, 127]' (not re-verified)"},
     {"prelu.slope", "PRelu", "the slope is a build-time constant",
      "[H] IParametricReLULayer 'the slopes input must be a build-time constant'"},
-    {"ew.op", "Add, Sub, Mul, Max, Min, Sum (and other element-wise ops)",
-     "sum, sub, product, max or min",
-     "[H] IElementWiseLayer::setOperation 'DLA supports only kSUM, kPROD, kMAX, kMIN, and kSUB'"},
-    {"ew.rank", "Add, Sub, Mul, Max, Min, Sum", "2-D operations only (4-D output)",
-     "[D] ElementWise 'Only two spatial dimension operations are supported' (not re-verified)"},
-    {"ew.broadcast", "Add, Sub, Mul, Max, Min, Sum",
+    {"ew.op", "Add, Sub, Mul, Max, Min, Sum, Div, Pow (and other element-wise ops)",
+     "sum, sub, product, max, min, div or pow",
+     "[T] ElementWise 'Sum, Sub, Product, Max, Min, Div, Pow' (newer than [H] "
+     "IElementWiseLayer::setOperation, which lists kSUM, kPROD, kMAX, kMIN and kSUB only); the "
+     "comparisons (INT8, output cast at once) are left to the GPU"},
+    {"ew.rank", "Add, Sub, Mul, Max, Min, Sum, Div, Pow", "2-D operations only (4-D output)",
+     "[T] ElementWise '2D only'"},
+    {"ew.broadcast", "Add, Sub, Mul, Max, Min, Sum, Div, Pow",
      "each operand NCHW (same shape), NC11 or N111; a constant operand is uniform, per channel "
      "or per element (a scale layer)",
      "[D] ElementWise broadcasting (not re-verified)"},
     {"scale.rank", "BatchNormalization",
      "inference-mode batch norm on a 4-D input with constant parameters (a scale layer)",
-     "[D] Scale 'Only two spatial dimension operations are supported' (not re-verified)"},
+     "[O] Scale 'DLA FP16 and DLA INT8 are supported' (4-D input; [D] 'Only two spatial "
+     "dimension operations are supported', not re-verified)"},
     {"concat.axis", "Concat", "concatenation along the channel axis (third to last)",
      "[H] IConcatenationLayer::setAxis 'the concatenation axis must be the third to last axis'"},
     {"resize.mode", "Resize, Upsample", "nearest or linear (bilinear) mode",
@@ -135,11 +143,12 @@ const std::vector<DlaRule> kRules = {
      "axis size <= 8192 when every other non-batch dimension is 1, else <= 1024",
      "[H] ISoftMaxLayer (two classes of supported input sizes)"},
     {"reduce.op", "ReduceMax (and other reductions)", "max reduction only",
-     "[D] Reduce 'Only supports MAX operation type' (not re-verified)"},
+     "[O] Reduce 'DLA supports the following operation type: MAX'"},
     {"reduce.rank", "ReduceMax", "4-D input only",
-     "[D] Reduce '4-D input tensors' (not re-verified)"},
+     "[D] Reduce '4-D input tensors' (not re-verified; [O] counts every dimension before C, H, "
+     "W as batch, so this rule may be stricter than DLA: such layers fall back to the GPU)"},
     {"reduce.axes", "ReduceMax", "constant axes among C, H, W (not the batch axis)",
-     "[D] Reduce 'any combination of the CHW is reduced' (not re-verified)"},
+     "[O] Reduce 'MAX where any combination of the CHW is reduced'"},
     {"slice.rank", "Slice", "4-D input only",
      "[H] ISliceLayer 'The input tensor has four dimensions'"},
     {"slice.static", "Slice", "starts, ends, axes and steps are build-time constants",
@@ -540,9 +549,10 @@ Shape to_rank4(const Shape& s) {
 }
 
 Check check_elementwise(const ir::Graph& g, const ir::Node& n) {
-  if (!in(n.op_type, {"Add", "Sub", "Mul", "Max", "Min", "Sum"}))
-    return fail("ew.op", fmt::format("{}: DLA element-wise ops are sum, sub, product, max and min",
-                                     n.op_type));
+  if (!in(n.op_type, {"Add", "Sub", "Mul", "Max", "Min", "Sum", "Div", "Pow"}))
+    return fail("ew.op",
+                fmt::format("{}: DLA element-wise ops are sum, sub, product, max, min, div and pow",
+                            n.op_type));
   const auto y = shape_of(g, n.outputs.empty() ? std::string() : n.outputs[0]);
   if (!y || y->size() != 4)
     return fail("ew.rank", fmt::format("output {}: DLA element-wise ops are 2-D (4-D)",
