@@ -3,9 +3,11 @@
 # fp16, int8 and fp8 strongly typed from `trtutils quantize`) against PyTorch eager FP16
 # (channels-last, cudnn.benchmark) in the same run. Batch 256 throughput and batch 1 latency.
 # Run from the repo root with dist/ from scripts/make_dist.sh; results in $OUT/bench_*.
-#   BATCH=256 ITERS=20 bench/cuda/bench_resnet50.sh
-# torch.compile (max-autotune-no-cudagraphs, ~5 min to compile) is not run here: TORCH_COMPILE=1
-# adds it when the time allows.
+#   BATCH=256 ITERS=20 [PRECISIONS="fp32 fp16 int8 fp8"] [TORCH_COMPILE=1] bench/cuda/bench_resnet50.sh
+# Each engine is timed twice: with the host copies of the input / outputs (trtexec's default)
+# and with --no_data_transfers (input on the device, as in PyTorch's loop). The INT8 engine is
+# also profiled per layer (bench/cuda/profile_analysis.py). TORCH_COMPILE=1 adds torch.compile
+# (mode max-autotune-no-cudagraphs, ~5 min to compile) as a second peer.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-$PWD/device-results}"
@@ -30,22 +32,41 @@ np.save(f"{w}/calib.npy", rng.random((b, 3, 224, 224), dtype=np.float32))
 PY
 echo "export: $?" | tee -a "$out/bench_summary.txt"
 # Engines.
-"$T" build --onnx "$W/r50_b.onnx" --output "$W/fp32.engine" --backend cuda >"$out/bench_build.log" 2>&1
-"$T" build --onnx "$W/r50_b.onnx" --output "$W/fp16.engine" --backend cuda --fp16 >>"$out/bench_build.log" 2>&1
-"$T" build --onnx "$W/r50_1.onnx" --output "$W/fp16_b1.engine" --backend cuda --fp16 >>"$out/bench_build.log" 2>&1
-"$T" quantize --onnx "$W/r50_b.onnx" --output "$W/int8.onnx" --calibration_data "$W/calib.npy" \
-  --quantize_mode int8 --calibration_method max --batch_size 256 --eval_batches 0 >>"$out/bench_build.log" 2>&1
-"$T" build --onnx "$W/int8.onnx" --output "$W/int8.engine" --backend cuda --strongly_typed >>"$out/bench_build.log" 2>&1
-"$T" quantize --onnx "$W/r50_b.onnx" --output "$W/fp8.onnx" --calibration_data "$W/calib.npy" \
-  --quantize_mode fp8 --calibration_method max --batch_size 256 --eval_batches 0 >>"$out/bench_build.log" 2>&1
-"$T" build --onnx "$W/fp8.onnx" --output "$W/fp8.engine" --backend cuda --strongly_typed >>"$out/bench_build.log" 2>&1
+P="${PRECISIONS:-fp32 fp16 int8 fp8}"
+want() { [[ " $P " == *" $1 "* ]]; }
+: >"$out/bench_build.log"
+want fp32 && "$T" build --onnx "$W/r50_b.onnx" --output "$W/fp32.engine" --backend cuda >>"$out/bench_build.log" 2>&1
+if want fp16; then
+  "$T" build --onnx "$W/r50_b.onnx" --output "$W/fp16.engine" --backend cuda --fp16 >>"$out/bench_build.log" 2>&1
+  "$T" build --onnx "$W/r50_1.onnx" --output "$W/fp16_b1.engine" --backend cuda --fp16 >>"$out/bench_build.log" 2>&1
+fi
+for q in int8 fp8; do
+  want $q || continue
+  "$T" quantize --onnx "$W/r50_b.onnx" --output "$W/$q.onnx" --calibration_data "$W/calib.npy" \
+    --quantize_mode $q --calibration_method max --batch_size 256 --eval_batches 0 >>"$out/bench_build.log" 2>&1
+  "$T" build --onnx "$W/$q.onnx" --output "$W/$q.engine" --backend cuda --strongly_typed >>"$out/bench_build.log" 2>&1
+done
 tail -n 5 "$out/bench_build.log"
-for e in fp32 fp16 int8 fp8; do
+for e in $P; do
   [ -f "$W/$e.engine" ] || { echo "$e: no engine" | tee -a "$out/bench_summary.txt"; continue; }
   "$T" benchmark --engine "$W/$e.engine" --iterations "$ITERS" --warmup_iterations 3 \
     --json "$out/bench_$e.json" >"$out/bench_$e.log" 2>&1
-  echo "$e b$B: $(grep -E 'throughput|latency' "$out/bench_$e.log" | tr '\n' ' ')" | tee -a "$out/bench_summary.txt"
+  echo "$e b$B: $(grep -E 'throughput|latency|split|memory' "$out/bench_$e.log" | tr '\n' ' ')" | tee -a "$out/bench_summary.txt"
+  # Inputs already on the device, outputs left there: what PyTorch's loop below measures.
+  "$T" benchmark --engine "$W/$e.engine" --iterations "$ITERS" --warmup_iterations 3 --no_data_transfers \
+    --json "$out/bench_${e}_nodt.json" >"$out/bench_${e}_nodt.log" 2>&1
+  echo "$e b$B no_data_transfers: $(grep -E 'throughput|GPU compute' "$out/bench_${e}_nodt.log" | tr '\n' ' ')" | tee -a "$out/bench_summary.txt"
 done
+# Per-layer profile of the INT8 engine against each layer's operations and bytes.
+if [ -f "$W/int8.engine" ]; then
+  "$T" inspect --engine "$W/int8.engine" --json >"$out/inspect_int8.json" 2>/dev/null
+  "$T" inspect --engine "$W/int8.engine" >"$out/inspect_int8.txt" 2>&1
+  "$T" benchmark --engine "$W/int8.engine" --iterations 5 --warmup_iterations 2 --profile \
+    --json "$out/profile_int8.json" >"$out/profile_int8.log" 2>&1
+  python3 bench/cuda/profile_analysis.py "$out/inspect_int8.json" "$out/profile_int8.json" \
+    --batch "$B" >"$out/profile_int8_analysis.txt" 2>&1
+  sed -n '1,40p' "$out/profile_int8_analysis.txt"
+fi
 if [ -f "$W/fp16_b1.engine" ]; then
   "$T" benchmark --engine "$W/fp16_b1.engine" --iterations 100 --warmup_iterations 10 >"$out/bench_fp16_b1.log" 2>&1
   echo "fp16 b1: $(grep -E 'latency' "$out/bench_fp16_b1.log")" | tee -a "$out/bench_summary.txt"
@@ -69,4 +90,17 @@ med = run(b, iters)
 print(f"pytorch eager fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
       f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 print(f"pytorch eager fp16 b1: median {run(1, 100):.3f} ms")
+import os
+if os.environ.get("TORCH_COMPILE") == "1":
+    t0 = time.perf_counter()
+    eager = m
+    m = torch.compile(eager, mode="max-autotune-no-cudagraphs")
+    x = torch.randn(b, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+    with torch.inference_mode():
+        m(x); torch.cuda.synchronize()
+    print(f"torch.compile max-autotune-no-cudagraphs: compiled in {time.perf_counter() - t0:.0f} s")
+    torch.cuda.reset_peak_memory_stats()
+    med = run(b, iters)
+    print(f"torch.compile fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
+          f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 PY

@@ -54,6 +54,15 @@ struct ContextOptions {
   // CUDA runtime: capture each run in a CUDA graph and replay it (static input shapes only;
   // ignored otherwise and on the CPU).
   bool cuda_graph = true;
+  // CUDA runtime, for benchmarks (trtexec's --noDataTransfers): when an execute() has the same
+  // input shapes as the previous one, its inputs are not copied to the device again (the device
+  // keeps the previous ones) and the outputs are not copied back: execute() returns an empty map.
+  bool no_data_transfers = false;
+};
+
+// The last execute()'s split (CUDA events on the GPU; on the CPU everything is compute).
+struct IoTimes {
+  double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
 };
 
 struct LayerTiming {
@@ -93,6 +102,10 @@ class Engine {
   std::shared_ptr<Impl> impl_;
 };
 
+// A zero-filled host tensor in page-locked memory when a CUDA device is usable (copies to and
+// from the GPU run faster and overlap), else an ordinary tensor. For feeds reused many times.
+Tensor allocate_host_tensor(DataType dtype, Shape shape);
+
 class ExecutionContext {
  public:
   ~ExecutionContext();
@@ -102,6 +115,9 @@ class ExecutionContext {
   const std::vector<LayerTiming>& profile() const;
   // Most bytes of activations alive at once in any execute() so far.
   uint64_t peak_activation_bytes() const;
+  // Bytes of weights resident for this context (device copies on the GPU backend).
+  uint64_t weight_bytes() const;
+  IoTimes last_io_times() const;
 
   struct Impl;
   explicit ExecutionContext(std::unique_ptr<Impl> impl);

@@ -18,7 +18,12 @@
 //         symmetric (int8 initializers feeding DequantizeLinear); opset >= 13.
 //   fp8   float8e4m3fn, scale = amax / 448, saturating; opset 19.
 //   int4  weight-only: MatMul/Gemm weights blocked along K (block_size), symmetric int4;
-//         opset 21; methods "rtn" and "awq_clip" (activation calibration does not apply).
+//         opset 21; methods "rtn" (round to nearest, scale = block |w|max / 7) and "awq_clip"
+//         (activation-aware clipping: calibration collects E[x_k^2] of each quantized
+//         MatMul/Gemm's input per K channel; per block the clip ratio in 1.0..0.5 minimising
+//         sum_k E[x_k^2] (w_k - q(w_k))^2, an estimate of the output error; without
+//         calibration_data the search is activation-blind). The activation calibration methods
+//         do not apply to int4 (a warning says so and rtn is used).
 // Calibration methods (int8/fp8): "max" (absmax), "entropy" (KL-divergence threshold, as
 // TensorRT's entropy calibrator: 128 quantized bins for int8), "percentile" (of |x|),
 // "mse" (threshold minimising the expected quantization MSE over the histogram).
@@ -26,7 +31,10 @@
 // Errors (trtutils::Error): an invalid mode or method lists the options; a missing model or
 // calibration file says "not found" with the path; calibration data whose shape does not fit
 // the model input names both shapes; a model that already has Q/DQ nodes is written unchanged
-// with a notice (QuantizeResult::already_quantized).
+// with a notice (QuantizeResult::already_quantized); when that model keeps its weights in
+// external data files, they are rewritten into "<output file name>.data" next to the output, so
+// that the output folder is self-contained (the same for a quantized model whose input used
+// external data).
 #pragma once
 
 #include <cstdint>
@@ -60,8 +68,12 @@ struct QuantizeOptions {
   bool report_per_tensor = false;             // also SQNR of every quantized tensor
   std::optional<double> min_sqnr;             // dB; sensitivity fallback target
   int64_t max_calibration_batches = 0;        // 0: all
-  int num_threads = 0;                        // CPU threads; 0: all cores
-  bool write_report = true;                   // <output_path>.report.json
+  // Calibrate node by node: each calibrated activation is measured as soon as its producer ran
+  // and freed after its last reader, instead of being kept until the whole batch has run; the
+  // peak memory is that of plain inference. Same statistics, same scales.
+  bool calibrate_per_node = false;
+  int num_threads = 0;         // CPU threads; 0: all cores
+  bool write_report = true;    // <output_path>.report.json
   std::filesystem::path plot;  // non-empty: PNG of per-tensor SQNR (implies report_per_tensor)
 };
 

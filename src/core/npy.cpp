@@ -59,6 +59,23 @@ std::optional<Descr> parse_descr(std::string_view d) {
   return Descr{*t, bytes, order == '>' && bytes > 1};
 }
 
+// The header as an error message shows it: one line (numpy ends it with '\n' padding, a corrupt
+// one may hold any byte: control bytes are escaped), trailing padding dropped, cut after 200.
+std::string shown(std::string_view header) {
+  while (!header.empty() && (header.back() == ' ' || header.back() == '\n'))
+    header.remove_suffix(1);
+  constexpr size_t kMax = 200;
+  std::string out;
+  for (size_t i = 0; i < header.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(header[i]);
+    if (c < 0x20 || c >= 0x7f || c == '\\')
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return header.size() > kMax ? out + "..." : out;
+}
+
 // A tiny reader for the Python dict literal numpy writes:
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 class HeaderParser {
@@ -80,17 +97,17 @@ class HeaderParser {
   }
   void expect(char c) {
     TRT_CHECK_ARG(consume(c), "'{}': malformed .npy header (expected '{}' at offset {}): {}", what_,
-                  c, pos_, s_);
+                  c, pos_, shown(s_));
   }
   std::string string_lit() {
     skip_ws();
     TRT_CHECK_ARG(pos_ < s_.size() && (s_[pos_] == '\'' || s_[pos_] == '"'),
                   "'{}': malformed .npy header (expected a string at offset {}): {}", what_, pos_,
-                  s_);
+                  shown(s_));
     const char q = s_[pos_++];
     const size_t end = s_.find(q, pos_);
     TRT_CHECK_ARG(end != std::string_view::npos, "'{}': malformed .npy header (open string): {}",
-                  what_, s_);
+                  what_, shown(s_));
     std::string r(s_.substr(pos_, end - pos_));
     pos_ = end + 1;
     return r;
@@ -107,7 +124,7 @@ class HeaderParser {
     }
     TRT_THROW(ErrorCode::kInvalidArgument,
               "'{}': malformed .npy header (expected True or False at offset {}): {}", what_, pos_,
-              s_);
+              shown(s_));
   }
   Shape tuple_lit() {
     expect('(');
@@ -118,7 +135,7 @@ class HeaderParser {
       const auto r = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v);
       TRT_CHECK_ARG(r.ec == std::errc() && v >= 0,
                     "'{}': malformed .npy header (bad dimension at offset {}): {}", what_, pos_,
-                    s_);
+                    shown(s_));
       pos_ = static_cast<size_t>(r.ptr - s_.data());
       if (pos_ < s_.size() && s_[pos_] == 'L') ++pos_;  // Python 2 long
       shape.push_back(v);
@@ -222,7 +239,8 @@ Tensor npy_from_bytes(std::string_view bytes, std::string_view what) {
     if (key == "descr") {
       hp.skip_ws();
       TRT_CHECK_ARG(!hp.consume('[') && !hp.consume('{'),
-                    "'{}': structured numpy dtypes are not supported (header: {})", what, header);
+                    "'{}': structured numpy dtypes are not supported (header: {})", what,
+                    shown(header));
       descr = hp.string_lit();
     } else if (key == "fortran_order") {
       fortran = hp.bool_lit();
@@ -230,22 +248,23 @@ Tensor npy_from_bytes(std::string_view bytes, std::string_view what) {
       shape = hp.tuple_lit();
     } else {
       TRT_THROW(ErrorCode::kInvalidArgument, "'{}': unknown key '{}' in the .npy header", what,
-                key);
+                shown(key));
     }
     if (!hp.consume(',')) {
       hp.expect('}');
       break;
     }
   }
-  TRT_CHECK_ARG(hp.at_end(), "'{}': malformed .npy header (trailing text): {}", what, header);
+  TRT_CHECK_ARG(hp.at_end(), "'{}': malformed .npy header (trailing text): {}", what,
+                shown(header));
   TRT_CHECK_ARG(descr && fortran && shape,
                 "'{}': the .npy header lacks 'descr', 'fortran_order' or 'shape': {}", what,
-                header);
+                shown(header));
   const auto d = parse_descr(*descr);
   TRT_CHECK_ARG(d.has_value(),
                 "'{}': numpy dtype '{}' is not supported (use float16/32/64, (u)int8/16/32/64 or "
                 "bool)",
-                what, *descr);
+                what, shown(*descr));
   // numpy only writes True for arrays that are not also C-contiguous, so this is never a no-op.
   TRT_CHECK_ARG(!*fortran, "'{}' is Fortran-ordered; save it with numpy.ascontiguousarray", what);
 

@@ -14,6 +14,7 @@
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
+#include "engine/session.h"
 #include "engine/tactics.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
@@ -595,8 +596,12 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     TRT_LOG_WARN("{}", msg);
   }
 
+  // GPU engines: a BatchNormalization after a Conv folds into the Conv's weights (as TensorRT
+  // does), so that conv fusion sees Conv -> activation; in float32, before any fp16 conversion.
+  if (backend == "cuda") quantize::fold_batch_norm(g);
   // FP16 allowed on the GPU: every float layer runs in FP16 (faster there than FP32; IO stays
   // FP32), as TensorRT picks FP16 kernels when they win. On the CPU FP32 kernels are faster.
+  // Conv fusion (graph passes, below) then fuses the fp16 Conv -> Add -> activation chains.
   if (backend == "cuda" && !c.strongly_typed && c.fp16) {
     try {
       if (model.opset() < 19) quantize::upgrade_opset(model, 19);
@@ -627,7 +632,11 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
   passes::run_pipeline(g, model.opset());
   g.value_info.clear();
-  passes::infer_shapes(g, model.opset());
+  // Refuse now what the runtime would refuse at load or at the first run: an op without a
+  // kernel, a node whose type/shape inference fails on known inputs (Reshape to a dim of -2,
+  // MatMul of float32 and int64, ...).
+  check_cpu_kernels(g);
+  passes::infer_shapes(g, model.opset(), {.strict = true});
 
   // Dynamic inputs without a profile are planned at 1 for each symbolic dimension.
   std::map<std::string, Shape> plan_shapes = c.opt_shapes;

@@ -1,5 +1,6 @@
 // Engine / ExecutionContext on the CPU backend: the engine's graph (already optimized by the
 // builder) is executed by a Session per context, sharing the engine's mapped weights.
+#include <chrono>
 #include <mutex>
 
 #include "backends/cuda/cuda_executor.h"
@@ -31,6 +32,7 @@ struct ExecutionContext::Impl {
   std::unique_ptr<Session> session;     // cpu runtime
   std::unique_ptr<cuda::Executor> gpu;  // cuda runtime
   std::vector<LayerTiming> profile;
+  IoTimes last_times;
   std::mutex mu;  // one execute() at a time per context
 };
 
@@ -195,6 +197,7 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     for (const auto& in : impl_->inputs)
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;
     eo.cuda_graph = options.cuda_graph && static_inputs && !options.profile;
+    eo.no_data_transfers = options.no_data_transfers;
     impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
   } else {
     SessionOptions so;
@@ -227,13 +230,19 @@ std::map<std::string, Tensor> ExecutionContext::execute(
   }
   if (impl_->gpu) {
     auto out = impl_->gpu->run(inputs);
+    const cuda::RunTimes rt = impl_->gpu->last_run_times();
+    impl_->last_times = {rt.h2d_ms, rt.compute_ms, rt.d2h_ms};
     const auto& prof = impl_->gpu->profile();
     impl_->profile.resize(prof.size());
     for (size_t i = 0; i < prof.size(); ++i)
       impl_->profile[i] = {prof[i].name, prof[i].op, prof[i].total_ms, prof[i].calls};
     return out;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   auto out = impl_->session->run(inputs);
+  impl_->last_times = {
+      0, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+      0};
   const auto& prof = impl_->session->profile();
   impl_->profile.resize(prof.size());
   for (size_t i = 0; i < prof.size(); ++i)
@@ -243,6 +252,20 @@ std::map<std::string, Tensor> ExecutionContext::execute(
 
 const std::vector<LayerTiming>& ExecutionContext::profile() const {
   return impl_->profile;
+}
+Tensor allocate_host_tensor(DataType dtype, Shape shape) {
+  TRT_CHECK(dtype_bits(dtype) > 0, ErrorCode::kNotSupported,
+            "tensors of dtype {} are not supported", dtype_name(dtype));
+  const uint64_t bytes = (static_cast<uint64_t>(dtype_bits(dtype)) * shape_numel(shape) + 7) / 8;
+  if (auto p = cuda::alloc_pinned(bytes)) return Tensor::wrap(dtype, std::move(shape), p);
+  return Tensor(dtype, std::move(shape));
+}
+
+IoTimes ExecutionContext::last_io_times() const {
+  return impl_->last_times;
+}
+uint64_t ExecutionContext::weight_bytes() const {
+  return impl_->gpu ? impl_->gpu->device_weight_bytes() : impl_->engine->weight_bytes;
 }
 uint64_t ExecutionContext::peak_activation_bytes() const {
   return impl_->gpu ? impl_->gpu->device_activation_bytes()

@@ -14,6 +14,24 @@
 
 namespace trtutils {
 
+void check_cpu_kernels(const ir::Graph& graph) {
+  // Every node must have a kernel: report all unsupported ops at once (on one line: the CLI
+  // prints an error as a single "error:" line).
+  std::vector<std::string> unsupported;
+  for (const auto& n : graph.nodes)
+    if (!cpu::KernelRegistry::instance().find(n.domain, n.op_type))
+      unsupported.push_back(fmt::format("{} (op '{}{}{}')", n.describe(), n.domain,
+                                        n.domain.empty() ? "" : "::", n.op_type));
+  if (unsupported.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < unsupported.size() && i < 10; ++i)
+    list += (i ? "; " : " ") + unsupported[i];
+  if (unsupported.size() > 10) list += fmt::format("; and {} more", unsupported.size() - 10);
+  TRT_THROW(ErrorCode::kNotSupported,
+            "{} node(s) use operators the CPU backend does not support:{}", unsupported.size(),
+            list);
+}
+
 Session Session::from_file(const std::filesystem::path& onnx, SessionOptions options) {
   return Session(onnx_io::load_model(onnx), options);
 }
@@ -26,21 +44,7 @@ Session::Session(ir::Model model, SessionOptions options)
   if (!options_.fold_constants) disabled.insert("constant_folding");
   if (options_.run_passes) passes::run_pipeline(g, opset_, disabled);
 
-  // Every node must have a kernel: report all unsupported ops at once.
-  std::vector<std::string> unsupported;
-  for (const auto& n : g.nodes)
-    if (!cpu::KernelRegistry::instance().find(n.domain, n.op_type))
-      unsupported.push_back(fmt::format("{} (op '{}{}{}')", n.describe(), n.domain,
-                                        n.domain.empty() ? "" : "::", n.op_type));
-  if (!unsupported.empty()) {
-    std::string list;
-    for (size_t i = 0; i < unsupported.size() && i < 10; ++i) list += "\n  " + unsupported[i];
-    if (unsupported.size() > 10)
-      list += fmt::format("\n  ... and {} more", unsupported.size() - 10);
-    TRT_THROW(ErrorCode::kNotSupported,
-              "{} node(s) use operators the CPU backend does not support:{}", unsupported.size(),
-              list);
-  }
+  check_cpu_kernels(g);
 
   // Liveness: free each intermediate after its last reader; graph outputs are never freed.
   std::unordered_set<std::string> keep;

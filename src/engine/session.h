@@ -32,6 +32,9 @@ struct NodeProfile {
   int64_t calls = 0;
 };
 
+// Throws Error(kNotSupported) naming every node of `graph` that no CPU kernel runs (one line).
+void check_cpu_kernels(const ir::Graph& graph);
+
 class Session {
  public:
   explicit Session(ir::Model model, SessionOptions options = {});

@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <climits>
 #include <set>
 #include <unordered_set>
@@ -541,6 +542,45 @@ ir::Model load_model_from_bytes(std::string_view bytes, const fs::path& base_dir
   onnx::ModelProto proto;
   parse_model_proto(bytes, "<memory>", options, proto);
   return load_impl(proto, base_dir, "<memory>", options);
+}
+
+namespace {
+
+void external_locations(const onnx::GraphProto& g, std::vector<std::string>& out);
+
+void external_location(const onnx::TensorProto& t, std::vector<std::string>& out) {
+  if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+  for (const auto& kv : t.external_data())
+    if (kv.key() == "location" && std::find(out.begin(), out.end(), kv.value()) == out.end())
+      out.push_back(kv.value());
+}
+
+void external_locations(const onnx::GraphProto& g, std::vector<std::string>& out) {
+  for (const auto& t : g.initializer()) external_location(t, out);
+  for (const auto& st : g.sparse_initializer()) {
+    external_location(st.values(), out);
+    external_location(st.indices(), out);
+  }
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_t()) external_location(a.t(), out);
+      for (const auto& t : a.tensors()) external_location(t, out);
+      if (a.has_g()) external_locations(a.g(), out);
+      for (const auto& sg : a.graphs()) external_locations(sg, out);
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> external_data_locations(const fs::path& path) {
+  onnx::ModelProto proto;
+  {
+    const std::string bytes = read_file(path, memory_limit());
+    parse_model_proto(bytes, path.string(), {}, proto);
+  }
+  std::vector<std::string> out;
+  if (proto.has_graph()) external_locations(proto.graph(), out);
+  return out;
 }
 
 void save_model(const ir::Model& model, const fs::path& path, const SaveOptions& options) {

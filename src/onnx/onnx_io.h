@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -34,6 +35,12 @@ ir::Model load_model(const std::filesystem::path& path, const LoadOptions& optio
 // Parses serialized ModelProto bytes; `base_dir` resolves external data ("" = none allowed).
 ir::Model load_model_from_bytes(std::string_view bytes, const std::filesystem::path& base_dir,
                                 const LoadOptions& options = {});
+
+// The external data files `path` references (the "location" of every tensor stored outside the
+// protobuf: initializers, tensor attributes, subgraphs), each once, in first-use order; empty
+// when every tensor is inline. Reads only the protobuf. Throws like load_model when the file
+// cannot be read or parsed.
+std::vector<std::string> external_data_locations(const std::filesystem::path& path);
 
 struct SaveOptions {
   // Write initializers larger than this to "<model file name>.data" next to the model

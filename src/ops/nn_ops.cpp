@@ -152,6 +152,11 @@ void infer_gemm(InferContext& ctx) {
   const auto& b = ctx.input_shape(1);
   const bool ta = node.attr_int("transA", 0) != 0;
   const bool tb = node.attr_int("transB", 0) != 0;
+  // The kernels need one dtype (ONNX's type constraint T): refused here too, so that a build
+  // fails rather than the engine's first run.
+  const DataType dt = ctx.input_dtype(0);
+  TRT_CHECK_ARG(ctx.input_dtype(1) == dt && (!ctx.has_input(2) || ctx.input_dtype(2) == dt),
+                "{}: A, B and C must have the same dtype", node.describe());
   if (a)
     TRT_CHECK_ARG(a->size() == 2, "{}: A must be 2-D, got {}", node.describe(),
                   ir::sym_shape_str(*a));
@@ -176,6 +181,9 @@ void infer_matmul(InferContext& ctx) {
   const ir::Node& node = ctx.node;
   const auto& a = ctx.input_shape(0);
   const auto& b = ctx.input_shape(1);
+  TRT_CHECK_ARG(ctx.input_dtype(1) == ctx.input_dtype(0),
+                "{}: A ({}) and B ({}) must have the same dtype", node.describe(),
+                dtype_name(ctx.input_dtype(0)), dtype_name(ctx.input_dtype(1)));
   if (!a || !b) {
     ctx.set_output(0, ctx.input_dtype(0), std::nullopt);
     return;

@@ -36,16 +36,24 @@ std::optional<ir::SymShape> known_shape(const ir::Graph& g, const std::string& v
   return info->shape;
 }
 
-bool is_float32(const ir::Graph& g, const std::string& v) {
+// The float dtype of a value (float32, float16 or bfloat16: the backends' FusedConv dtypes),
+// or kUndefined.
+DataType float_dtype(const ir::Graph& g, const std::string& v) {
   const auto info = g.find_value_info(v);
-  return info && info->dtype == DataType::kFloat32;
+  if (!info) return DataType::kUndefined;
+  const DataType t = info->dtype;
+  const bool ok = t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+  return ok ? t : DataType::kUndefined;
 }
 
-// A scalar float initializer, or nullopt.
+// A scalar float32 / float16 / bfloat16 initializer (as float), or nullopt.
 std::optional<float> scalar_constant(const ir::Graph& g, const std::string& v) {
   const Tensor* t = g.initializer(v);
-  if (!t || t->numel() != 1 || t->dtype() != DataType::kFloat32) return std::nullopt;
-  return *t->data<float>();
+  if (!t || t->numel() != 1) return std::nullopt;
+  const DataType dt = t->dtype();
+  if (dt != DataType::kFloat32 && dt != DataType::kFloat16 && dt != DataType::kBFloat16)
+    return std::nullopt;
+  return static_cast<float>(t->at_double(0));
 }
 
 struct Activation {
@@ -110,7 +118,8 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
       continue;
     if (conv.outputs.size() != 1 || !conv.has_input(0) || !conv.has_input(1)) continue;
     const std::string& y = conv.outputs[0];
-    if (!is_float32(graph, y) || !is_float32(graph, conv.inputs[0])) continue;
+    const DataType dt = float_dtype(graph, y);
+    if (dt == DataType::kUndefined || float_dtype(graph, conv.inputs[0]) != dt) continue;
 
     std::vector<size_t> chain;  // nodes after the Conv that the fused node absorbs
     std::string residual, out = y;
@@ -122,7 +131,8 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
       const auto ys = known_shape(graph, y);
       const auto rs = known_shape(graph, other);
       const auto os = known_shape(graph, next->outputs[0]);
-      if (other != y && ys && rs && os && *ys == *rs && *ys == *os && is_float32(graph, other)) {
+      if (other != y && ys && rs && os && *ys == *rs && *ys == *os &&
+          float_dtype(graph, other) == dt) {
         residual = other;
         chain.push_back(consumer.at(y));
         out = next->outputs[0];

@@ -29,8 +29,9 @@ struct ConstantFoldingOptions {
 // is static), replacing it by initializers. Returns the number of nodes removed.
 size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOptions& options = {});
 
-// Rewrites, on float32 values, Conv -> [Add(residual)] -> [activation] into one node
-// com.trtutils::FusedConv computing Y = act(conv(X, W) + B + Residual):
+// Rewrites, on float32, float16 or bfloat16 values (one dtype per pattern), Conv ->
+// [Add(residual)] -> [activation] into one node com.trtutils::FusedConv computing
+// Y = act(conv(X, W) + B + Residual):
 //   inputs X, W, [B], [Residual] (Residual: same shape as Y, read only);
 //   attributes: the Conv's, plus "activation" (string: Relu, Clip, LeakyRelu, Sigmoid,
 //   HardSwish; absent = none) and "activation_params" (floats: Clip [min, max], LeakyRelu

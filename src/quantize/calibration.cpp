@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "backends/cpu/kernel_registry.h"
 #include "core/check.h"
 #include "engine/session.h"
 #include "trtutils/logging.h"
@@ -231,10 +234,164 @@ double compute_amax(const TensorStats& s, CalibrationMethod method, const Calibr
   return s.absmax();
 }
 
-std::map<std::string, TensorStats> collect_stats(const ir::Model& model,
-                                                 const std::vector<std::string>& tensors,
-                                                 int64_t num_batches, const BatchFn& feed_batch,
-                                                 int64_t num_bins, int num_threads) {
+void ChannelStats::add(const Tensor& t) {
+  if (t.numel() == 0) return;
+  const int64_t rank = static_cast<int64_t>(t.rank());
+  const int64_t axis = axis_ < 0 ? axis_ + std::max<int64_t>(rank, 1) : axis_;
+  TRT_CHECK_ARG(axis >= 0 && axis < std::max<int64_t>(rank, 1),
+                "channel statistics: axis {} is out of range for a tensor of shape {}", axis_,
+                shape_str(t.shape()));
+  const int64_t c = rank == 0 ? 1 : t.dim(static_cast<size_t>(axis));
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= t.dim(static_cast<size_t>(d));
+  const int64_t outer = t.numel() / (c * inner);
+  if (sum_sq_.empty()) {
+    sum_sq_.assign(static_cast<size_t>(c), 0.0);
+    sum_.assign(static_cast<size_t>(c), 0.0);
+  }
+  TRT_CHECK_ARG(static_cast<int64_t>(sum_sq_.size()) == c,
+                "channel statistics: {} channels along axis {}, earlier batches had {}", c, axis,
+                sum_sq_.size());
+  std::vector<float> tmp;
+  const float* x = nullptr;
+  if (t.dtype() == DataType::kFloat32) {
+    x = t.data<float>();
+  } else {
+    tmp = t.to_float_vector();
+    x = tmp.data();
+  }
+  // Channels split over threads: each sums its own channels over all rows (no reduction).
+#pragma omp parallel for schedule(static) if (t.numel() >= (1 << 16))
+  for (int64_t k = 0; k < c; ++k) {
+    double acc = 0, acc1 = 0;
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* p = x + (o * c + k) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double v = p[i];
+        if (std::isfinite(v)) {
+          acc += v * v;
+          acc1 += v;
+        }
+      }
+    }
+    sum_sq_[static_cast<size_t>(k)] += acc;
+    sum_[static_cast<size_t>(k)] += acc1;
+  }
+  rows_ += outer * inner;
+}
+
+std::vector<double> ChannelStats::mean() const {
+  std::vector<double> m(sum_.size(), 0.0);
+  if (rows_ > 0)
+    for (size_t k = 0; k < m.size(); ++k) m[k] = sum_[k] / static_cast<double>(rows_);
+  return m;
+}
+
+std::vector<double> ChannelStats::mean_square() const {
+  std::vector<double> m(sum_sq_.size(), 0.0);
+  if (rows_ > 0)
+    for (size_t k = 0; k < m.size(); ++k) m[k] = sum_sq_[k] / static_cast<double>(rows_);
+  return m;
+}
+
+namespace {
+
+// Node-by-node execution of a prepared graph (see stream_tensors, per_node): the loop of
+// Session::run, with each wanted tensor visited as soon as it exists and nothing kept alive
+// past its last reader.
+size_t run_per_node(const Session& session, const std::set<std::string>& wanted,
+                    int64_t num_batches, const BatchFn& feed_batch, int num_threads,
+                    const TensorVisitor& visit) {
+  size_t peak = 0;
+  auto note_live = [&peak](const std::unordered_map<std::string, Tensor>& env) {
+    std::unordered_set<const void*> seen;  // views of one buffer counted once
+    size_t live = 0;
+    for (const auto& [name, t] : env)
+      if (seen.insert(t.raw()).second) live += t.nbytes();
+    peak = std::max(peak, live);
+  };
+  const ir::Graph& g = session.model().graph;
+  const int64_t opset = session.model().opset();
+  std::unordered_map<std::string, size_t> last;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs)
+      if (!in.empty() && !g.is_initializer(in)) last[in] = i;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& o : g.nodes[i].outputs)
+      if (!o.empty() && !last.count(o)) last[o] = i;
+  std::vector<std::vector<std::string>> dead_after(g.nodes.size());
+  for (const auto& [name, i] : last) dead_after[i].push_back(name);
+  std::set<std::string> graph_inputs;
+  for (const auto& v : g.inputs) graph_inputs.insert(v.name);
+  // Wanted tensors that no node computes: constants (folded by the Session's passes) or inputs.
+  std::vector<std::string> constants;
+  std::set<std::string> produced;
+  for (const auto& n : g.nodes)
+    for (const auto& o : n.outputs) produced.insert(o);
+  for (const auto& t : wanted) {
+    if (produced.count(t) || graph_inputs.count(t)) continue;
+    TRT_CHECK(g.is_initializer(t), ErrorCode::kInternal, "calibration: tensor '{}' is not computed",
+              t);
+    constants.push_back(t);
+  }
+  for (int64_t b = 0; b < num_batches; ++b) {
+    if (num_threads > 0) omp_set_num_threads(num_threads);
+    std::unordered_map<std::string, Tensor> env;
+    {
+      auto feeds = feed_batch(b);  // moved into env: an input is freed after its last reader
+      for (const auto& v : g.inputs) {
+        auto it = feeds.find(v.name);
+        TRT_CHECK(it != feeds.end(), ErrorCode::kInvalidArgument, "input '{}' is not given",
+                  v.name);
+        TRT_CHECK(v.dtype == DataType::kUndefined || it->second.dtype() == v.dtype,
+                  ErrorCode::kInvalidArgument, "input '{}' must be {}, got {}", v.name,
+                  dtype_name(v.dtype), dtype_name(it->second.dtype()));
+        if (wanted.count(v.name)) visit(v.name, it->second);
+        if (last.count(v.name)) env.emplace(v.name, std::move(it->second));
+      }
+    }
+    for (const auto& t : constants) visit(t, *g.initializer(t));
+    std::vector<const Tensor*> inputs;
+    std::vector<bool> constant;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const ir::Node& node = g.nodes[i];
+      inputs.clear();
+      constant.assign(node.inputs.size(), false);
+      for (size_t k = 0; k < node.inputs.size(); ++k) {
+        const std::string& in = node.inputs[k];
+        if (in.empty()) {
+          inputs.push_back(nullptr);
+        } else if (const Tensor* t = g.initializer(in)) {
+          inputs.push_back(t);
+          constant[k] = true;
+        } else {
+          auto it = env.find(in);
+          TRT_CHECK(it != env.end(), ErrorCode::kInternal, "{}: input '{}' was not computed",
+                    node.describe(), in);
+          inputs.push_back(&it->second);
+        }
+      }
+      std::vector<Tensor> outs = cpu::run_node(node, opset, inputs, false, constant);
+      for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k) {
+        const std::string& o = node.outputs[k];
+        if (o.empty()) continue;
+        if (wanted.count(o)) visit(o, outs[k]);
+        env[o] = std::move(outs[k]);
+      }
+      outs.clear();
+      note_live(env);
+      for (const auto& dead : dead_after[i]) env.erase(dead);
+    }
+    TRT_LOG_VERBOSE("calibration batch {}/{} (per node)", b + 1, num_batches);
+  }
+  return peak;
+}
+
+}  // namespace
+
+size_t stream_tensors(const ir::Model& model, const std::vector<std::string>& tensors,
+                      int64_t num_batches, const BatchFn& feed_batch, const StreamOptions& options,
+                      const TensorVisitor& visit) {
   ir::Model m = model;
   std::set<std::string> graph_inputs, outputs;
   for (const auto& v : m.graph.inputs) graph_inputs.insert(v.name);
@@ -247,25 +404,40 @@ std::map<std::string, TensorStats> collect_stats(const ir::Model& model,
     m.graph.outputs.push_back(vi);
     outputs.insert(t);
   }
-  Session session(std::move(m), {.num_threads = num_threads});
-  std::map<std::string, TensorStats> stats;
-  for (const auto& t : tensors) stats.emplace(t, TensorStats(num_bins));
+  Session session(std::move(m), {.num_threads = options.num_threads});
+  const std::set<std::string> wanted(tensors.begin(), tensors.end());
+  if (options.per_node)
+    return run_per_node(session, wanted, num_batches, feed_batch, options.num_threads, visit);
   for (int64_t b = 0; b < num_batches; ++b) {
     auto feeds = feed_batch(b);
     auto outs = session.run(feeds);
-    for (auto& [name, st] : stats) {
+    for (const auto& name : wanted) {
       auto it = outs.find(name);
       if (it != outs.end()) {
-        st.add(it->second);
+        visit(name, it->second);
         continue;
       }
       auto f = feeds.find(name);
       TRT_CHECK(f != feeds.end(), ErrorCode::kInternal, "calibration: tensor '{}' was not computed",
                 name);
-      st.add(f->second);
+      visit(name, f->second);
     }
     TRT_LOG_VERBOSE("calibration batch {}/{}", b + 1, num_batches);
   }
+  return session.peak_activation_bytes();
+}
+
+std::map<std::string, TensorStats> collect_stats(const ir::Model& model,
+                                                 const std::vector<std::string>& tensors,
+                                                 int64_t num_batches, const BatchFn& feed_batch,
+                                                 int64_t num_bins, int num_threads, bool per_node,
+                                                 size_t* peak_activation_bytes) {
+  std::map<std::string, TensorStats> stats;
+  for (const auto& t : tensors) stats.emplace(t, TensorStats(num_bins));
+  const size_t peak = stream_tensors(
+      model, tensors, num_batches, feed_batch, {.num_threads = num_threads, .per_node = per_node},
+      [&](const std::string& name, const Tensor& t) { stats.at(name).add(t); });
+  if (peak_activation_bytes) *peak_activation_bytes = peak;
   return stats;
 }
 

@@ -57,13 +57,52 @@ struct CalibratorParams {
 // The clipping threshold for `method` (> 0 unless the tensor is all zeros: then 0).
 double compute_amax(const TensorStats& stats, CalibrationMethod method, const CalibratorParams& p);
 
-// Streams `batches` through the float model (copied, with `tensors` marked as extra outputs) on
-// the CPU backend and returns the statistics of each tensor. Graph inputs among `tensors` are
-// taken from the feeds. `feed_batch(i)` returns the feeds of batch i.
+// Per-channel first and second moments of a tensor along one axis, streamed batch by batch:
+// the weights of int4 awq_clip's activation-aware error (the K channels of a MatMul/Gemm input
+// X) and the input means of bias correction. Non-finite values are skipped.
+class ChannelStats {
+ public:
+  explicit ChannelStats(int64_t axis = -1) : axis_(axis) {}  // axis < 0 counts from the end
+  // Throws Error(kInvalidArgument) when the channel count changes between batches.
+  void add(const Tensor& t);
+  int64_t channels() const { return static_cast<int64_t>(sum_sq_.size()); }
+  int64_t rows() const { return rows_; }  // values seen per channel
+  // E[x_k^2] per channel (zeros before any data).
+  std::vector<double> mean_square() const;
+  std::vector<double> mean() const;  // E[x_k] per channel (zeros before any data)
+
+ private:
+  int64_t axis_;
+  std::vector<double> sum_sq_, sum_;
+  int64_t rows_ = 0;
+};
+
+// Streams `num_batches` batches through the float model (copied, with `tensors` marked as
+// extra outputs so that no pass removes them) on the CPU backend and calls visit(name, value)
+// once per tensor and batch, batches in order. Graph inputs among `tensors` come from the feeds.
+//   per_node = false: one Session::run per batch; every tensor in `tensors` stays alive (as a
+//     graph output) until the whole batch has run, then they are visited.
+//   per_node = true (--calibrate_per_node): the optimized graph is executed node by node here;
+//     a tensor is visited as soon as its producer ran and freed after its last reader, like any
+//     intermediate, so the peak is that of plain inference. Same kernels, same values.
 using BatchFn = std::function<std::map<std::string, Tensor>(int64_t)>;
+using TensorVisitor = std::function<void(const std::string&, const Tensor&)>;
+struct StreamOptions {
+  int num_threads = 0;
+  bool per_node = false;
+};
+// Returns the most bytes of activations (feeds, intermediates, kept tensors) alive at once.
+size_t stream_tensors(const ir::Model& model, const std::vector<std::string>& tensors,
+                      int64_t num_batches, const BatchFn& feed_batch, const StreamOptions& options,
+                      const TensorVisitor& visit);
+
+// The statistics of each tensor over the batches (stream_tensors + TensorStats::add); the
+// result does not depend on per_node.
 std::map<std::string, TensorStats> collect_stats(const ir::Model& model,
                                                  const std::vector<std::string>& tensors,
                                                  int64_t num_batches, const BatchFn& feed_batch,
-                                                 int64_t num_bins, int num_threads);
+                                                 int64_t num_bins, int num_threads,
+                                                 bool per_node = false,
+                                                 size_t* peak_activation_bytes = nullptr);
 
 }  // namespace trtutils::quantize

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -74,12 +75,34 @@ void share_scales(const ir::Graph& g, ScaleTable& table);
 
 struct ApplyOptions {
   QuantMode mode = QuantMode::kInt8;
-  bool awq_clip = false;  // int4: per-block clip ratio search minimising the weight MSE
+  // int4: per block (one scale), the clip ratio in {1.0, 0.95, ..., 0.5} of the block's |w|max
+  // minimising sum_k importance[k] * (w_k - q(w_k))^2 over the block's elements.
+  bool awq_clip = false;
+  // awq_clip: weight initializer -> importance along its blocked (K) axis, E[x_k^2] of the
+  // activation it multiplies (summed over its consumers). Weights without an entry (no
+  // calibration data) get importance 1: the activation-blind search (weight MSE).
+  std::map<std::string, std::vector<double>> awq_importance{};
+  // Bias correction: consumer node name -> E[x_c] per input channel of the activation its
+  // quantized weight multiplies (Conv: input axis 1; Gemm: K of A; MatMul: the last axis of A),
+  // measured on the float model. Weight rounding shifts the mean of each output channel o by
+  // sum_{c,k} (Wq - W)[o,c,k] E[x_c]; that constant is subtracted from the node's bias (Conv B,
+  // Gemm C: created when absent; MatMul: the constant of an Add that is the MatMul output's
+  // only reader). Per layer this is the least-squares constant for the weight error with float
+  // inputs (Nagel et al. 2019, "Data-Free Quantization", bias correction; OpenVINO NNCF's
+  // FastBiasCorrection). Nodes without an entry, a 2-D weight or such a bias are left as is.
+  std::map<std::string, std::vector<double>> input_mean{};
 };
 struct ApplyStats {
   int64_t qdq_pairs = 0;
   int64_t weights = 0;
+  int64_t bias_corrected = 0;  // nodes whose bias absorbed the weight error's mean
 };
+
+// The activation input and its channel axis (for ChannelStats) that bias correction needs for
+// a weight use: Conv -> (X, 1), Gemm -> (A, transA ? 0 : 1), MatMul -> (A, -1); nullopt for
+// other ops or a weight that is not input 1.
+std::optional<std::pair<std::string, int64_t>> bias_correction_input(const ir::Node& n,
+                                                                     size_t weight_input);
 // Rewrites g: activations get QuantizeLinear -> DequantizeLinear (scale amax / qmax, zero point
 // 0 of the mode's dtype) read by their listed uses; weights become quantized initializers
 // feeding DequantizeLinear (per-channel axis / blocked). Scale zero (all-zero tensor) -> 1.

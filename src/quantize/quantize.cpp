@@ -247,6 +247,76 @@ double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
+// External data: tensors at least this large go to the .data file (ONNX's default).
+constexpr uint64_t kExternalMinBytes = 1024;
+// Models whose weights exceed this are saved with external data (protobuf's limit is 2 GiB).
+constexpr uint64_t kInlineMaxBytes = uint64_t{1} << 30;
+
+uint64_t weight_bytes(const ir::Graph& g) {
+  uint64_t n = 0;
+  for (const auto& [name, t] : g.initializers) n += t.nbytes();
+  return n;
+}
+
+// awq_clip: E[x_k^2] along K of the activation each int4 weight multiplies, streamed over the
+// calibration batches; weight initializer -> importance (summed over its consumers).
+std::map<std::string, std::vector<double>> awq_importance(const ir::Model& model,
+                                                          const Placement& p, int64_t num_batches,
+                                                          const BatchFn& feed_batch,
+                                                          const StreamOptions& so) {
+  const ir::Graph& g = model.graph;
+  std::map<std::string, const ir::Node*> by_name;
+  for (const auto& n : g.nodes) by_name[n.name] = &n;
+  // (activation, its K axis) per weight use.
+  std::map<std::string, std::vector<std::pair<std::string, int64_t>>> uses;
+  std::map<std::string, ChannelStats> stats;  // keyed by activation tensor
+  std::map<std::string, int64_t> act_axis;
+  for (const auto& wq : p.weights) {
+    auto it = by_name.find(wq.node);
+    if (it == by_name.end() || wq.input != 1 || it->second->inputs.empty()) continue;
+    const ir::Node& n = *it->second;
+    const std::string& x = n.inputs[0];
+    // MatMul / Gemm A: K is the last axis, or axis 0 of a transposed Gemm A ([K, M]).
+    const int64_t axis = n.op_type == "Gemm" && n.attr_int("transA", 0) != 0 ? 0 : -1;
+    auto [ai, fresh] = act_axis.emplace(x, axis);
+    if (!fresh && ai->second != axis) continue;  // read with two layouts: leave it blind
+    uses[wq.tensor].emplace_back(x, axis);
+    if (fresh) stats.emplace(x, ChannelStats(axis));
+  }
+  std::vector<std::string> computed;
+  for (auto& [x, st] : stats) {
+    if (const Tensor* c = g.initializer(x)) {
+      st.add(*c);  // a constant A: its own values, once
+    } else {
+      computed.push_back(x);
+    }
+  }
+  if (!computed.empty())
+    stream_tensors(model, computed, num_batches, feed_batch, so,
+                   [&](const std::string& name, const Tensor& t) { stats.at(name).add(t); });
+  std::map<std::string, std::vector<double>> imp;
+  for (const auto& [w, xs] : uses) {
+    const Tensor* wt = g.initializer(w);
+    std::vector<double> sum;
+    for (const auto& [x, axis] : xs) {
+      std::vector<double> m = stats.at(x).mean_square();
+      if (sum.empty()) sum.assign(m.size(), 0.0);
+      if (m.size() != sum.size()) {
+        sum.clear();
+        break;
+      }
+      for (size_t k = 0; k < m.size(); ++k) sum[k] += m[k];
+    }
+    // Checked against the weight's K (the blocked axis) by quantize_weight; a mismatch here
+    // (e.g. a broadcast A) leaves the weight to the activation-blind search.
+    int64_t klen = -1;
+    for (const auto& wq : p.weights)
+      if (wq.tensor == w && wq.axis >= 0 && wt) klen = wt->dim(static_cast<size_t>(wq.axis));
+    if (!sum.empty() && static_cast<int64_t>(sum.size()) == klen) imp[w] = std::move(sum);
+  }
+  return imp;
+}
+
 int64_t required_opset(QuantMode m) {
   switch (m) {
     case QuantMode::kInt8:
@@ -322,7 +392,18 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   if (has_qdq(model.graph)) {
     TRT_LOG_WARN("{} already contains Q/DQ nodes: written unchanged to {}", o.onnx_path.string(),
                  o.output_path.string());
-    write_file_atomic(o.output_path, read_file(o.onnx_path));
+    const std::vector<std::string> ext = onnx_io::external_data_locations(o.onnx_path);
+    if (ext.empty()) {
+      write_file_atomic(o.output_path, read_file(o.onnx_path));
+    } else {
+      // The bytes alone would point at data files next to the input. The loaded model (its
+      // external data resolved inside the input's folder) is written again with its weights
+      // in "<output file name>.data" beside the output: never a file outside that folder.
+      onnx_io::save_model(model, o.output_path, {.external_data_threshold = kExternalMinBytes});
+      TRT_LOG_INFO("{} keeps its weights in {} external file(s) ({}...): rewritten to {}.data",
+                   o.onnx_path.string(), ext.size(), ext.front(),
+                   o.output_path.filename().string());
+    }
     result.already_quantized = true;
     return result;
   }
@@ -374,9 +455,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   auto calibrate = [&](const std::vector<std::string>& tensors) {
     if (tensors.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
+    size_t live = 0;
     auto stats = collect_stats(
         model, tensors, calib_batches, [&](int64_t i) { return data->feeds(i); }, o.num_bins,
-        o.num_threads);
+        o.num_threads, o.calibrate_per_node, &live);
     const auto t1 = std::chrono::steady_clock::now();
     CalibratorParams cp;
     cp.percentile = o.percentile;
@@ -385,9 +467,11 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     for (const auto& [t, s] : stats) table.amax[t] = compute_amax(s, *method, cp);
     share_scales(model.graph, table);
     TRT_LOG_INFO(
-        "calibration: {} tensor(s) over {} batch(es) in {:.1f} s, {} thresholds in {:.1f} s",
-        tensors.size(), calib_batches, seconds(t0, t1), o.calibration_method,
-        seconds(t1, std::chrono::steady_clock::now()));
+        "calibration: {}{} tensor(s) over {} batch(es) in {:.1f} s (activations alive at most "
+        "{:.1f} MiB, peak RSS so far {:.0f} MiB), {} thresholds in {:.1f} s",
+        o.calibrate_per_node ? "node by node, " : "", tensors.size(), calib_batches,
+        seconds(t0, t1), static_cast<double>(live) / (1 << 20), peak_rss_mib(),
+        o.calibration_method, seconds(t1, std::chrono::steady_clock::now()));
   };
   auto uncalibrated = [&](const Placement& p) {
     std::vector<std::string> v;
@@ -398,6 +482,20 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   if (mode != QuantMode::kInt4) calibrate(uncalibrated(placement));
 
   ApplyOptions ao{.mode = mode, .awq_clip = awq};
+  if (awq && have_data && calib_batches > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ao.awq_importance =
+        awq_importance(model, placement, calib_batches, [&](int64_t i) { return data->feeds(i); },
+                       {.num_threads = o.num_threads, .per_node = o.calibrate_per_node});
+    TRT_LOG_INFO(
+        "awq_clip: activation statistics for {} of {} weight(s) over {} batch(es) in {:.1f} s",
+        ao.awq_importance.size(), placement.weights.size(), calib_batches,
+        seconds(t0, std::chrono::steady_clock::now()));
+  } else if (awq) {
+    TRT_LOG_WARN(
+        "awq_clip without calibration_data: the clip search cannot weight the error by the "
+        "activations and minimises the weight error only");
+  }
   auto build = [&](const Placement& p, ApplyStats* st) {
     ir::Model m = float_model;
     ApplyStats s = apply_qdq(m.graph, p, table, ao);
@@ -522,7 +620,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   result.skipped = placement.skipped;
   qmodel.graph.value_info.clear();
   qmodel.producer_name = "trtutils";
-  onnx_io::save_model(qmodel, o.output_path);
+  onnx_io::SaveOptions save;
+  if (weight_bytes(qmodel.graph) > kInlineMaxBytes)
+    save.external_data_threshold = kExternalMinBytes;
+  onnx_io::save_model(qmodel, o.output_path, save);
   if (o.write_report) {
     result.report_path = o.output_path;
     result.report_path += ".report.json";

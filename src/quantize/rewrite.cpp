@@ -76,8 +76,9 @@ struct QuantizedWeight {
 
 // Scale groups of w: per tensor (axis -1), per channel along axis, or blocks of `block` along
 // axis. w viewed as [outer, axis_len, inner].
+// awq_clip: see ApplyOptions; `importance` (null: all 1) is indexed along `axis`.
 QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, QuantMode mode,
-                                bool awq_clip) {
+                                bool awq_clip, const std::vector<double>* importance) {
   const DataType qt = quant_mode_dtype(mode);
   const double qmax = quant_mode_qmax(mode);
   const std::vector<float> x = w.to_float_vector();
@@ -122,7 +123,12 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, Qu
       }
   for (int64_t k = 0; k < ns; ++k) sc[k] = amax[k] > 0 ? static_cast<float>(amax[k] / qmax) : 1.0f;
   if (awq_clip && block > 0) {
-    // Per block, the clip ratio (1.0 down to 0.5) minimising the block's squared error.
+    // Per block, the clip ratio (1.0 down to 0.5) minimising the block's (activation-weighted)
+    // squared error: E[(sum_k x_k (w_k - q_k))^2] ~ sum_k E[x_k^2] (w_k - q_k)^2 for
+    // uncorrelated channels, so a channel with large activations keeps its weight precise.
+    TRT_CHECK(!importance || static_cast<int64_t>(importance->size()) == alen, ErrorCode::kInternal,
+              "awq_clip: {} activation channels for a weight of {} along axis {}",
+              importance ? importance->size() : 0, alen, axis);
     std::vector<double> best_err(ns, std::numeric_limits<double>::infinity());
     std::vector<float> best(sc, sc + ns);
     for (int step = 0; step <= 10; ++step) {
@@ -135,7 +141,7 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, Qu
             const float scl = amax[k] > 0 ? static_cast<float>(amax[k] * ratio / qmax) : 1.0f;
             const float v = x[eidx(o, a, i)];
             const float d = dequant_value(qt, v / scl) * scl - v;
-            err[k] += static_cast<double>(d) * d;
+            err[k] += (importance ? (*importance)[a] : 1.0) * static_cast<double>(d) * d;
           }
       for (int64_t k = 0; k < ns; ++k)
         if (err[k] < best_err[k]) {
@@ -174,7 +180,10 @@ ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
     if (it == weight_dq.end()) {
       const Tensor* w = g.initializer(wq.tensor);
       TRT_CHECK(w != nullptr, ErrorCode::kInternal, "weight '{}' is not an initializer", wq.tensor);
-      QuantizedWeight qw = quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip);
+      auto imp = options.awq_importance.find(wq.tensor);
+      QuantizedWeight qw =
+          quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip,
+                          imp == options.awq_importance.end() ? nullptr : &imp->second);
       const std::string qn = name(wq.tensor + "_quantized");
       const std::string sn = name(wq.tensor + "_scale");
       const std::string zn = name(wq.tensor + "_zero_point");

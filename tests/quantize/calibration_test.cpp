@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <random>
 
+#include "ir/graph_builder.h"
 #include "trtutils/status.h"
 
 namespace trtutils::quantize {
@@ -135,6 +137,92 @@ TEST(CalibrationTest, OutlierIsClippedByAllButMax) {
   EXPECT_LT(compute_amax(s, CalibrationMethod::kPercentile, {}), 10.0);
   EXPECT_NEAR(compute_amax(s, CalibrationMethod::kMse, {}), 17.0, 3.0);
   EXPECT_LT(compute_amax(s, CalibrationMethod::kEntropy, {}), 10.0);
+}
+
+TEST(CalibrationTest, ChannelStatsMeanSquareAlongAxis) {
+  // [2, 3, 2]: channel axis -1 (2 channels) and 1 (3 channels), over two batches.
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  Tensor t = Tensor::from_vector<float>(DataType::kFloat32, {2, 3, 2}, a);
+  ChannelStats last(-1), mid(1);
+  last.add(t);
+  mid.add(t);
+  Tensor t2 = Tensor::from_vector<float>(DataType::kFloat32, {1, 3, 2}, {0, 0, 0, 0, 0, 0});
+  last.add(t2);
+  mid.add(t2);
+  EXPECT_EQ(last.channels(), 2);
+  EXPECT_EQ(last.rows(), 9);
+  EXPECT_EQ(mid.channels(), 3);
+  EXPECT_EQ(mid.rows(), 6);
+  const auto ml = last.mean_square(), mm = mid.mean_square();
+  // even elements 1,3,5,7,9,11; odd 2,...,12
+  EXPECT_DOUBLE_EQ(ml[0], (1 + 9 + 25 + 49 + 81 + 121) / 9.0);
+  EXPECT_DOUBLE_EQ(ml[1], (4 + 16 + 36 + 64 + 100 + 144) / 9.0);
+  EXPECT_DOUBLE_EQ(mm[0], (1 + 4 + 49 + 64) / 6.0);
+  EXPECT_DOUBLE_EQ(mm[2], (25 + 36 + 121 + 144) / 6.0);
+  try {
+    last.add(Tensor::from_vector<float>(DataType::kFloat32, {1, 3}, {1, 2, 3}));
+    FAIL() << "channel count change accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 channels"), std::string::npos) << e.what();
+  }
+}
+
+// x [N, 16, 6, 6] -> Conv -> Relu -> Conv -> Relu -> Add(x') ... a few tensors read by several
+// nodes and one graph output that is also read.
+ir::Model small_net() {
+  auto randn = [](Shape s, uint32_t seed) {
+    std::vector<float> v =
+        normal(static_cast<size_t>(std::accumulate(s.begin(), s.end(), int64_t{1},
+                                                   [](int64_t a, int64_t b) { return a * b; })),
+               seed, 0.2f);
+    return Tensor::from_vector<float>(DataType::kFloat32, s, v);
+  };
+  ir::GraphBuilder b("net");
+  auto x = b.input("x", DataType::kFloat32, {ir::Dim("N"), 16, 6, 6});
+  auto c1 = b.node("Conv", {x, b.initializer("w1", randn({16, 16, 3, 3}, 1))},
+                   {ir::attr_ints("pads", {1, 1, 1, 1})}, 1, "", "conv1")[0];
+  auto r1 = b.node("Relu", {c1}, {}, 1, "", "relu1")[0];
+  auto c2 = b.node("Conv", {r1, b.initializer("w2", randn({16, 16, 3, 3}, 2))},
+                   {ir::attr_ints("pads", {1, 1, 1, 1})}, 1, "", "conv2")[0];
+  auto add = b.node("Add", {c2, r1}, {}, 1, "", "add")[0];
+  auto r2 = b.node("Relu", {add}, {}, 1, "", "relu2")[0];
+  auto c3 =
+      b.node("Conv", {r2, b.initializer("w3", randn({8, 16, 1, 1}, 3))}, {}, 1, "", "conv3")[0];
+  b.output(c3, DataType::kFloat32);
+  b.output(r2, DataType::kFloat32);
+  return b.build(17);
+}
+
+TEST(CalibrationTest, PerNodeStreamingGivesIdenticalStatistics) {
+  const ir::Model m = small_net();
+  const std::vector<std::string> tensors = {"x", "relu1_out0", "relu2_out0", "add_out0",
+                                            "conv3_out0"};
+  auto feed = [](int64_t b) {
+    std::vector<float> v = normal(3 * 16 * 36, 100 + static_cast<uint32_t>(b), 1.0f + b);
+    return std::map<std::string, Tensor>{
+        {"x", Tensor::from_vector<float>(DataType::kFloat32, {3, 16, 6, 6}, v)}};
+  };
+  // Each tensor visited once per batch, in batch order, with the same values either way.
+  for (bool per_node : {false, true}) {
+    std::map<std::string, std::vector<int64_t>> seen;
+    stream_tensors(
+        m, tensors, 3, feed, {.num_threads = 0, .per_node = per_node},
+        [&](const std::string& name, const Tensor& t) { seen[name].push_back(t.dim(0)); });
+    ASSERT_EQ(seen.size(), tensors.size()) << per_node;
+    for (const auto& [name, v] : seen) EXPECT_EQ(v.size(), 3u) << name;
+  }
+  auto a = collect_stats(m, tensors, 3, feed, 2048, 0, false);
+  auto b = collect_stats(m, tensors, 3, feed, 2048, 0, true);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& t : tensors) {
+    EXPECT_GT(a.at(t).absmax(), 0) << t;
+    EXPECT_EQ(a.at(t).absmax(), b.at(t).absmax()) << t;
+    EXPECT_EQ(a.at(t).count(), b.at(t).count()) << t;
+    EXPECT_EQ(a.at(t).histogram(), b.at(t).histogram()) << t;
+    EXPECT_EQ(compute_amax(a.at(t), CalibrationMethod::kEntropy, {}),
+              compute_amax(b.at(t), CalibrationMethod::kEntropy, {}))
+        << t;
+  }
 }
 
 }  // namespace

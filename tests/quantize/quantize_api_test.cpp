@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "engine/session.h"
 #include "ir/graph_builder.h"
@@ -218,6 +220,166 @@ TEST_F(QuantizeApiTest, MinSqnrFallbackLeavesLayersInFloat) {
   EXPECT_FALSE(r.excluded_by_fallback.empty());
   EXPECT_TRUE(std::isinf(r.outputs.at(0).sqnr_db) || r.outputs.at(0).sqnr_db >= 200.0);
   EXPECT_EQ(r.num_quantized_nodes, 0);
+}
+
+TEST_F(QuantizeApiTest, CalibratePerNodeGivesIdenticalScales) {
+  for (const std::string method : {"entropy", "max"}) {
+    auto a = opts("int8", method);
+    a.output_path = dir_ / "a.onnx";
+    auto b = a;
+    b.output_path = dir_ / "b.onnx";
+    b.calibrate_per_node = true;
+    quantize_onnx(a);
+    quantize_onnx(b);
+    EXPECT_EQ(read_file(a.output_path), read_file(b.output_path)) << method;
+  }
+}
+
+// X [N, 256] with 4 channels 25x larger than the rest, read by a MatMul (W [K, N]) and a Gemm
+// (transB: W [N, K]); int4 blocks of 64 along K.
+class QuantizeAwqTest : public QuantizeApiTest {
+ protected:
+  static constexpr int64_t kK = 256;
+  static Tensor activations(int64_t rows, uint32_t seed) {
+    Tensor x = randn({rows, kK}, seed, 1.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k : {5, 70, 150, 222}) x.data<float>()[r * kK + k] *= 25.0f;
+    return x;
+  }
+  void SetUp() override {
+    QuantizeApiTest::SetUp();
+    ir::GraphBuilder b("mm");
+    auto x = b.input("x", DataType::kFloat32, {ir::Dim("N"), kK});
+    auto y1 = b.node("MatMul", {x, b.initializer("w_mm", randn({kK, 96}, 11, 0.05f))}, {}, 1, "",
+                     "mm")[0];
+    auto y2 = b.node("Gemm", {x, b.initializer("w_gemm", randn({64, kK}, 12, 0.05f))},
+                     {ir::attr_int("transB", 1)}, 1, "", "gemm")[0];
+    b.output(y1, DataType::kFloat32);
+    b.output(y2, DataType::kFloat32);
+    model_ = dir_ / "mm.onnx";
+    onnx_io::save_model(b.build(17), model_);
+    calib_ = dir_ / "x.npy";
+    npy_save(calib_, activations(512, 21));
+  }
+  QuantizeOptions int4(const std::string& method, bool with_data, const std::string& out) {
+    QuantizeOptions o = opts("int4", method);
+    o.block_size = 64;
+    o.batch_size = 64;
+    o.output_path = dir_ / out;
+    if (!with_data) o.calibration_data.clear();
+    return o;
+  }
+  // Output MSE of a model vs the float model on fresh activations, on the CPU backend.
+  double output_mse(const fs::path& q) {
+    const Tensor x = activations(2048, 99);
+    auto ref = Session(onnx_io::load_model(model_)).run({{"x", x}});
+    auto out = Session(onnx_io::load_model(q)).run({{"x", x}});
+    double se = 0;
+    int64_t n = 0;
+    for (const auto& [name, r] : ref) {
+      const Tensor& t = out.at(name);
+      for (int64_t i = 0; i < r.numel(); ++i) {
+        const double d = static_cast<double>(t.data<float>()[i]) - r.data<float>()[i];
+        se += d * d;
+      }
+      n += r.numel();
+    }
+    return se / static_cast<double>(n);
+  }
+  static std::vector<float> scales(const fs::path& q, const std::string& w) {
+    ir::Model m = onnx_io::load_model(q);
+    const Tensor* t = m.graph.initializer(w + "_scale");
+    return t ? t->to_float_vector() : std::vector<float>{};
+  }
+};
+
+TEST_F(QuantizeAwqTest, AwqClipIsActivationAware) {
+  quantize_onnx(int4("rtn", true, "rtn.onnx"));
+  quantize_onnx(int4("awq_clip", false, "blind.onnx"));  // no data: activation-blind clip
+  QuantizeResult r = quantize_onnx(int4("awq_clip", true, "awq.onnx"));
+  EXPECT_EQ(r.num_weights_quantized, 2);
+  EXPECT_EQ(r.num_qdq_pairs, 0);
+  const double rtn = output_mse(dir_ / "rtn.onnx");
+  const double blind = output_mse(dir_ / "blind.onnx");
+  const double awq = output_mse(dir_ / "awq.onnx");
+  std::printf("int4 output MSE: rtn %.4g, activation-blind clip %.4g, awq_clip %.4g\n", rtn, blind,
+              awq);
+  EXPECT_LT(awq, rtn);
+  EXPECT_LT(awq, blind);
+  EXPECT_LT(awq, 0.8 * std::min(rtn, blind));
+  // The chosen clips differ from the activation-blind ones (for both K layouts).
+  for (const std::string w : {"w_mm", "w_gemm"}) {
+    const auto a = scales(dir_ / "awq.onnx", w), b = scales(dir_ / "blind.onnx", w);
+    ASSERT_EQ(a.size(), b.size()) << w;
+    ASSERT_FALSE(a.empty()) << w;
+    size_t differ = 0;
+    for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+    EXPECT_GT(differ, a.size() / 10) << w;
+  }
+  // Per-node streaming gives the same statistics, hence the same model.
+  auto pn = int4("awq_clip", true, "awq_pn.onnx");
+  pn.calibrate_per_node = true;
+  quantize_onnx(pn);
+  EXPECT_EQ(read_file(dir_ / "awq.onnx"), read_file(dir_ / "awq_pn.onnx"));
+}
+
+TEST_F(QuantizeAwqTest, Int4WithAnActivationMethodSaysItDoesNotApply) {
+  // Still accepted (rtn is used, with a warning): same model as rtn.
+  quantize_onnx(int4("rtn", true, "rtn.onnx"));
+  quantize_onnx(int4("entropy", true, "entropy.onnx"));
+  EXPECT_EQ(read_file(dir_ / "rtn.onnx"), read_file(dir_ / "entropy.onnx"));
+}
+
+std::set<std::string> listing(const fs::path& d) {
+  std::set<std::string> v;
+  for (const auto& e : fs::directory_iterator(d)) v.insert(e.path().filename().string());
+  return v;
+}
+
+TEST_F(QuantizeApiTest, ExistingQdqWithExternalDataIsSelfContained) {
+  auto o = opts();
+  quantize_onnx(o);
+  const ir::Model q = onnx_io::load_model(o.output_path);
+  const fs::path in = dir_ / "in", out = dir_ / "out";
+  fs::create_directories(in);
+  fs::create_directories(out);
+  onnx_io::save_model(q, in / "q.onnx", {.external_data_threshold = 64});
+  ASSERT_EQ(onnx_io::external_data_locations(in / "q.onnx"),
+            std::vector<std::string>{"q.onnx.data"});
+  auto again = opts();
+  again.onnx_path = in / "q.onnx";
+  again.output_path = out / "copy.onnx";
+  QuantizeResult r = quantize_onnx(again);
+  EXPECT_TRUE(r.already_quantized);
+  EXPECT_EQ(listing(in), (std::set<std::string>{"q.onnx", "q.onnx.data"}));
+  EXPECT_EQ(listing(out), (std::set<std::string>{"copy.onnx", "copy.onnx.data"}));
+  EXPECT_EQ(onnx_io::external_data_locations(out / "copy.onnx"),
+            std::vector<std::string>{"copy.onnx.data"});
+  // Loadable from its own folder with the input's folder gone, and the same model.
+  fs::remove_all(in);
+  const Tensor x = randn({2, 16, 8, 8}, 5, 1.0f);
+  auto want = Session(q).run({{"x", x}});
+  auto got = Session(onnx_io::load_model(out / "copy.onnx")).run({{"x", x}});
+  const Tensor& a = want.begin()->second;
+  const Tensor& b = got.begin()->second;
+  ASSERT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(a.to_float_vector(), b.to_float_vector());
+
+  // A float model with external data quantizes into a self-contained output too.
+  const fs::path fin = dir_ / "fin", fout = dir_ / "fout";
+  fs::create_directories(fin);
+  fs::create_directories(fout);
+  onnx_io::save_model(onnx_io::load_model(model_), fin / "net.onnx",
+                      {.external_data_threshold = 64});
+  auto f = opts();
+  f.onnx_path = fin / "net.onnx";
+  f.output_path = fout / "net_qdq.onnx";
+  f.write_report = false;
+  quantize_onnx(f);
+  fs::remove_all(fin);
+  EXPECT_EQ(listing(fout), (std::set<std::string>{"net_qdq.onnx"}));
+  EXPECT_EQ(Session(onnx_io::load_model(f.output_path)).run({{"x", x}}).begin()->second.shape(),
+            (Shape{2, 10}));
 }
 
 }  // namespace

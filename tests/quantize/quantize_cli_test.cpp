@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -75,6 +77,37 @@ TEST_F(QuantizeCliTest, BadValuesFailWithTheOptions) {
   r = run_cli(base() + " --report everything");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("outputs, per_tensor"), std::string::npos) << r.out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+TEST_F(QuantizeCliTest, CalibratePerNodeWritesTheSameModel) {
+  CliRun r = run_cli(base() + " --calibration_method entropy --no_report_file");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::string plain = slurp(dir_ / "q.onnx");
+  r = run_cli(base() + " --calibration_method entropy --no_report_file --calibrate_per_node");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(plain.empty());
+  EXPECT_EQ(slurp(dir_ / "q.onnx"), plain);
+}
+
+TEST_F(QuantizeCliTest, Int4MethodsAndTheActivationMethodNotice) {
+  // tiny_cnn's one Gemm (16 -> 10, forced): awq_clip with calibration data; entropy does not
+  // apply to int4 and says so.
+  CliRun r = run_cli("-v " + base() +
+                     " --quantize_mode int4 --calibration_method awq_clip --block_size 16"
+                     " --op_types_to_quantize Gemm");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("awq_clip: activation statistics for 1 of 1 weight"), std::string::npos)
+      << r.out;
+  r = run_cli(base() +
+              " --quantize_mode int4 --calibration_method entropy --block_size 16"
+              " --op_types_to_quantize Gemm");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("does not apply to int4"), std::string::npos) << r.out;
 }
 
 }  // namespace

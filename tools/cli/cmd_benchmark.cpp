@@ -2,11 +2,15 @@
 //                    [--threads N] [--profile] [--json FILE] [--plot FILE.png]
 // Measures like trtexec: warm-up iterations first (untimed), then per-iteration latency
 // (enqueue to outputs ready) with min/mean/median/p90/p95/p99/max, throughput from the total
-// wall time of the timed iterations, and on the CPU backend no host<->device copies (reported
-// as 0, so that the split reads the same on every backend).
+// wall time of the timed iterations, and the split of each iteration into host-to-device
+// copies, compute and device-to-host copies (CUDA events on the GPU; the CPU backend copies
+// nothing and reports 0). Like trtexec's "GPU Compute Time", the compute part has its own
+// percentiles and throughput; --no_data_transfers (trtexec's --noDataTransfers) leaves the
+// inputs on the device and the outputs there, so the wall-clock figures are the compute alone.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -35,6 +39,7 @@ struct BenchOptions {
   std::string plot;
   bool profile = false;
   bool cuda_graph = true;
+  bool no_data_transfers = false;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -90,9 +95,17 @@ void bench(const BenchOptions& o) {
   std::unique_ptr<ExecutionContext> ctx;
   if (!o.engine.empty()) {
     engine = Engine::load(o.engine, {.backend = o.backend});
-    ctx = engine->create_execution_context(
-        {.num_threads = o.threads, .profile = o.profile, .cuda_graph = o.cuda_graph});
+    ctx = engine->create_execution_context({.num_threads = o.threads,
+                                            .profile = o.profile,
+                                            .cuda_graph = o.cuda_graph,
+                                            .no_data_transfers = o.no_data_transfers});
     feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
+    // GPU: the feeds in page-locked memory, as trtexec's host buffers are.
+    for (auto& [name, t] : feeds) {
+      Tensor pinned = allocate_host_tensor(t.dtype(), t.shape());
+      if (t.nbytes()) std::memcpy(pinned.raw(), t.raw(), t.nbytes());
+      t = pinned;
+    }
     run_once = [&] { ctx->execute(feeds); };
     layer_times = [&] {
       std::vector<LayerTime> v;
@@ -120,13 +133,17 @@ void bench(const BenchOptions& o) {
       feeds.empty() || feeds.begin()->second.rank() == 0 ? 1 : feeds.begin()->second.dim(0);
   for (int i = 0; i < o.warmup; ++i) run_once();
   const std::vector<LayerTime> warm = o.profile ? layer_times() : std::vector<LayerTime>{};
-  std::vector<double> ms;
+  std::vector<double> ms, h2d, compute, d2h;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < o.iterations; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     run_once();
     ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    const IoTimes t = ctx ? ctx->last_io_times() : IoTimes{0, ms.back(), 0};
+    h2d.push_back(t.h2d_ms);
+    compute.push_back(t.compute_ms);
+    d2h.push_back(t.d2h_ms);
   }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -145,10 +162,26 @@ void bench(const BenchOptions& o) {
       "max {:.3f}\n",
       *std::min_element(ms.begin(), ms.end()), mean, median, percentile(ms, 90), percentile(ms, 95),
       percentile(ms, 99), *std::max_element(ms.begin(), ms.end()));
-  fmt::print(
-      "split (median ms): host-to-device 0.000, compute {:.3f}, device-to-host 0.000 (the cpu "
-      "backend copies nothing)\n",
-      median);
+  const bool gpu = backend.rfind("cuda", 0) == 0;
+  fmt::print("split (median ms): host-to-device {:.3f}, compute {:.3f}, device-to-host {:.3f}{}\n",
+             percentile(h2d, 50), percentile(compute, 50), percentile(d2h, 50),
+             gpu ? (o.no_data_transfers ? " (--no_data_transfers: inputs and outputs stay on the "
+                                          "device)"
+                                        : " (CUDA events)")
+                 : " (the cpu backend copies nothing)");
+  const double compute_median = percentile(compute, 50);
+  if (gpu)
+    fmt::print(
+        "GPU compute (ms): min {:.3f}, median {:.3f}, p90 {:.3f}, p99 {:.3f}, max {:.3f}; "
+        "throughput at the median compute time: {:.2f} samples/s\n",
+        *std::min_element(compute.begin(), compute.end()), compute_median, percentile(compute, 90),
+        percentile(compute, 99), *std::max_element(compute.begin(), compute.end()),
+        compute_median > 0 ? 1000.0 * static_cast<double>(batch) / compute_median : 0.0);
+  if (ctx)
+    fmt::print("memory: weights {:.1f} MiB, activation peak {:.1f} MiB ({})\n",
+               static_cast<double>(ctx->weight_bytes()) / (1 << 20),
+               static_cast<double>(ctx->peak_activation_bytes()) / (1 << 20),
+               gpu ? "device" : "host");
   nlohmann::json layers_json;
   if (o.profile) {
     std::vector<LayerTime> now = layer_times();
@@ -177,8 +210,15 @@ void bench(const BenchOptions& o) {
                         {"p95_ms", percentile(ms, 95)},
                         {"p99_ms", percentile(ms, 99)},
                         {"max_ms", *std::max_element(ms.begin(), ms.end())},
-                        {"h2d_ms", 0.0},
-                        {"d2h_ms", 0.0}};
+                        {"h2d_ms", percentile(h2d, 50)},
+                        {"compute_ms", compute_median},
+                        {"d2h_ms", percentile(d2h, 50)},
+                        {"compute_ms_per_iteration", compute},
+                        {"no_data_transfers", o.no_data_transfers}};
+    if (ctx) {
+      j["weight_bytes"] = ctx->weight_bytes();
+      j["peak_activation_bytes"] = ctx->peak_activation_bytes();
+    }
     if (o.profile) j["layers"] = layers_json;
     write_file_atomic(o.json, j.dump(2) + "\n");
   }
@@ -204,6 +244,9 @@ void add_benchmark_command(CLI::App& app) {
   sub->add_flag("--profile", o->profile, "print time per op type and the slowest layers");
   sub->add_flag("--cuda_graph,!--no_cuda_graph", o->cuda_graph,
                 "CUDA engines with static shapes: replay a captured CUDA graph (default on)");
+  sub->add_flag("--no_data_transfers", o->no_data_transfers,
+                "CUDA engines: no host<->device copies after the first iteration (inputs stay on "
+                "the device, outputs are not read back), like trtexec --noDataTransfers");
   sub->callback([o] { bench(*o); });
 }
 

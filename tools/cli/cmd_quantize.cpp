@@ -1,6 +1,6 @@
 // trtutils quantize --onnx M --output M_qdq.onnx --calibration_data calib.npy
 //                   [--quantize_mode int8|fp8|int4] [--calibration_method
-//                   max|entropy|percentile|mse]
+//                   max|entropy|percentile|mse|rtn|awq_clip] [--calibrate_per_node]
 #include <cmath>
 
 #include "commands.h"
@@ -91,6 +91,9 @@ void add_quantize_command(CLI::App& app) {
                   "dB: leave the most sensitive layers in float until the outputs reach it");
   sub->add_option("--max_calibration_batches", o->q.max_calibration_batches, "0: all")
       ->capture_default_str();
+  sub->add_flag("--calibrate_per_node", o->q.calibrate_per_node,
+                "calibrate node by node: each activation is measured when produced and freed "
+                "after its last reader (lower peak memory, same scales)");
   sub->add_option("--threads", o->q.num_threads, "CPU threads (0: all cores)")
       ->capture_default_str();
   sub->add_option("--plot", o->q.plot, "PNG of per-tensor SQNR (bars in graph order)");

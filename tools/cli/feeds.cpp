@@ -30,7 +30,14 @@ Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
                    d.param.empty() ? "?" : d.param);
     shape.push_back(d.is_static() ? d.value : 1);
   }
-  Tensor t(v.dtype, shape);
+  Tensor t;
+  try {
+    t = Tensor(v.dtype, shape);
+  } catch (const Error& e) {  // the allocator's message does not say which input
+    throw Error(e.code(), fmt::format("input '{}': cannot make random data: {}; give it with "
+                                      "--input {}=FILE.npy",
+                                      v.name, e.what(), v.name));
+  }
   std::uniform_real_distribution<float> uf(0.0f, 1.0f);
   std::uniform_int_distribution<int> ui(0, 9);
   const int64_t n = t.numel();

@@ -2,6 +2,7 @@
 // helpers the op files share (broadcast plans, dtype checks, the op table).
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "backends/cuda/cuda_ops.h"
 
@@ -116,6 +117,20 @@ const Tensor& RunContext::host(Value& v) {
     TRT_CUDA_CHECK(cudaMemcpyAsync(t.raw(), v.ptr, t.nbytes(), cudaMemcpyDeviceToHost, stream));
     TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
+  if (v.nhwc && t.nbytes()) {  // [N, H, W, C] bytes -> [N, C, H, W]
+    TRT_INTERNAL_CHECK(v.shape.size() == 4 && dtype_bits(v.dtype) % 8 == 0);
+    const size_t esz = static_cast<size_t>(dtype_bits(v.dtype) / 8);
+    const int64_t n = v.shape[0], c = v.shape[1], hw = v.shape[2] * v.shape[3];
+    Tensor r = Tensor::uninitialized(v.dtype, v.shape);
+    const auto* src = static_cast<const uint8_t*>(t.raw());
+    auto* dst = static_cast<uint8_t*>(r.raw());
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t p = 0; p < hw; ++p)
+        for (int64_t ch = 0; ch < c; ++ch)
+          std::memcpy(dst + ((b * c + ch) * hw + p) * esz, src + ((b * hw + p) * c + ch) * esz,
+                      esz);
+    t = r;
+  }
   v.host = t;
   return v.host;
 }
@@ -172,6 +187,20 @@ void require_float(const ir::Node& node, DataType dt, const char* what) {
 void require_indexable(const ir::Node& node, int64_t numel) {
   TRT_CHECK(numel < (int64_t{1} << 31), ErrorCode::kNotSupported,
             "{}: {} elements exceed the CUDA kernels' 2^31 limit", node.describe(), numel);
+}
+
+bool layout_free(const Shape& s) {
+  if (s.size() > 4) return false;
+  Shape a(4 - s.size(), 1);
+  a.insert(a.end(), s.begin(), s.end());
+  return a[1] == 1 || (a[2] == 1 && a[3] == 1);
+}
+
+Shape nhwc_order(const Shape& s) {
+  TRT_INTERNAL_CHECK(s.size() <= 4);
+  Shape a(4 - s.size(), 1);
+  a.insert(a.end(), s.begin(), s.end());
+  return {a[0], a[2], a[3], a[1]};
 }
 
 std::vector<int64_t> strides_of(const Shape& s) {

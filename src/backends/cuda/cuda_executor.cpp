@@ -1,10 +1,13 @@
 // The CUDA Executor: classifies nodes (constant / host / gpu), runs them in order on one stream,
 // frees every activation after its last reader (the caching allocator reuses it in stream
 // order) and copies only graph inputs and outputs (and shape values) between host and device.
+// Layouts: before each op it converts the inputs the op wants in the other layout (NCHW <->
+// NHWC, see GpuOp::want_layouts), once per value; graph outputs are converted back to NCHW.
 #include "backends/cuda/cuda_executor.h"
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <unordered_map>
 
@@ -60,6 +63,12 @@ struct Executor::Impl {
   uint64_t weight_bytes = 0;
   std::vector<LayerTime> profile;
   std::vector<cudaEvent_t> events;
+  std::vector<bool> node_nhwc;  // per node: output 0 was channels-last in the last run
+  int64_t conversions = 0;      // NCHW <-> NHWC conversions in the last run
+  // Run split: before the input copies, before the nodes, before the output copies, after them.
+  cudaEvent_t io_events[4] = {nullptr, nullptr, nullptr, nullptr};
+  RunTimes last_times;
+  std::string last_signature;  // inputs of the previous run (no_data_transfers)
   // CUDA graph state (options.cuda_graph).
   std::string graph_signature;
   cudaGraphExec_t graph_exec = nullptr;
@@ -74,6 +83,8 @@ struct Executor::Impl {
     values.clear();
     ops.clear();
     for (cudaEvent_t e : events) cudaEventDestroy(e);
+    for (cudaEvent_t e : io_events)
+      if (e) cudaEventDestroy(e);
     if (stream) cudaStreamSynchronize(stream);
     lt_workspace.reset();
     if (lt) cublasLtDestroy(lt);
@@ -107,13 +118,37 @@ struct Executor::Impl {
   std::map<std::string, Tensor> run_eager(const std::map<std::string, Tensor>& feeds);
   void upload_inputs(const std::map<std::string, Tensor>& feeds, RunContext& ctx);
   void run_nodes(RunContext& ctx);
-  std::map<std::string, Tensor> collect_outputs();
+  std::map<std::string, Tensor> collect_outputs(bool download = true);
+  void mark(int k) {
+    if (!io_events[k]) TRT_CUDA_CHECK(cudaEventCreate(&io_events[k]));
+    TRT_CUDA_CHECK(cudaEventRecord(io_events[k], stream));
+  }
+  void read_times();
   std::string signature(const std::map<std::string, Tensor>& feeds) const;
   void destroy_graph();
   void run_host_node(size_t i, RunContext& ctx);
   void check_feeds(const std::map<std::string, Tensor>& feeds) const;
   void reset_activations();
+  Value& in_layout(RunContext& ctx, Value& v, bool nhwc);
 };
+
+// v in the layout asked for: v itself, or its converted copy (made once, kept in v.other).
+Value& Executor::Impl::in_layout(RunContext& ctx, Value& v, bool nhwc) {
+  if (v.nhwc == nhwc) return v;
+  if (v.other && v.other->nhwc == nhwc) return *v.other;
+  TRT_CHECK(v.shape.size() == 4 && dtype_bits(v.dtype) % 8 == 0, ErrorCode::kInternal,
+            "{}: an NCHW <-> NHWC conversion of a {} {} value",
+            ctx.node ? ctx.node->describe() : std::string("?"), dtype_name(v.dtype),
+            shape_str(v.shape));
+  const void* src = ctx.dev(v);
+  auto o = std::make_shared<Value>();
+  void* dst = ctx.make(*o, v.dtype, v.shape);
+  convert_layout(ctx, static_cast<size_t>(dtype_bits(v.dtype) / 8), v.shape, src, dst, nhwc);
+  ++conversions;
+  o->nhwc = nhwc;
+  v.other = o;
+  return *o;
+}
 
 void Executor::Impl::build() {
   ir::Graph& g = model.graph;
@@ -239,6 +274,7 @@ RunContext Executor::Impl::context(const ir::Node* node) {
   c.node = node;
   c.alloc = &alloc;
   c.weight_bytes = &weight_bytes;
+  c.channels_last = options.channels_last;
   return c;
 }
 
@@ -330,6 +366,9 @@ void Executor::Impl::upload_inputs(const std::map<std::string, Tensor>& feeds, R
 void Executor::Impl::run_nodes(RunContext& ctx) {
   const ir::Graph& g = model.graph;
   std::vector<Value*> ins, outs;
+  std::vector<Layout> want;
+  node_nhwc.assign(g.nodes.size(), false);
+  conversions = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (placement[i] == Placement::kConstant) continue;
     const ir::Node& node = g.nodes[i];
@@ -346,7 +385,14 @@ void Executor::Impl::run_nodes(RunContext& ctx) {
         for (size_t k = 0; k < ins.size(); ++k)
           TRT_CHECK(!ins[k] || ins[k]->defined(), ErrorCode::kInternal,
                     "{}: input '{}' has no value", node.describe(), node.inputs[k]);
+        // Layouts: NHWC values reach only ops that take them; others get NCHW copies.
+        want.assign(ins.size(), Layout::kNchw);
+        ops[i]->want_layouts(ctx, ins, want);
+        for (size_t k = 0; k < ins.size(); ++k)
+          if (ins[k] && want[k] != Layout::kAny && ins[k]->nhwc != (want[k] == Layout::kNhwc))
+            ins[k] = &in_layout(ctx, *ins[k], want[k] == Layout::kNhwc);
         ops[i]->run(ctx, ins, outs);
+        node_nhwc[i] = !outs.empty() && outs[0] && outs[0]->nhwc;
         if (debug_sync() && !capturing) TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
       }
     } catch (const Error& e) {
@@ -357,12 +403,21 @@ void Executor::Impl::run_nodes(RunContext& ctx) {
     if (options.profile) TRT_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
     for (size_t id : frees[i]) values[id] = Value{};
   }
+  // Graph outputs leave NCHW.
+  for (size_t id : output_ids) {
+    Value& v = values[id];
+    if (!v.defined() || !v.nhwc) continue;
+    Value c = in_layout(ctx, v, false);
+    v = std::move(c);
+  }
 }
 
-std::map<std::string, Tensor> Executor::Impl::collect_outputs() {
+// Called after mark(0) and mark(1) were recorded for this run.
+std::map<std::string, Tensor> Executor::Impl::collect_outputs(bool download) {
   const ir::Graph& g = model.graph;
   std::map<std::string, Tensor> result;
-  for (size_t k = 0; k < output_ids.size(); ++k) {
+  mark(2);
+  for (size_t k = 0; download && k < output_ids.size(); ++k) {
     Value& v = values[output_ids[k]];
     TRT_CHECK(v.defined(), ErrorCode::kInternal, "graph output '{}' was not computed",
               g.outputs[k].name);
@@ -371,8 +426,17 @@ std::map<std::string, Tensor> Executor::Impl::collect_outputs() {
       TRT_CUDA_CHECK(cudaMemcpyAsync(t.raw(), v.ptr, t.nbytes(), cudaMemcpyDeviceToHost, stream));
     result[g.outputs[k].name] = t;
   }
+  mark(3);
   TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  read_times();
   return result;
+}
+
+void Executor::Impl::read_times() {
+  float ms[3] = {0, 0, 0};
+  for (int k = 0; k < 3; ++k)
+    TRT_CUDA_CHECK(cudaEventElapsedTime(&ms[k], io_events[k], io_events[k + 1]));
+  last_times = {ms[0], ms[1], ms[2]};
 }
 
 std::map<std::string, Tensor> Executor::Impl::run_eager(
@@ -382,7 +446,9 @@ std::map<std::string, Tensor> Executor::Impl::run_eager(
     ~Reset() { impl->reset_activations(); }
   } reset{this};
   RunContext ctx = context(nullptr);
+  mark(0);
   upload_inputs(feeds, ctx);
+  mark(1);
   run_nodes(ctx);
   std::map<std::string, Tensor> result = collect_outputs();
   if (options.profile) {
@@ -461,14 +527,20 @@ std::map<std::string, Tensor> Executor::Impl::run(const std::map<std::string, Te
     }
   }
   if (graph_failed) return run_eager(feeds);
-  for (size_t k = 0; k < input_ids.size(); ++k) {
+  // The buffers still hold the previous run's inputs when the shapes are the same (the graph's
+  // own nodes never write to them).
+  const bool transfers = !options.no_data_transfers || last_signature != sig;
+  last_signature = sig;
+  mark(0);
+  for (size_t k = 0; transfers && k < input_ids.size(); ++k) {
     const Tensor& t = feeds.at(input_names[k]);
     if (t.nbytes())
       TRT_CUDA_CHECK(
           cudaMemcpyAsync(graph_inputs[k], t.raw(), t.nbytes(), cudaMemcpyHostToDevice, stream));
   }
+  mark(1);
   TRT_CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));
-  return collect_outputs();
+  return collect_outputs(!options.no_data_transfers);
 }
 
 std::vector<std::string> unsupported_nodes(const ir::Model& model) {
@@ -538,6 +610,21 @@ uint64_t Executor::device_activation_bytes() const {
   return impl_->alloc.peak_bytes();
 }
 
+std::shared_ptr<uint8_t> alloc_pinned(size_t bytes) {
+  if (!device_status().usable || bytes == 0) return nullptr;
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  std::memset(p, 0, bytes);
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { cudaFreeHost(q); });
+}
+
+RunTimes Executor::last_run_times() const {
+  return impl_->last_times;
+}
+
 std::vector<std::string> Executor::node_placement() const {
   std::vector<std::string> v;
   for (Placement p : impl_->placement)
@@ -549,10 +636,17 @@ std::vector<std::string> Executor::node_kernels() const {
   std::vector<std::string> v;
   for (size_t i = 0; i < impl_->placement.size(); ++i) {
     const Placement p = impl_->placement[i];
-    v.push_back(p == Placement::kGpu ? impl_->ops[i]->kernel()
-                                     : (p == Placement::kHost ? "host" : "constant"));
+    std::string k = p == Placement::kGpu ? impl_->ops[i]->kernel()
+                                         : (p == Placement::kHost ? "host" : "constant");
+    if (i < impl_->node_nhwc.size() && impl_->node_nhwc[i] && k.find("NHWC") == std::string::npos)
+      k += " NHWC";
+    v.push_back(k);
   }
   return v;
+}
+
+int64_t Executor::layout_conversions() const {
+  return impl_->conversions;
 }
 
 }  // namespace trtutils::cuda

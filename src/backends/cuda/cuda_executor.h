@@ -35,6 +35,9 @@ struct DeviceStatus {
 // Whether this build has the CUDA backend and a device it can run on. Never throws; the
 // result is computed once per process.
 DeviceStatus device_status();
+// `bytes` of zeroed page-locked host memory (cudaHostAlloc; host<->device copies from it run at
+// full PCIe speed and asynchronously), or nullptr when no usable device exists or it fails.
+std::shared_ptr<uint8_t> alloc_pinned(size_t bytes);
 
 struct ExecutorOptions {
   bool profile = false;  // per-layer times (CUDA events)
@@ -45,7 +48,22 @@ struct ExecutorOptions {
   // Float32 convolutions and matrix products may use TF32 tensor cores (TensorRT's default for
   // FP32 layers; ~1e-3 relative error). Off: exact float32 FMA arithmetic.
   bool allow_tf32 = false;
+  // Channels-last activations: float16 / bfloat16 convolutions (and float32 ones when
+  // allow_tf32) run NHWC on tensor cores with KRSC weights packed at upload; their outputs stay
+  // NHWC through pooling, BatchNormalization, activations and elementwise ops (same-layout
+  // operands or per-channel / scalar broadcasts); any other reader gets an NCHW copy (converted
+  // once per value) and graph outputs are always NCHW. Off: NCHW everywhere.
+  bool channels_last = true;
   int device = 0;  // CUDA device ordinal
+  // Same input shapes as the previous run: skip the input copies (the device keeps the previous
+  // inputs) and the output copies (run() returns an empty map). For benchmarks only.
+  bool no_data_transfers = false;
+};
+
+// The last run's host-to-device copies, node execution (or graph launch) and device-to-host
+// copies, measured with CUDA events on the executor's stream.
+struct RunTimes {
+  double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
 };
 
 struct LayerTime {
@@ -74,12 +92,18 @@ class Executor {
   const std::vector<LayerTime>& profile() const;
   uint64_t device_weight_bytes() const;      // initializers (and constants) uploaded
   uint64_t device_activation_bytes() const;  // peak bytes of the activation/workspace pool
+  RunTimes last_run_times() const;
   // Per node: "gpu" (a CUDA kernel), "host" (runs on the CPU each run: shape arithmetic) or
   // "constant" (evaluated once at construction).
   std::vector<std::string> node_placement() const;
-  // Per node, what computes it: "cuDNN + epilogue", "cuBLASLt", "cuBLASLt int8 (im2col)",
-  // "dequantize + cuDNN float32" (Q-op fallback), "CUDA kernel", "host", "constant".
+  // Per node, what computes it (after a run; "not run yet" before): "cuDNN fused" (bias /
+  // residual / ReLU inside the cuDNN call), "cuDNN + epilogue", "cuDNN fused NHWC",
+  // "cuBLASLt", "cuDNN int8 NHWC", "cuBLASLt int8 (im2col)", "dequantize + cuDNN float32"
+  // (Q-op fallback), "CUDA kernel", "CUDA kernel NHWC", "host", "constant".
+  // (A node whose output was channels-last in the last run ends with " NHWC".)
   std::vector<std::string> node_kernels() const;
+  // NCHW <-> NHWC conversions made in the last (eager or captured) run, graph outputs included.
+  int64_t layout_conversions() const;
 
  private:
   struct Impl;

@@ -95,15 +95,30 @@ std::shared_ptr<void> upload_bytes(const void* data, size_t bytes);
 // A tensor at run time: on the device (ptr), on the host (host), or both.
 struct Value {
   DataType dtype = DataType::kUndefined;
-  Shape shape;
+  Shape shape;  // always the logical (ONNX, channels-first) shape
   void* ptr = nullptr;
   std::shared_ptr<void> owner;  // keeps ptr's memory alive
-  Tensor host;                  // defined when the values are known on the host
+  Tensor host;                  // defined when the values are known on the host (always NCHW)
   bool constant = false;        // a weight: uploaded once into its own buffer, kept across runs
+  // Channels-last: a 4-D value whose device memory (ptr) is [N, H, W, C] for shape [N, C, H, W].
+  bool nhwc = false;
+  // The same tensor in the other layout, made by the executor for a reader that wants it (kept
+  // while this value lives, so that several such readers convert once).
+  std::shared_ptr<Value> other;
   bool defined() const { return dtype != DataType::kUndefined; }
   int64_t numel() const { return shape_numel(shape); }
   size_t nbytes() const { return dtype_storage_bytes(dtype, numel()); }
 };
+
+// The memory layout an op wants an input in before run() (the executor converts 4-D values
+// between NCHW and NHWC as asked; kAny takes the value as it is).
+enum class Layout { kAny, kNchw, kNhwc };
+// Whether a tensor of this shape has the same memory in NCHW and NHWC (rank <= 4, aligned to
+// 4-D: one channel, or a 1x1 spatial extent): such operands join channels-last elementwise ops
+// without conversion (per-channel and scalar broadcasts, the squeeze-excite gate).
+bool layout_free(const Shape& s);
+// [N, C, H, W] -> [N, H, W, C] of a shape aligned to rank 4 (leading 1s added).
+Shape nhwc_order(const Shape& s);
 
 // What a GPU op sees when it runs.
 class RunContext {
@@ -120,10 +135,13 @@ class RunContext {
   DeviceAllocator* alloc = nullptr;
   uint64_t* weight_bytes = nullptr;  // counts constants uploaded by dev()
   bool capturing = false;            // inside CUDA graph capture: no host <-> device copies
+  // Ops may run channels-last (NHWC): float16 / bfloat16 convolution chains, and float32 ones
+  // when allow_tf32 (ExecutorOptions::channels_last).
+  bool channels_last = false;
 
   // The device data of v, uploading host-only values (the upload is kept in v).
   const void* dev(Value& v);
-  // The host data of v, downloading device-only values (synchronises the stream).
+  // The host data of v (NCHW), downloading device-only values (synchronises the stream).
   const Tensor& host(Value& v);
   // Allocates v on the device with dtype/shape and returns the pointer.
   void* make(Value& v, DataType dtype, Shape shape);
@@ -145,6 +163,15 @@ class GpuOp {
                    const std::vector<Value*>& out) = 0;
   // What ran (for layer records and tests), e.g. "cuDNN", "cuBLASLt int8 (im2col)".
   virtual std::string kernel() const { return "CUDA kernel"; }
+  // Asked before every run(): the layout each input must have (want has one entry per input,
+  // preset to kNchw: ops that know nothing of channels-last get NCHW inputs). Ops that handle
+  // NHWC set kAny or kNhwc and mark their outputs' Value::nhwc.
+  virtual void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
+                            std::vector<Layout>& want) const {
+    (void)ctx;
+    (void)in;
+    (void)want;
+  }
 };
 
 // What a factory sees at construction.
@@ -186,9 +213,10 @@ k::Broadcast make_broadcast(const ir::Node& node, const Shape& out,
 // Strides of a C-order shape.
 std::vector<int64_t> strides_of(const Shape& s);
 
-// Convolution through cuDNN: descriptors and the algorithm (cudnnFind, once per shape) cached
-// by problem. Float32 (FMA, or TF32 when allowed), float16 and bfloat16 (float accumulation).
-// Asymmetric padding is materialised with a pad kernel.
+// Convolution through cuDNN: descriptors and the algorithm (cudnnFind, once per problem) cached
+// by problem. Float32 (FMA, or TF32 when allowed), float16 and bfloat16 (float accumulation),
+// and int8 x int8 (int32 accumulation, channels-last only). Asymmetric padding is materialised
+// with a pad kernel.
 struct ConvGeometry {
   int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
   size_t nspatial = 0;  // 1..3
@@ -199,26 +227,58 @@ struct ConvGeometry {
 ConvGeometry conv_geometry(const ir::Node& node, const Shape& x, const Shape& w);
 Shape conv_output_shape(const ConvGeometry& g);
 
+// Data types and memory layout of a convolution.
+struct ConvConfig {
+  DataType x_t = DataType::kFloat32;  // X and W: float32 / float16 / bfloat16, or int8
+  DataType y_t = DataType::kFloat32;  // Y (and the residual): x_t for floats; float32 for int8
+  // X, Y and the residual NHWC ([N, spatial..., C] in memory, 1-D as 2-D) and W [K, k..., C/g]
+  // ("KRSC"); int8 needs it (and channels that are multiples of 4). Otherwise NCHW and KCRS.
+  bool channels_last = false;
+  bool operator==(const ConvConfig&) const = default;
+};
+
+// What follows the convolution: Y = act(conv + bias + residual).
+struct ConvEpilogue {
+  const void* bias = nullptr;      // out_channels values of Y's dtype (null: none)
+  const void* residual = nullptr;  // Y's dtype, shape and layout (null: none)
+  k::Act act = k::Act::kNone;
+  float alpha = 0, beta = 0;  // activation parameters (Clip bounds, LeakyRelu slope)
+  bool empty() const { return !bias && !residual && act == k::Act::kNone; }
+};
+
 class CudnnConv {
  public:
   CudnnConv() = default;
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
   ~CudnnConv();
-  // y = conv(x, w) (y written, not accumulated).
-  void run(RunContext& ctx, const ConvGeometry& g, DataType dt, const void* x, const void* w,
-           void* y);
+  // y = epilogue(conv(x, w)) (y written, not accumulated). A bias / residual / ReLU or identity
+  // epilogue of a float convolution runs inside cuDNN (cudnnConvolutionBiasActivationForward;
+  // identity needs the IMPLICIT_PRECOMP_GEMM algorithm); other activations, and problems cuDNN
+  // refuses to fuse, run the convolution and then one epilogue kernel.
+  void run(RunContext& ctx, const ConvGeometry& g, const ConvConfig& c, const void* x,
+           const void* w, void* y, const ConvEpilogue& e = {});
+  // How the last run computed: "cuDNN fused", "cuDNN + epilogue" or "cuDNN" (no epilogue),
+  // with " NHWC" for channels-last; "not run yet" before the first run.
+  std::string how() const { return how_; }
 
  private:
   struct Plan;
-  Plan& plan(RunContext& ctx, const ConvGeometry& g, DataType dt);
+  Plan& plan(RunContext& ctx, const ConvGeometry& g, const ConvConfig& c, int fuse);
   std::map<std::string, std::shared_ptr<Plan>> plans_;
   // The last plan used (the common case: the same shapes every run), found without a key.
   ConvGeometry last_g_;
-  DataType last_dt_ = DataType::kUndefined;
+  ConvConfig last_c_;
+  int last_fuse_ = -1;
   bool last_tf32_ = false;
   Plan* last_ = nullptr;
+  std::string how_ = "not run yet";
 };
+
+// Converts a 4-D tensor between NCHW and NHWC (`to_nhwc`: src NCHW -> dst NHWC) for the logical
+// NCHW shape `nchw`; esz is the element size in bytes.
+void convert_layout(RunContext& ctx, size_t esz, const Shape& nchw, const void* src, void* dst,
+                    bool to_nhwc);
 
 // Matrix products through cuBLASLt, row-major: D[b] = alpha * op(A[b]) x op(B[b]) + beta * D[b]
 // (+ bias along N, + activation epilogue) for b < batch, with element strides between batch

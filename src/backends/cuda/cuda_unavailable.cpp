@@ -38,11 +38,20 @@ uint64_t Executor::device_weight_bytes() const {
 uint64_t Executor::device_activation_bytes() const {
   return 0;
 }
+std::shared_ptr<uint8_t> alloc_pinned(size_t) {
+  return nullptr;
+}
+RunTimes Executor::last_run_times() const {
+  return {};
+}
 std::vector<std::string> Executor::node_placement() const {
   return {};
 }
 std::vector<std::string> Executor::node_kernels() const {
   return {};
+}
+int64_t Executor::layout_conversions() const {
+  return 0;
 }
 
 }  // namespace trtutils::cuda

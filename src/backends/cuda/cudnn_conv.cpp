@@ -1,10 +1,12 @@
 // Convolution geometry and the cuDNN forward convolution (legacy API, which cuDNN 9 still
 // ships): descriptors and the algorithm chosen by cudnnFindConvolutionForwardAlgorithm are
-// cached per problem; the workspace comes from the executor's pool on every call.
+// cached per problem; the workspace comes from the executor's pool on every call. Bias,
+// residual and ReLU / identity epilogues run inside cudnnConvolutionBiasActivationForward.
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_ops.h"
 #include "ops/nn_geometry.h"
+#include "trtutils/logging.h"
 
 namespace trtutils::cuda {
 
@@ -46,39 +48,42 @@ Shape conv_output_shape(const ConvGeometry& g) {
   return s;
 }
 
-struct CudnnConv::Plan {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  size_t workspace = 0;
-  bool pad_input = false;  // asymmetric padding: X is padded explicitly first
-  Shape padded;
-  k::PadDesc pad;
-  ~Plan() {
-    if (x) cudnnDestroyTensorDescriptor(x);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-  }
-};
-
-CudnnConv::~CudnnConv() = default;
-
 namespace {
+
+// What the plan fuses into the cuDNN call.
+enum Fuse : int {
+  kPlain = 0,         // no epilogue
+  kFuseRelu = 1,      // bias + residual + ReLU in cudnnConvolutionBiasActivationForward
+  kFuseIdentity = 2,  // bias + residual, identity activation (IMPLICIT_PRECOMP_GEMM only)
+  kSeparate = 3,      // an epilogue cuDNN cannot fuse: conv, then our epilogue kernel
+};
 
 cudnnDataType_t cudnn_type(DataType dt) {
   if (dt == DataType::kFloat16) return CUDNN_DATA_HALF;
   if (dt == DataType::kBFloat16) return CUDNN_DATA_BFLOAT16;
+  if (dt == DataType::kInt8) return CUDNN_DATA_INT8;
+  if (dt == DataType::kInt32) return CUDNN_DATA_INT32;
   return CUDNN_DATA_FLOAT;
 }
 
-void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, const std::vector<int>& dims) {
+// dims in logical order [N, C, spatial...]; strides of NCHW, or of NHWC when channels_last.
+void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, const std::vector<int>& dims,
+                bool channels_last) {
   std::vector<int> strides(dims.size());
-  int acc = 1;
-  for (size_t i = dims.size(); i-- > 0;) {
-    strides[i] = acc;
-    acc *= dims[i];
+  if (channels_last) {
+    strides[1] = 1;
+    int acc = dims[1];
+    for (size_t i = dims.size(); i-- > 2;) {
+      strides[i] = acc;
+      acc *= dims[i];
+    }
+    strides[0] = acc;
+  } else {
+    int acc = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      strides[i] = acc;
+      acc *= dims[i];
+    }
   }
   TRT_CUDNN_CHECK(
       cudnnSetTensorNdDescriptor(d, t, static_cast<int>(dims.size()), dims.data(), strides.data()));
@@ -92,23 +97,56 @@ int as_int(const ir::Node& node, int64_t v) {
 
 }  // namespace
 
-CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, DataType dt) {
-  if (last_ && last_dt_ == dt && last_tf32_ == ctx.allow_tf32 && last_g_ == g) return *last_;
+struct CudnnConv::Plan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspace = 0;
+  bool fused = false;   // the epilogue runs inside cudnnConvolutionBiasActivationForward
+  std::string refused;  // why a fusable epilogue is not fused
+  std::shared_ptr<void> zero_bias;  // the fused call's bias when the node has none
+  bool pad_input = false;           // asymmetric padding: X is padded explicitly first
+  int64_t padded_numel = 0;
+  k::PadDesc pad;  // in X's memory order
+  ~Plan() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (bias) cudnnDestroyTensorDescriptor(bias);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+  }
+};
+
+CudnnConv::~CudnnConv() = default;
+
+CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const ConvConfig& c,
+                                 int fuse) {
+  if (last_ && last_fuse_ == fuse && last_tf32_ == ctx.allow_tf32 && last_c_ == c && last_g_ == g)
+    return *last_;
   const ir::Node& node = *ctx.node;
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}", dtype_name(dt), g.batch, g.in_channels,
-                                g.out_channels, g.group, ctx.allow_tf32);
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", dtype_name(c.x_t), dtype_name(c.y_t),
+                                c.channels_last, fuse, g.batch, g.in_channels, g.out_channels,
+                                g.group, ctx.allow_tf32);
   for (size_t i = 0; i < g.nspatial; ++i)
     key += fmt::format("|{},{},{},{},{},{}", g.in[i], g.kernel[i], g.stride[i], g.dilation[i],
                        g.pad_begin[i], g.pad_end[i]);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) {
-    last_ = it->second.get();
+  auto remember = [&](Plan* p) -> Plan& {
+    last_ = p;
     last_g_ = g;
-    last_dt_ = dt;
+    last_c_ = c;
+    last_fuse_ = fuse;
     last_tf32_ = ctx.allow_tf32;
-    return *last_;
-  }
+    return *p;
+  };
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return remember(it->second.get());
 
+  const bool int8 = c.x_t == DataType::kInt8;
+  TRT_CHECK(!int8 || c.channels_last, ErrorCode::kInternal,
+            "{}: int8 convolutions run channels-last only", node.describe());
   auto p = std::make_unique<Plan>();
   // 1-D runs as 2-D with a unit height.
   const size_t ns = std::max<size_t>(g.nspatial, 2);
@@ -123,21 +161,25 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, DataTyp
     if (g.pad_begin[i] != g.pad_end[i]) p->pad_input = true;
   }
   if (p->pad_input) {
+    // X's memory order: [N, C, spatial...] or [N, spatial..., C].
+    const int64_t first_spatial = c.channels_last ? 1 : 2;
+    const int64_t channel_axis = c.channels_last ? static_cast<int64_t>(1 + g.nspatial) : 1;
     p->pad.rank = static_cast<int>(2 + g.nspatial);
     p->pad.in[0] = p->pad.out[0] = g.batch;
-    p->pad.in[1] = p->pad.out[1] = g.in_channels;
-    p->padded = {g.batch, g.in_channels};
+    p->pad.in[channel_axis] = p->pad.out[channel_axis] = g.in_channels;
+    p->padded_numel = g.batch * g.in_channels;
     for (size_t i = 0; i < g.nspatial; ++i) {
-      p->pad.in[2 + i] = g.in[i];
-      p->pad.out[2 + i] = g.in[i] + g.pad_begin[i] + g.pad_end[i];
-      p->pad.pad_begin[2 + i] = g.pad_begin[i];
-      p->padded.push_back(p->pad.out[2 + i]);
-      in[lead + i] = p->pad.out[2 + i];
+      const int64_t a = first_spatial + static_cast<int64_t>(i);
+      p->pad.in[a] = g.in[i];
+      p->pad.out[a] = g.in[i] + g.pad_begin[i] + g.pad_end[i];
+      p->pad.pad_begin[a] = g.pad_begin[i];
+      p->padded_numel *= p->pad.out[a];
+      in[lead + i] = p->pad.out[a];
     }
   } else {
     for (size_t i = 0; i < g.nspatial; ++i) pad[lead + i] = g.pad_begin[i];
   }
-  const cudnnDataType_t t = cudnn_type(dt);
+  const cudnnDataType_t xt = cudnn_type(c.x_t), yt = cudnn_type(c.y_t);
   std::vector<int> xd{as_int(node, g.batch), as_int(node, g.in_channels)};
   std::vector<int> yd{as_int(node, g.batch), as_int(node, g.out_channels)};
   std::vector<int> wd{as_int(node, g.out_channels), as_int(node, g.in_channels / g.group)};
@@ -154,15 +196,17 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, DataTyp
   TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
   TRT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
   TRT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-  set_tensor(p->x, t, xd);
-  set_tensor(p->y, t, yd);
-  TRT_CUDNN_CHECK(cudnnSetFilterNdDescriptor(p->w, t, CUDNN_TENSOR_NCHW,
-                                             static_cast<int>(wd.size()), wd.data()));
-  TRT_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(p->conv, static_cast<int>(ns), pads.data(),
-                                                  strides.data(), dils.data(),
-                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  set_tensor(p->x, xt, xd, c.channels_last);
+  set_tensor(p->y, yt, yd, c.channels_last);
+  TRT_CUDNN_CHECK(
+      cudnnSetFilterNdDescriptor(p->w, xt, c.channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                 static_cast<int>(wd.size()), wd.data()));
+  TRT_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(
+      p->conv, static_cast<int>(ns), pads.data(), strides.data(), dils.data(),
+      CUDNN_CROSS_CORRELATION, int8 ? CUDNN_DATA_INT32 : CUDNN_DATA_FLOAT));
   TRT_CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv, static_cast<int>(g.group)));
-  const bool fp32 = dt == DataType::kFloat32;
+  const bool fp32 = c.x_t == DataType::kFloat32;
+  const bool fma_only = fp32 && !ctx.allow_tf32;
   const cudnnMathType_t math =
       fp32 ? (ctx.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH) : CUDNN_TENSOR_OP_MATH;
   TRT_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, math));
@@ -177,43 +221,135 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, DataTyp
   int found = 0;
   TRT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(
       ctx.cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
-  bool chosen = false;
-  for (int i = 0; i < found && !chosen; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    if (fp32 && !ctx.allow_tf32 && perf[i].mathType != CUDNN_FMA_MATH &&
-        perf[i].mathType != CUDNN_DEFAULT_MATH)
-      continue;
-    p->algo = perf[i].algo;
-    p->workspace = perf[i].memory;
-    TRT_CUDNN_CHECK(cudnnSetConvolutionMathType(
-        p->conv, fp32 && !ctx.allow_tf32 ? CUDNN_FMA_MATH : perf[i].mathType));
-    chosen = true;
+  auto usable = [&](const cudnnConvolutionFwdAlgoPerf_t& r) {
+    if (r.status != CUDNN_STATUS_SUCCESS) return false;
+    return !fma_only || r.mathType == CUDNN_FMA_MATH || r.mathType == CUDNN_DEFAULT_MATH;
+  };
+  const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
+  for (int i = 0; i < found && !chosen; ++i)
+    if (usable(perf[i])) chosen = &perf[i];
+  TRT_CHECK(chosen, ErrorCode::kNotSupported,
+            "{}: cuDNN has no algorithm for this convolution ({} x {} -> {}{})", node.describe(),
+            dtype_name(c.x_t), dtype_name(c.x_t), dtype_name(c.y_t),
+            c.channels_last ? ", NHWC" : "");
+  if (fuse == kFuseIdentity) {
+    // cuDNN fuses an identity activation only with IMPLICIT_PRECOMP_GEMM.
+    const cudnnConvolutionFwdAlgoPerf_t* precomp = nullptr;
+    for (int i = 0; i < found && !precomp; ++i)
+      if (usable(perf[i]) && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+        precomp = &perf[i];
+    if (precomp) {
+      chosen = precomp;
+      p->fused = true;
+    } else {
+      p->refused = "no IMPLICIT_PRECOMP_GEMM algorithm for an identity epilogue";
+    }
+  } else if (fuse == kFuseRelu) {
+    p->fused = true;
   }
-  TRT_CHECK(chosen, ErrorCode::kNotSupported, "{}: cuDNN has no algorithm for this convolution",
-            node.describe());
-  last_ = p.get();
-  last_g_ = g;
-  last_dt_ = dt;
-  last_tf32_ = ctx.allow_tf32;
-  return *plans_.emplace(key, std::move(p)).first->second;
+  p->algo = chosen->algo;
+  p->workspace = chosen->memory;
+  TRT_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(p->conv, fma_only ? CUDNN_FMA_MATH : chosen->mathType));
+  if (p->fused) {
+    TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias));
+    std::vector<int> bd(yd.size(), 1);
+    bd[1] = yd[1];
+    set_tensor(p->bias, yt, bd, false);
+    TRT_CUDNN_CHECK(cudnnCreateActivationDescriptor(&p->act));
+    TRT_CUDNN_CHECK(cudnnSetActivationDescriptor(
+        p->act, fuse == kFuseRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+        CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    const size_t bytes = dtype_storage_bytes(c.y_t, g.out_channels);
+    p->zero_bias = device_malloc(bytes);
+    TRT_CUDA_CHECK(cudaMemsetAsync(p->zero_bias.get(), 0, bytes, ctx.stream));
+  }
+  Plan* raw = p.get();
+  plans_.emplace(key, std::move(p));
+  return remember(raw);
 }
 
-void CudnnConv::run(RunContext& ctx, const ConvGeometry& g, DataType dt, const void* x,
-                    const void* w, void* y) {
-  Plan& p = plan(ctx, g, dt);
+void CudnnConv::run(RunContext& ctx, const ConvGeometry& g, const ConvConfig& c, const void* x,
+                    const void* w, void* y, const ConvEpilogue& e) {
+  const bool is_float = c.x_t != DataType::kInt8;
+  int fuse = kPlain;
+  if (!e.empty()) {
+    fuse = kSeparate;
+    if (is_float && e.act == k::Act::kRelu) fuse = kFuseRelu;
+    if (is_float && e.act == k::Act::kNone) fuse = kFuseIdentity;
+  }
+  Plan& p = plan(ctx, g, c, fuse);
   std::shared_ptr<void> padded, ws;
   if (p.pad_input) {
-    const int64_t n = shape_numel(p.padded);
-    padded = ctx.scratch(dtype_storage_bytes(dt, n));
-    ctx.check(
-        k::pad(static_cast<size_t>(dtype_bits(dt) / 8), x, padded.get(), p.pad, n, ctx.stream),
-        "Pad");
+    padded = ctx.scratch(dtype_storage_bytes(c.x_t, p.padded_numel));
+    ctx.check(k::pad(static_cast<size_t>(dtype_bits(c.x_t) / 8), x, padded.get(), p.pad,
+                     p.padded_numel, ctx.stream),
+              "Pad");
     x = padded.get();
   }
   if (p.workspace) ws = ctx.scratch(p.workspace);
+  const std::string layout =
+      std::string(c.channels_last ? " NHWC" : "") + (c.x_t == DataType::kInt8 ? " int8" : "");
+  if (p.fused) {
+    const float alpha1 = 1.0f, alpha2 = e.residual ? 1.0f : 0.0f;
+    // With alpha2 = 0 the z operand is not read; it may alias y.
+    const void* z = e.residual ? e.residual : y;
+    const void* bias = e.bias ? e.bias : p.zero_bias.get();
+    const cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
+        ctx.cudnn, &alpha1, p.x, x, p.w, w, p.conv, p.algo, ws.get(), p.workspace, &alpha2, p.y, z,
+        p.bias, bias, p.act, p.y, y);
+    if (s == CUDNN_STATUS_SUCCESS) {
+      how_ = "cuDNN fused" + layout;
+      return;
+    }
+    // Refused (a combination this cuDNN does not fuse): conv + epilogue kernel from now on.
+    // Inside a CUDA graph capture there is no second chance (the eager run decided already).
+    if (ctx.capturing) throw_cudnn(s, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
+    (void)cudaGetLastError();
+    p.fused = false;
+    p.refused = cudnnGetErrorString(s);
+    TRT_LOG_WARN("{}: cuDNN refused the fused convolution ({}); running conv + epilogue kernel",
+                 ctx.node->describe(), p.refused);
+  }
   const float alpha = 1.0f, beta = 0.0f;
   TRT_CUDNN_CHECK(cudnnConvolutionForward(ctx.cudnn, &alpha, p.x, x, p.w, w, p.conv, p.algo,
                                           ws.get(), p.workspace, &beta, p.y, y));
+  if (e.empty()) {
+    how_ = "cuDNN" + layout;
+    return;
+  }
+  const int64_t n = shape_numel(conv_output_shape(g));
+  const int64_t inner = c.channels_last ? 1 : n / std::max<int64_t>(1, g.batch * g.out_channels);
+  ctx.check(k::bias_act(c.y_t, y, e.bias, e.residual, n, g.out_channels, inner, e.act, e.alpha,
+                        e.beta, ctx.stream),
+            "conv epilogue");
+  how_ = "cuDNN + epilogue" + layout + (p.refused.empty() ? "" : " (not fused: " + p.refused + ")");
+}
+
+void convert_layout(RunContext& ctx, size_t esz, const Shape& nchw, const void* src, void* dst,
+                    bool to_nhwc) {
+  TRT_INTERNAL_CHECK(nchw.size() == 4);
+  const int64_t n = nchw[0], c = nchw[1], hw = nchw[2] * nchw[3];
+  const int64_t total = n * c * hw;
+  if (total == 0) return;
+  require_indexable(*ctx.node, total);
+  k::Broadcast bc;
+  bc.rank = 3;
+  bc.dims[0] = n;
+  bc.strides[0][0] = c * hw;
+  if (to_nhwc) {  // out [N, HW, C] reads NCHW
+    bc.dims[1] = hw;
+    bc.dims[2] = c;
+    bc.strides[0][1] = 1;
+    bc.strides[0][2] = hw;
+  } else {  // out [N, C, HW] reads NHWC
+    bc.dims[1] = c;
+    bc.dims[2] = hw;
+    bc.strides[0][1] = 1;
+    bc.strides[0][2] = c;
+  }
+  ctx.check(k::strided_copy(esz, src, dst, bc, 0, total, ctx.stream),
+            to_nhwc ? "NCHW->NHWC" : "NHWC->NCHW");
 }
 
 }  // namespace trtutils::cuda

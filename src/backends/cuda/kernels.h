@@ -132,8 +132,9 @@ cudaError_t pad(size_t esz, const void* x, void* y, const PadDesc& p, int64_t nu
                 cudaStream_t stream);
 
 // ---- pooling / normalisation / reductions --------------------------------------------------
-struct PoolDesc {      // spatial axes padded to 3 (leading axes of size 1)
-  int64_t planes = 0;  // N * C
+struct PoolDesc {        // spatial axes padded to 3 (leading axes of size 1)
+  int64_t planes = 0;    // N * C (channels-first), or N (channels-last)
+  int64_t channels = 0;  // > 0: channels-last, x and y [N, spatial..., C] with C = channels
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1},
           dilation[3] = {1, 1, 1}, pad_begin[3] = {0, 0, 0}, pad_end[3] = {0, 0, 0};
 };
@@ -193,6 +194,19 @@ struct Im2ColDesc {
   uint8_t xor_mask = 0;
 };
 cudaError_t im2col(const void* x, void* col, const Im2ColDesc& d, cudaStream_t stream);
+// The channels-last 2-D im2col: col [rows, kp] bytes from x [N, H, W, C] bytes, row
+// (n * OH + oh) * OW + ow, column (a * KW + b) * C + c (W's [M, KH, KW, C] order) reading
+// x[n, oh * SH - PH + a * DH, ow * SW - PW + b * DW, c] (pad_value outside), XORed with xor_mask;
+// columns [KH * KW * C, kp) are 0. Moves 16, 8, 4 or 1 bytes per thread (the largest dividing C
+// and kp). rows must be below 2^31.
+struct Im2ColNhwcDesc {
+  int32_t batch = 0, h = 0, w = 0, c = 0, oh = 0, ow = 0;
+  int32_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t kp = 0;
+  uint8_t pad_value = 0;
+  uint8_t xor_mask = 0;
+};
+cudaError_t im2col_nhwc(const void* x, void* col, const Im2ColNhwcDesc& d, cudaStream_t stream);
 // y[i] = x[i] ^ mask over n bytes (uint8 -> int8 activations).
 cudaError_t xor_bytes(const void* x, void* y, int64_t n, uint8_t mask, cudaStream_t stream);
 

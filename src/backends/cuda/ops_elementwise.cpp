@@ -14,13 +14,23 @@ namespace {
 using k::Binary;
 using k::Unary;
 
+// Ops computing each output element from the same element of input 0: they take X in either
+// layout (the output keeps it); other inputs (scalars, per-channel parameters) stay NCHW.
+class SameLayoutOp : public GpuOp {
+ public:
+  void want_layouts(const RunContext&, const std::vector<Value*>&,
+                    std::vector<Layout>& want) const override {
+    if (!want.empty()) want[0] = Layout::kAny;
+  }
+};
+
 // ---- unary ------------------------------------------------------------------------------------
 struct UnaryParams {
   Unary op;
   float alpha = 0, beta = 0;
 };
 
-class UnaryOp : public GpuOp {
+class UnaryOp : public SameLayoutOp {
  public:
   explicit UnaryOp(UnaryParams p) : p_(p) {}
   void run(RunContext& ctx, const std::vector<Value*>& in,
@@ -33,6 +43,7 @@ class UnaryOp : public GpuOp {
     if (!(int_ok && int_dt)) require_float(*ctx.node, x.dtype, "input 0");
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), x.dtype, x.shape);
+    out[0]->nhwc = x.nhwc;
     ctx.check(k::unary(p_.op, x.dtype, px, py, x.numel(), p_.alpha, p_.beta, ctx.stream),
               ctx.node->op_type.c_str());
   }
@@ -50,7 +61,7 @@ void add_unary(OpTable& t, const char* name, Unary op,
   };
 }
 
-class ClipOp : public GpuOp {
+class ClipOp : public SameLayoutOp {
  public:
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
@@ -77,6 +88,7 @@ class ClipOp : public GpuOp {
     }
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), x.dtype, x.shape);
+    out[0]->nhwc = x.nhwc;
     // Float bounds in float (infinities kept); integer bounds clamp to what float holds.
     const float flo = static_cast<float>(std::max(lo, -3.4e38));
     const float fhi = static_cast<float>(std::min(hi, 3.4e38));
@@ -96,7 +108,9 @@ bool binary_dtype_ok(Binary op, DataType dt) {
          dt == DataType::kUInt8;
 }
 
-// y = a op b into out (allocated here), broadcasting.
+// y = a op b into out (allocated here), broadcasting. Channels-last when an operand is NHWC
+// (binary_layouts made every other operand NHWC or layout-free): the broadcast runs over the
+// NHWC-ordered shapes and the output is NHWC.
 void run_binary(RunContext& ctx, Binary op, Value& a, Value& b, Value& out) {
   const ir::Node& node = *ctx.node;
   TRT_CHECK_ARG(a.dtype == b.dtype, "{}: inputs have different dtypes ({} and {}); insert a Cast",
@@ -106,20 +120,49 @@ void run_binary(RunContext& ctx, Binary op, Value& a, Value& b, Value& out) {
             dtype_name(a.dtype), node.op_type);
   const Shape shape = ops::broadcast_shapes(a.shape, b.shape, node);
   require_indexable(node, shape_numel(shape));
-  const k::Broadcast bc = make_broadcast(node, shape, {&a.shape, &b.shape});
+  const bool nhwc = a.nhwc || b.nhwc;
+  k::Broadcast bc;
+  if (nhwc) {
+    TRT_CHECK(
+        shape.size() == 4 && (a.nhwc || layout_free(a.shape)) && (b.nhwc || layout_free(b.shape)),
+        ErrorCode::kInternal, "{}: operand layouts do not match", node.describe());
+    const Shape ps = nhwc_order(shape), pa = nhwc_order(a.shape), pb = nhwc_order(b.shape);
+    bc = make_broadcast(node, ps, {&pa, &pb});
+  } else {
+    bc = make_broadcast(node, shape, {&a.shape, &b.shape});
+  }
   const void* pa = ctx.dev(a);
   const void* pb = ctx.dev(b);
   const DataType ot = k::binary_is_comparison(op) ? DataType::kBool : a.dtype;
   // The output may reuse an input's buffer only when it is a fresh value (never here: outputs
   // are always new allocations).
   void* py = ctx.make(out, ot, shape);
+  out.nhwc = nhwc;
   ctx.check(k::binary(op, a.dtype, pa, pb, py, bc, shape_numel(shape), ctx.stream),
             node.op_type.c_str());
+}
+
+// Channels-last for a binary op: when an operand is NHWC and every other one is NHWC, layout-free
+// (per-channel / scalar broadcasts) or a 4-D value that can be converted; otherwise NCHW.
+void binary_layouts(const std::vector<Value*>& in, std::vector<Layout>& want) {
+  bool any = false, ok = true;
+  for (const Value* v : in) {
+    if (!v) continue;
+    any = any || v->nhwc;
+    ok = ok && (v->nhwc || layout_free(v->shape) || v->shape.size() == 4);
+  }
+  if (!any || !ok) return;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) want[i] = in[i]->nhwc || layout_free(in[i]->shape) ? Layout::kAny : Layout::kNhwc;
 }
 
 class BinaryOp : public GpuOp {
  public:
   explicit BinaryOp(Binary op) : op_(op) {}
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    binary_layouts(in, want);
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     Value& a = *in.at(0);
@@ -130,6 +173,7 @@ class BinaryOp : public GpuOp {
       Value e;
       const void* pb = ctx.dev(b);
       void* pe = ctx.make(e, a.dtype, b.shape);
+      e.nhwc = b.nhwc;
       ctx.check(k::cast(b.dtype, a.dtype, pb, pe, b.numel(), true, ctx.stream), "Cast");
       run_binary(ctx, op_, a, e, *out.at(0));
       return;
@@ -235,7 +279,7 @@ class WhereOp : public GpuOp {
   }
 };
 
-class CastOp : public GpuOp {
+class CastOp : public SameLayoutOp {
  public:
   CastOp(DataType to, bool saturate) : to_(to), saturate_(saturate) {}
   void run(RunContext& ctx, const std::vector<Value*>& in,
@@ -246,10 +290,12 @@ class CastOp : public GpuOp {
               dtype_name(x.dtype));
     if (x.dtype == to_) {
       ctx.alias(*out.at(0), x, x.shape);
+      out[0]->nhwc = x.nhwc;
       return;
     }
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), to_, x.shape);
+    out[0]->nhwc = x.nhwc;
     ctx.check(k::cast(x.dtype, to_, px, py, x.numel(), saturate_, ctx.stream), "Cast");
   }
 
@@ -266,7 +312,7 @@ class IdentityOp : public GpuOp {
   }
 };
 
-class BatchNormOp : public GpuOp {
+class BatchNormOp : public SameLayoutOp {
  public:
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
@@ -277,7 +323,7 @@ class BatchNormOp : public GpuOp {
                   shape_str(x.shape));
     const int64_t c = x.shape[1];
     const int64_t nc = x.shape[0] * c;
-    const int64_t inner = nc > 0 ? x.numel() / nc : 0;
+    const int64_t inner = x.nhwc ? 1 : (nc > 0 ? x.numel() / nc : 0);
     bool constant = true;
     for (size_t i = 1; i < in.size(); ++i) constant = constant && in[i] && in[i]->constant;
     if (!scale_ || channels_ != c || !constant) {
@@ -304,6 +350,7 @@ class BatchNormOp : public GpuOp {
     }
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), x.dtype, x.shape);
+    out[0]->nhwc = x.nhwc;
     ctx.check(
         k::channel_affine(x.dtype, px, py, static_cast<const float*>(scale_.get()),
                           static_cast<const float*>(shift_.get()), x.numel(), c, inner, ctx.stream),

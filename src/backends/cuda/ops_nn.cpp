@@ -1,11 +1,13 @@
-// GPU ops of the nn family: Conv and com.trtutils::FusedConv (cuDNN, then one epilogue kernel
-// for bias + residual + activation), the pools, Softmax/LogSoftmax, LayerNormalization and the
-// reductions.
+// GPU ops of the nn family: Conv and com.trtutils::FusedConv (cuDNN, with bias + residual +
+// ReLU / identity fused into the cuDNN call, other activations as one epilogue kernel), the pools,
+// Softmax/LogSoftmax, LayerNormalization and the reductions.
 #include <algorithm>
+#include <cstring>
 
 #include "backends/cuda/cuda_ops.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
+#include "trtutils/logging.h"
 
 namespace trtutils::cuda {
 
@@ -22,10 +24,40 @@ PostOps read_post_ops(const ir::Node& node) {
   return {to_kernel_act(a.kind), a.alpha, a.beta};
 }
 
+// Channels-last convolutions: 2-D, on tensor-core dtypes (float32 only with TF32).
+bool conv_channels_last(const RunContext& ctx, const Value& x) {
+  if (!ctx.channels_last || x.shape.size() != 4) return false;
+  return x.dtype == DataType::kFloat16 || x.dtype == DataType::kBFloat16 ||
+         (x.dtype == DataType::kFloat32 && ctx.allow_tf32);
+}
+
+// [K, C/g, k...] -> [K, k..., C/g] bytes (KCRS -> KRSC).
+Tensor pack_krsc(const Tensor& w) {
+  const int64_t k = w.dim(0), c = w.dim(1), rs = w.numel() / std::max<int64_t>(1, k * c);
+  const size_t esz = static_cast<size_t>(dtype_bits(w.dtype()) / 8);
+  Tensor r = Tensor::uninitialized(w.dtype(), w.shape());
+  const auto* src = static_cast<const uint8_t*>(w.raw());
+  auto* dst = static_cast<uint8_t*>(r.raw());
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t p = 0; p < rs; ++p)
+        std::memcpy(dst + ((o * rs + p) * c + ci) * esz, src + ((o * c + ci) * rs + p) * esz, esz);
+  return r;
+}
+
 class ConvOp : public GpuOp {
  public:
   explicit ConvOp(PostOps post) : post_(post) {}
-  std::string kernel() const override { return "cuDNN + epilogue"; }
+  std::string kernel() const override {
+    return conv_.how() + (nhwc_refused_.empty() ? "" : " (NHWC refused: " + nhwc_refused_ + ")");
+  }
+  void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (!in.at(0) || !conv_channels_last(ctx, *in[0]) || !nhwc_refused_.empty()) return;
+    want[0] = Layout::kNhwc;
+    for (size_t i = 1; i < want.size(); ++i) want[i] = Layout::kAny;  // W, B: packed here
+    if (want.size() > 3) want[3] = Layout::kNhwc;                     // the residual
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -50,23 +82,75 @@ class ConvOp : public GpuOp {
                     "{}: residual {} {} must have the output's dtype and shape {} {}",
                     node.describe(), dtype_name(r->dtype), shape_str(r->shape), dtype_name(dt),
                     shape_str(ys));
+    const bool cl = x.nhwc;
+    TRT_CHECK(!r || r->nhwc == cl, ErrorCode::kInternal, "{}: the residual's layout differs",
+              node.describe());
     const void* px = ctx.dev(x);
-    const void* pw = ctx.dev(w);
     void* py = ctx.make(*out.at(0), dt, ys);
-    const int64_t n = shape_numel(ys);
-    if (n == 0) return;
-    conv_.run(ctx, g, dt, px, pw, py);
-    if (b || r || post_.act != k::Act::kNone) {
-      const int64_t inner = n / (g.batch * g.out_channels);
-      ctx.check(k::bias_act(dt, py, b ? ctx.dev(*b) : nullptr, r ? ctx.dev(*r) : nullptr, n,
-                            g.out_channels, inner, post_.act, post_.alpha, post_.beta, ctx.stream),
-                "conv epilogue");
+    out[0]->nhwc = cl;
+    if (shape_numel(ys) == 0) return;
+    ConvEpilogue e;
+    e.bias = b ? ctx.dev(*b) : nullptr;
+    e.residual = r ? ctx.dev(*r) : nullptr;
+    e.act = post_.act;
+    e.alpha = post_.alpha;
+    e.beta = post_.beta;
+    std::shared_ptr<void> x_back, r_back;  // NCHW copies for the run that finds out
+    if (cl) {
+      try {
+        std::shared_ptr<void> w_scratch;
+        const void* pw = krsc_weights(ctx, w, w_scratch);
+        conv_.run(ctx, g, ConvConfig{dt, dt, true}, px, pw, py, e);
+        return;
+      } catch (const Error& err) {
+        // A problem cuDNN does not run channels-last (found on the eager first run): NCHW from
+        // now on; this run converts X (and the residual) back.
+        if (ctx.capturing) throw;
+        (void)cudaGetLastError();
+        nhwc_refused_ = err.what();
+        TRT_LOG_WARN("{}: channels-last convolution refused ({}); running it NCHW", node.describe(),
+                     nhwc_refused_);
+      }
+      const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
+      x_back = ctx.scratch(x.nbytes());
+      convert_layout(ctx, esz, x.shape, px, x_back.get(), false);
+      px = x_back.get();
+      if (r) {
+        r_back = ctx.scratch(r->nbytes());
+        convert_layout(ctx, esz, r->shape, e.residual, r_back.get(), false);
+        e.residual = r_back.get();
+      }
+      out[0]->nhwc = false;
     }
+    conv_.run(ctx, g, ConvConfig{dt, dt, false}, px, ctx.dev(w), py, e);
   }
 
  private:
+  // W as KRSC: packed once on the host for a constant (the KCRS copy is never uploaded),
+  // converted on the device into `scratch` otherwise.
+  const void* krsc_weights(RunContext& ctx, Value& w, std::shared_ptr<void>& scratch) {
+    if (w.constant && w.host.defined()) {
+      if (!w_krsc_ || w_src_ != w.host.raw()) {
+        const Tensor packed = pack_krsc(w.host);
+        w_krsc_ = upload_bytes(packed.raw(), packed.nbytes());
+        w_src_ = w.host.raw();
+        if (ctx.weight_bytes) *ctx.weight_bytes += packed.nbytes();
+      }
+      return w_krsc_.get();
+    }
+    TRT_CHECK(w.shape.size() == 4, ErrorCode::kInternal, "{}: W must be 4-D", ctx.node->describe());
+    const void* src = ctx.dev(w);
+    scratch = ctx.scratch(w.nbytes());
+    convert_layout(ctx, static_cast<size_t>(dtype_bits(w.dtype) / 8), w.shape, src, scratch.get(),
+                   true);
+    return scratch.get();
+  }
+
   PostOps post_;
   CudnnConv conv_;
+  std::shared_ptr<void> w_krsc_;
+  const void* w_src_ = nullptr;
+  std::string nhwc_refused_;  // why this convolution runs NCHW after all
 };
 
 // ---- pools
@@ -99,6 +183,11 @@ k::PoolDesc pool_desc(const ir::Node& node, const Shape& x, Shape& out_shape) {
 class PoolOp : public GpuOp {
  public:
   explicit PoolOp(bool is_max) : is_max_(is_max) {}
+  std::string kernel() const override { return nhwc_ ? "CUDA kernel NHWC" : "CUDA kernel"; }
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (in.at(0) && in[0]->shape.size() == 4) want[0] = Layout::kAny;  // NHWC kernel too
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -106,10 +195,16 @@ class PoolOp : public GpuOp {
     const bool int8 = x.dtype == DataType::kInt8 || x.dtype == DataType::kUInt8;
     if (!(is_max_ && int8)) require_float(node, x.dtype, "input X");
     Shape ys;
-    const k::PoolDesc p = pool_desc(node, x.shape, ys);
+    k::PoolDesc p = pool_desc(node, x.shape, ys);
     require_indexable(node, shape_numel(ys));
+    nhwc_ = x.nhwc;
+    if (x.nhwc) {
+      p.planes = x.shape[0];
+      p.channels = x.shape[1];
+    }
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), x.dtype, ys);
+    out[0]->nhwc = x.nhwc;
     if (is_max_) {
       ctx.check(k::max_pool(x.dtype, px, py, p, ctx.stream), "MaxPool");
     } else {
@@ -121,11 +216,17 @@ class PoolOp : public GpuOp {
 
  private:
   bool is_max_;
+  bool nhwc_ = false;
 };
 
 class GlobalPoolOp : public GpuOp {
  public:
   explicit GlobalPoolOp(bool is_max) : is_max_(is_max) {}
+  std::string kernel() const override { return nhwc_ ? "CUDA kernel NHWC" : "CUDA kernel"; }
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (in.at(0) && in[0]->shape.size() == 4) want[0] = Layout::kAny;
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -139,13 +240,22 @@ class GlobalPoolOp : public GpuOp {
     const int64_t planes = x.shape[0] * x.shape[1];
     const int64_t size = planes > 0 ? x.numel() / planes : 0;
     const void* px = ctx.dev(x);
-    void* py = ctx.make(*out.at(0), x.dtype, ys);
+    void* py = ctx.make(*out.at(0), x.dtype, ys);  // [N, C, 1, 1]: the same in both layouts
+    nhwc_ = x.nhwc;
+    if (x.nhwc) {  // [N, HW, C]: reduce the middle axis
+      const int64_t c = x.shape[1];
+      ctx.check(k::reduce(x.dtype, is_max_ ? k::Reduce::kMax : k::Reduce::kMean, px, py, x.shape[0],
+                          size, c, ctx.stream),
+                node.op_type.c_str());
+      return;
+    }
     ctx.check(k::global_pool(x.dtype, px, py, planes, size, is_max_, ctx.stream),
               node.op_type.c_str());
   }
 
  private:
   bool is_max_;
+  bool nhwc_ = false;
 };
 
 // ---- softmax / layer norm / reduce ------------------------------------------------------------

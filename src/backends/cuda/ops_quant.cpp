@@ -1,19 +1,24 @@
 // QuantizeLinear / DequantizeLinear and the quantized islands com.trtutils::QConv / QGemm /
 // QMatMul (semantics: ops/qlinear_ops.h). Three paths, chosen on the first run from the dtypes:
-//   int8  X int8/uint8, W int8 with zero zero points: cuBLASLt int8 x int8 -> int32 (convolutions
-//         via a byte im2col, groups = 1), then one epilogue kernel (x zero point correction,
-//         scales, bias, residual, activation, quantize);
+//   int8  X int8/uint8, W int8 with zero zero points: 2-D convolutions with int8 X without zero
+//         point and output channels a multiple of 4 through cuDNN (NHWC int8, int32
+//         accumulation, float output; input channels padded to a multiple of 4), else (and
+//         when cuDNN refuses) cuBLASLt int8 x int8 -> int32 (convolutions via a byte im2col,
+//         groups = 1); then one epilogue kernel (x zero point correction, scales, bias,
+//         residual, activation, quantize);
 //   fp8   X and W float8 with zero zero points on SM >= 89: cuBLASLt FP8 -> float32, the same
 //         epilogue;
 //   float everything else (grouped convolutions, uint8/float8 weights, QMatMul): dequantize X,
 //         float32 cuDNN / cuBLASLt with W dequantized once, the same epilogue.
 // Scales, zero points, W and B must be constants (qdq_fusion only fuses such islands).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/cuda/cuda_ops.h"
 #include "ops/qlinear_ops.h"
 #include "ops/quant_params.h"
+#include "trtutils/logging.h"
 
 namespace trtutils::cuda {
 
@@ -160,9 +165,14 @@ class QOp : public GpuOp {
 
   std::string kernel() const override {
     if (!prepared_) return "not run yet";
-    const char* how = kind_ == Kind::kConv ? " (im2col)" : "";
-    if (path_ == Path::kInt8) return std::string("cuBLASLt int8") + how;
-    if (path_ == Path::kFp8) return std::string("cuBLASLt fp8") + how;
+    if (used_cudnn_) return "cuDNN int8 NHWC";
+    if (path_ != Path::kFloat) {
+      std::string s = path_ == Path::kInt8 ? "cuBLASLt int8" : "cuBLASLt fp8";
+      if (kind_ == Kind::kConv)
+        s += nhwc_gemm_ ? (direct_ ? " NHWC (direct)" : " NHWC (im2col)") : " (im2col)";
+      if (!cudnn_refused_.empty()) s += " (cuDNN int8 refused: " + cudnn_refused_ + ")";
+      return s;
+    }
     return kind_ == Kind::kConv ? "dequantize + cuDNN float32" : "dequantize + cuBLASLt float32";
   }
 
@@ -224,7 +234,9 @@ class QOp : public GpuOp {
 
     std::shared_ptr<void> acc;
     bool done = false;
-    if (path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
+    used_cudnn_ = false;
+    if (cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
+    if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
       if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
     }
@@ -352,23 +364,115 @@ class QOp : public GpuOp {
     w_scale_dev_ = upload_floats({w_scale_[0]});
     w_zp_dev_ = upload_floats({w_zp_[0]});
     w_fp8_t_ = w.dtype;
-    if (path_ != Path::kFloat) {
-      // W as [N, Kp] bytes (row = output channel), K padded with zeros to a multiple of 16.
-      kp_ = round_up(std::max<int64_t>(k_, 1), 16);
-      std::vector<uint8_t> packed(static_cast<size_t>(n_ * kp_), 0);
-      std::vector<int32_t> colsum(static_cast<size_t>(n_), 0);
-      const uint8_t* src = static_cast<const uint8_t*>(wt->raw());
-      for (int64_t c = 0; c < n_; ++c)
-        for (int64_t q = 0; q < k_; ++q) {
-          const int64_t s = (kind_ == Kind::kGemm && !trans_b_) ? q * n_ + c : c * k_ + q;
-          packed[c * kp_ + q] = src[s];
-          colsum[c] += static_cast<int8_t>(src[s]);
-        }
-      w_packed_ = upload_bytes(packed.data(), packed.size());
-      if (path_ == Path::kInt8) colsum_ = upload_bytes(colsum.data(), colsum.size() * 4);
-      if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
+    if (wt) w_host_ = *wt;
+    // 2-D convolutions multiply channels-last: W packed [M, KH, KW, C], X NHWC (direct for
+    // 1x1 stride-1 convolutions, else a vectorised im2col).
+    nhwc_gemm_ = path_ != Path::kFloat && kind_ == Kind::kConv && w.shape.size() == 4;
+    // int8 convolutions through cuDNN (NHWC, int32 accumulation, float output for our
+    // epilogue), on request (TRTUTILS_CUDA_INT8_CONV=cudnn: measured ~3 ms per layer on the
+    // H200 at batch 256, far slower than cuBLASLt): 2-D, one group, no dilation, int8 X without
+    // zero point (cuDNN pads with 0), output channels a multiple of 4 (input channels are padded
+    // to one).
+    bool dilated = false;
+    for (int64_t d : node.attr_ints("dilations", {})) dilated = dilated || d != 1;
+    const char* int8_conv = std::getenv("TRTUTILS_CUDA_INT8_CONV");
+    cudnn_int8_ = int8_conv && std::string(int8_conv) == "cudnn" && path_ == Path::kInt8 &&
+                  kind_ == Kind::kConv && w.shape.size() == 4 && group == 1 && !dilated &&
+                  x_t == DataType::kInt8 && x_zp_ == 0.0f && n_ % 4 == 0;
+    if (cudnn_int8_) {
+      pack_cudnn_weights(ctx);
+    } else if (path_ != Path::kFloat) {
+      pack_gemm_weights(ctx);
     }
     prepared_ = true;
+  }
+
+  // W as [N, Kp] bytes (row = output channel), K padded with zeros to a multiple of 16, and its
+  // column sums (int8 zero-point correction), for the cuBLASLt product. Columns in W's order
+  // (c, taps), or (taps, c) for the channels-last convolutions.
+  void pack_gemm_weights(RunContext& ctx) {
+    if (w_packed_) return;
+    kp_ = round_up(std::max<int64_t>(k_, 1), 16);
+    std::vector<uint8_t> packed(static_cast<size_t>(n_ * kp_), 0);
+    std::vector<int32_t> colsum(static_cast<size_t>(n_), 0);
+    const uint8_t* src = static_cast<const uint8_t*>(w_host_.raw());
+    const int64_t cin = nhwc_gemm_ ? w_host_.dim(1) : 1, taps = k_ / std::max<int64_t>(cin, 1);
+    for (int64_t c = 0; c < n_; ++c)
+      for (int64_t q = 0; q < k_; ++q) {
+        int64_t s = (kind_ == Kind::kGemm && !trans_b_) ? q * n_ + c : c * k_ + q;
+        if (nhwc_gemm_) s = c * k_ + (q % cin) * taps + q / cin;  // q = tap * C + ci
+        packed[c * kp_ + q] = src[s];
+        colsum[c] += static_cast<int8_t>(src[s]);
+      }
+    w_packed_ = upload_bytes(packed.data(), packed.size());
+    if (path_ == Path::kInt8) colsum_ = upload_bytes(colsum.data(), colsum.size() * 4);
+    if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
+  }
+
+  // W [K, C, R, S] as KRSC bytes with C padded with zeros to cp_ (a multiple of 4).
+  void pack_cudnn_weights(RunContext& ctx) {
+    const Shape& ws = w_host_.shape();
+    const int64_t c = ws[1], rs = ws[2] * ws[3];
+    cp_ = round_up(c, 4);
+    std::vector<uint8_t> packed(static_cast<size_t>(n_ * rs * cp_), 0);
+    const uint8_t* src = static_cast<const uint8_t*>(w_host_.raw());
+    for (int64_t o = 0; o < n_; ++o)
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t p = 0; p < rs; ++p)
+          packed[(o * rs + p) * cp_ + ci] = src[(o * c + ci) * rs + p];
+    w_cudnn_ = upload_bytes(packed.data(), packed.size());
+    if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
+  }
+
+  // The int8 convolution through cuDNN into a float32 [rows, N] accumulator (NHWC output);
+  // false when cuDNN refuses the problem (from then on: the im2col + cuBLASLt path).
+  bool run_cudnn_int8(RunContext& ctx, Value& x, const void* px, const ConvGeometry& g,
+                      int64_t rows, std::shared_ptr<void>& acc, k::QEpilogue& e) {
+    // X as NHWC int8 with cp_ channels.
+    const int64_t c = g.in_channels;
+    const void* xin = px;
+    std::shared_ptr<void> padded, nhwc;
+    Shape cur = x.shape;  // the layout xin has: [N, H, W, C] or [N, C, H, W]
+    if (cp_ != c) {
+      k::PadDesc d;
+      d.rank = 4;
+      const int64_t axis = channels_last_ ? 3 : 1;
+      for (int i = 0; i < 4; ++i) d.in[i] = d.out[i] = cur[i];
+      d.out[axis] = cp_;
+      cur[axis] = cp_;
+      const int64_t n = shape_numel(cur);
+      padded = ctx.scratch(static_cast<size_t>(n));
+      ctx.check(k::pad(1, xin, padded.get(), d, n, ctx.stream), "channel pad");
+      xin = padded.get();
+    }
+    if (!channels_last_) {
+      nhwc = ctx.scratch(static_cast<size_t>(shape_numel(cur)));
+      convert_layout(ctx, 1, cur, xin, nhwc.get(), true);
+      xin = nhwc.get();
+    }
+    ConvGeometry gc = g;
+    gc.in_channels = cp_;
+    acc = ctx.scratch(static_cast<size_t>(rows * n_) * 4);
+    try {
+      conv_int8_.run(ctx, gc, ConvConfig{DataType::kInt8, DataType::kFloat32, true}, xin,
+                     w_cudnn_.get(), acc.get());
+    } catch (const Error& err) {
+      if (ctx.capturing) throw;
+      (void)cudaGetLastError();
+      cudnn_int8_ = false;
+      cudnn_refused_ = err.what();
+      TRT_LOG_WARN("{}: cuDNN int8 convolution refused ({}); using im2col + cuBLASLt",
+                   ctx.node->describe(), cudnn_refused_);
+      pack_gemm_weights(ctx);
+      return false;
+    }
+    e.acc = acc.get();
+    e.acc_int32 = false;
+    e.acc_channels_first = false;
+    e.colsum = nullptr;
+    e.x_zp = 0;
+    e.colscale = static_cast<const float*>(colscale_.get());
+    return true;
   }
 
   // W dequantized to float32 in its own layout (made on first use).
@@ -394,8 +498,51 @@ class QOp : public GpuOp {
                 std::shared_ptr<void>& acc, k::QEpilogue& e) {
     const uint8_t xor_mask = x.dtype == DataType::kUInt8 ? 0x80 : 0;
     const int32_t x_zp = static_cast<int32_t>(x_zp_) - (xor_mask ? 128 : 0);
-    std::shared_ptr<void> a = ctx.scratch(static_cast<size_t>(rows * kp_));
-    if (kind_ == Kind::kConv) {
+    std::shared_ptr<void> a, x_nhwc;
+    const void* a_ptr = nullptr;
+    const uint8_t pad_value =
+        is_fp8(x.dtype) ? 0 : static_cast<uint8_t>(static_cast<int>(x_zp_));  // raw zero point
+    if (kind_ == Kind::kConv && nhwc_gemm_) {
+      const void* xs = px;
+      if (!channels_last_) {  // NCHW bytes -> NHWC
+        x_nhwc = ctx.scratch(static_cast<size_t>(x.numel()));
+        convert_layout(ctx, 1, x.shape, px, x_nhwc.get(), true);
+        xs = x_nhwc.get();
+      }
+      direct_ = g.kernel[0] == 1 && g.kernel[1] == 1 && g.stride[0] == 1 && g.stride[1] == 1 &&
+                g.pad_begin == std::vector<int64_t>{0, 0} &&
+                g.pad_end == std::vector<int64_t>{0, 0} && kp_ == g.in_channels && !xor_mask;
+      if (direct_) {
+        a_ptr = xs;  // [N * H * W, C] is already the GEMM's A
+      } else {
+        TRT_CHECK(rows < (int64_t{1} << 31), ErrorCode::kNotSupported,
+                  "{}: {} output positions exceed the im2col kernel's 2^31", ctx.node->describe(),
+                  rows);
+        k::Im2ColNhwcDesc d;
+        d.batch = static_cast<int32_t>(g.batch);
+        d.c = static_cast<int32_t>(g.in_channels);
+        d.h = static_cast<int32_t>(g.in[0]);
+        d.w = static_cast<int32_t>(g.in[1]);
+        d.oh = static_cast<int32_t>(g.out[0]);
+        d.ow = static_cast<int32_t>(g.out[1]);
+        d.kh = static_cast<int32_t>(g.kernel[0]);
+        d.kw = static_cast<int32_t>(g.kernel[1]);
+        d.sh = static_cast<int32_t>(g.stride[0]);
+        d.sw = static_cast<int32_t>(g.stride[1]);
+        d.ph = static_cast<int32_t>(g.pad_begin[0]);
+        d.pw = static_cast<int32_t>(g.pad_begin[1]);
+        d.dh = static_cast<int32_t>(g.dilation[0]);
+        d.dw = static_cast<int32_t>(g.dilation[1]);
+        d.kp = kp_;
+        d.pad_value = pad_value;
+        d.xor_mask = xor_mask;
+        a = ctx.scratch(static_cast<size_t>(rows * kp_));
+        ctx.check(k::im2col_nhwc(xs, a.get(), d, ctx.stream), "im2col");
+        a_ptr = a.get();
+      }
+    } else if (kind_ == Kind::kConv) {
+      a = ctx.scratch(static_cast<size_t>(rows * kp_));
+      a_ptr = a.get();
       k::Im2ColDesc d;
       d.batch = g.batch;
       d.channels = g.in_channels;
@@ -411,11 +558,12 @@ class QOp : public GpuOp {
       }
       d.kp = kp_;
       d.channels_last = channels_last_;
-      d.pad_value = static_cast<uint8_t>(static_cast<int>(x_zp_));  // raw zero point byte
-      if (is_fp8(x.dtype)) d.pad_value = 0;                         // +0.0
+      d.pad_value = pad_value;
       d.xor_mask = xor_mask;
       ctx.check(k::im2col(px, a.get(), d, ctx.stream), "im2col");
     } else {
+      a = ctx.scratch(static_cast<size_t>(rows * kp_));
+      a_ptr = a.get();
       // X [rows, K] -> [rows, Kp] (zero padded), flipping uint8 to int8.
       if (kp_ != k_) TRT_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, rows * kp_, ctx.stream));
       const void* src = px;
@@ -442,7 +590,7 @@ class QOp : public GpuOp {
       p.d_t = DataType::kFloat32;
     }
     acc = ctx.scratch(static_cast<size_t>(rows * n_) * 4);
-    if (!lt_.run(ctx, p, a.get(), w_packed_.get(), acc.get())) return false;
+    if (!lt_.run(ctx, p, a_ptr, w_packed_.get(), acc.get())) return false;
     e.acc = acc.get();
     e.acc_int32 = path_ == Path::kInt8;
     e.acc_channels_first = false;
@@ -489,7 +637,7 @@ class QOp : public GpuOp {
     const int64_t ny = shape_numel(ys);
     acc = ctx.scratch(static_cast<size_t>(ny) * 4);
     if (kind_ == Kind::kConv) {
-      conv_.run(ctx, g, DataType::kFloat32, xf.get(), float_weights(ctx, w), acc.get());
+      conv_.run(ctx, g, ConvConfig{}, xf.get(), float_weights(ctx, w), acc.get());
       e.acc_channels_first = true;
     } else if (kind_ == Kind::kGemm) {
       MatmulProblem p;
@@ -518,12 +666,17 @@ class QOp : public GpuOp {
   Path path_ = Path::kFloat;
   DataType x_t_ = DataType::kUndefined, y_t_ = DataType::kFloat32;
   DataType w_fp8_t_ = DataType::kFloat8E4M3FN;
-  int64_t n_ = 0, k_ = 0, kp_ = 0;
+  int64_t n_ = 0, k_ = 0, kp_ = 0, cp_ = 0;
   bool trans_b_ = false;
   bool channels_last_ = false;
   float x_scale_ = 1.0f, x_zp_ = 0.0f;
   std::vector<float> w_scale_, w_zp_;
-  std::shared_ptr<void> bias_, colscale_, ones_, colsum_, w_packed_, w_float_;
+  std::shared_ptr<void> bias_, colscale_, ones_, colsum_, w_packed_, w_float_, w_cudnn_;
+  Tensor w_host_;  // W as given (constant), for the packings made on demand
+  bool cudnn_int8_ = false, used_cudnn_ = false;
+  bool nhwc_gemm_ = false, direct_ = false;
+  std::string cudnn_refused_;
+  CudnnConv conv_int8_;
   std::shared_ptr<void> x_scale_dev_, x_zp_dev_, w_scale_dev_, w_zp_dev_;
   k::QEpilogue epilogue_;
   LtMatmul lt_;

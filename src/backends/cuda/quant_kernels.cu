@@ -196,22 +196,32 @@ __global__ void dequantize_kernel(DataType xt, const void* x, T* y, QuantDesc q)
   }
 }
 
-__global__ void q_epilogue_kernel(QEpilogue e, int64_t n) {
-  TRT_GRID_STRIDE(i, n) {
-    int64_t b, p, c;
-    if (e.channels_first) {
-      p = i % e.positions;
-      const int64_t t = i / e.positions;
-      c = t % e.cols;
-      b = t / e.cols;
+// kRows: acc and Y both [rows, cols] (the channels-last and matrix-product case): element i
+// reads acc[i] and channel i % cols, with 32-bit index arithmetic when I is int32_t.
+template <bool kRows, typename I>
+__global__ void q_epilogue_kernel(QEpilogue e, I n) {
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    I a, c;
+    if constexpr (kRows) {
+      a = i;
+      c = i % static_cast<I>(e.cols);
     } else {
-      c = i % e.cols;
-      const int64_t row = i / e.cols;
-      p = row % e.positions;
-      b = row / e.positions;
+      I b, p;
+      const I cols = static_cast<I>(e.cols), positions = static_cast<I>(e.positions);
+      if (e.channels_first) {
+        p = i % positions;
+        const I t = i / positions;
+        c = t % cols;
+        b = t / cols;
+      } else {
+        c = i % cols;
+        const I row = i / cols;
+        p = row % positions;
+        b = row / positions;
+      }
+      a = e.acc_channels_first ? (b * cols + c) * positions + p : (b * positions + p) * cols + c;
     }
-    const int64_t a = e.acc_channels_first ? (b * e.cols + c) * e.positions + p
-                                           : (b * e.positions + p) * e.cols + c;
     float v;
     if (e.acc_int32) {
       int32_t acc = static_cast<const int32_t*>(e.acc)[a];
@@ -290,7 +300,20 @@ cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
   if (e.y_t != DataType::kFloat32 && !quantizable_out(e.y_t)) return cudaErrorNotSupported;
   const int64_t n = e.rows * e.cols;
   if (n <= 0) return cudaSuccess;
-  q_epilogue_kernel<<<blocks_for(n), kThreads, 0, stream>>>(e, n);
+  const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
+  // 32-bit indices while i + the grid stride (< 2^28) cannot overflow.
+  const bool small = n < (int64_t{1} << 30);
+  if (rows && small) {
+    q_epilogue_kernel<true, int32_t>
+        <<<blocks_for(n), kThreads, 0, stream>>>(e, static_cast<int32_t>(n));
+  } else if (rows) {
+    q_epilogue_kernel<true, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(e, n);
+  } else if (small) {
+    q_epilogue_kernel<false, int32_t>
+        <<<blocks_for(n), kThreads, 0, stream>>>(e, static_cast<int32_t>(n));
+  } else {
+    q_epilogue_kernel<false, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(e, n);
+  }
   return cudaGetLastError();
 }
 

@@ -39,12 +39,16 @@ unsigned warp_blocks(int64_t rows) {
 // ---- pools ---------------------------------------------------------------------------------
 template <typename T, bool kMax>
 __global__ void pool_kernel(const T* x, T* y, PoolDesc p, bool include_pad, int64_t n) {
+  // Channels-last: consecutive threads take consecutive channels (coalesced), cs = C apart.
+  const int64_t cs = p.channels > 0 ? p.channels : 1;
   TRT_GRID_STRIDE(i, n) {
-    const int64_t ow = i % p.out[2];
-    const int64_t oh = (i / p.out[2]) % p.out[1];
-    const int64_t od = (i / (p.out[2] * p.out[1])) % p.out[0];
-    const int64_t pl = i / (p.out[2] * p.out[1] * p.out[0]);
-    const T* xp = x + pl * p.in[0] * p.in[1] * p.in[2];
+    const int64_t ch = i % cs;
+    const int64_t j = i / cs;
+    const int64_t ow = j % p.out[2];
+    const int64_t oh = (j / p.out[2]) % p.out[1];
+    const int64_t od = (j / (p.out[2] * p.out[1])) % p.out[0];
+    const int64_t pl = j / (p.out[2] * p.out[1] * p.out[0]);
+    const T* xp = x + pl * p.in[0] * p.in[1] * p.in[2] * cs + ch;
     const int64_t s0 = od * p.stride[0] - p.pad_begin[0];
     const int64_t s1 = oh * p.stride[1] - p.pad_begin[1];
     const int64_t s2 = ow * p.stride[2] - p.pad_begin[2];
@@ -61,7 +65,7 @@ __global__ void pool_kernel(const T* x, T* y, PoolDesc p, bool include_pad, int6
           const int64_t iw = s2 + c * p.dilation[2];
           const bool in2 = iw >= 0 && iw < p.in[2];
           if (in0 && in1 && in2) {
-            const float v = to_float(xp[(id * p.in[1] + ih) * p.in[2] + iw]);
+            const float v = to_float(xp[((id * p.in[1] + ih) * p.in[2] + iw) * cs]);
             if (kMax) {
               acc = v > acc ? v : acc;
             } else {
@@ -269,10 +273,14 @@ __global__ void reduce_int_kernel(const T* x, T* y, int64_t outer, int64_t r, in
   }
 }
 
+int64_t pool_outputs(const PoolDesc& p) {
+  return p.planes * p.out[0] * p.out[1] * p.out[2] * (p.channels > 0 ? p.channels : 1);
+}
+
 }  // namespace
 
 cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cudaStream_t stream) {
-  const int64_t n = p.planes * p.out[0] * p.out[1] * p.out[2];
+  const int64_t n = pool_outputs(p);
   if (n <= 0) return cudaSuccess;
   auto run = [&](auto tag) {
     using T = decltype(tag);
@@ -292,7 +300,7 @@ cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cud
 
 cudaError_t avg_pool(DataType dt, const void* x, void* y, const PoolDesc& p, bool count_include_pad,
                      cudaStream_t stream) {
-  const int64_t n = p.planes * p.out[0] * p.out[1] * p.out[2];
+  const int64_t n = pool_outputs(p);
   if (n <= 0) return cudaSuccess;
   const bool ok = dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);

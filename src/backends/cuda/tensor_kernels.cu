@@ -1,5 +1,5 @@
 // Data-movement kernels (by element size): strided copy (Transpose, Slice, Expand), Gather, Pad,
-// and the byte im2col of the quantized convolutions.
+// and the byte im2cols of the quantized convolutions (channels-last: vectorised chunks).
 #include "backends/cuda/device_util.cuh"
 
 namespace trtutils::cuda::k {
@@ -98,6 +98,64 @@ __global__ void im2col_kernel(const uint8_t* x, uint8_t* col, Im2ColDesc d, int6
   }
 }
 
+// V: the chunk moved per thread (uint8_t, uint32_t, uint2, uint4); 32-bit words of a chunk.
+template <typename V>
+struct Chunk {
+  static constexpr int kWords = sizeof(V) >= 4 ? static_cast<int>(sizeof(V) / 4) : 0;
+  __device__ static V fill(uint8_t byte) {
+    if constexpr (kWords == 0) {
+      return byte;
+    } else {
+      const uint32_t w = 0x01010101u * byte;
+      V v;
+      uint32_t* p = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) p[k] = w;
+      return v;
+    }
+  }
+  __device__ static V xor_with(V v, uint8_t byte) {
+    if constexpr (kWords == 0) {
+      return static_cast<uint8_t>(v ^ byte);
+    } else {
+      const uint32_t w = 0x01010101u * byte;
+      uint32_t* p = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) p[k] ^= w;
+      return v;
+    }
+  }
+};
+
+template <typename V>
+__global__ void im2col_nhwc_kernel(const uint8_t* x, uint8_t* col, Im2ColNhwcDesc d, int64_t n) {
+  constexpr int kBytes = static_cast<int>(sizeof(V));
+  const int64_t per_row = d.kp / kBytes;
+  const int32_t kreal = d.kh * d.kw * d.c;
+  TRT_GRID_STRIDE(i, n) {
+    const int64_t row64 = i / per_row;
+    const int32_t q = static_cast<int32_t>(i - row64 * per_row) * kBytes;
+    const int32_t row = static_cast<int32_t>(row64);
+    V v;
+    if (q >= kreal) {
+      v = Chunk<V>::fill(0);
+    } else {
+      const int32_t tap = q / d.c, c = q - tap * d.c;
+      const int32_t a = tap / d.kw, b = tap - a * d.kw;
+      const int32_t ow = row % d.ow, t = row / d.ow;
+      const int32_t oh = t % d.oh, nb = t / d.oh;
+      const int32_t ih = oh * d.sh - d.ph + a * d.dh, iw = ow * d.sw - d.pw + b * d.dw;
+      if (ih >= 0 && ih < d.h && iw >= 0 && iw < d.w) {
+        const int64_t src = ((static_cast<int64_t>(nb) * d.h + ih) * d.w + iw) * d.c + c;
+        v = Chunk<V>::xor_with(*reinterpret_cast<const V*>(x + src), d.xor_mask);
+      } else {
+        v = Chunk<V>::fill(static_cast<uint8_t>(d.pad_value ^ d.xor_mask));
+      }
+    }
+    *reinterpret_cast<V*>(col + i * kBytes) = v;
+  }
+}
+
 __global__ void xor_kernel(const uint8_t* x, uint8_t* y, int64_t n, uint8_t mask) {
   TRT_GRID_STRIDE(i, n) {
     y[i] = x[i] ^ mask;
@@ -153,6 +211,33 @@ cudaError_t im2col(const void* x, void* col, const Im2ColDesc& d, cudaStream_t s
   if (n <= 0) return cudaSuccess;
   im2col_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const uint8_t*>(x),
                                                         static_cast<uint8_t*>(col), d, n);
+  return cudaGetLastError();
+}
+
+cudaError_t im2col_nhwc(const void* x, void* col, const Im2ColNhwcDesc& d, cudaStream_t stream) {
+  const int64_t rows = static_cast<int64_t>(d.batch) * d.oh * d.ow;
+  if (rows <= 0 || d.kp <= 0) return cudaSuccess;
+  if (rows >= (int64_t{1} << 31)) return cudaErrorNotSupported;
+  const auto* xp = static_cast<const uint8_t*>(x);
+  auto* cp = static_cast<uint8_t*>(col);
+  // Vector loads need the chunk to divide C (and kp) and both buffers aligned to it.
+  const auto aligned = [&](int b) {
+    return d.c % b == 0 && d.kp % b == 0 && reinterpret_cast<uintptr_t>(x) % b == 0 &&
+           reinterpret_cast<uintptr_t>(col) % b == 0;
+  };
+  if (aligned(16)) {
+    const int64_t n = rows * (d.kp / 16);
+    im2col_nhwc_kernel<uint4><<<blocks_for(n), kThreads, 0, stream>>>(xp, cp, d, n);
+  } else if (aligned(8)) {
+    const int64_t n = rows * (d.kp / 8);
+    im2col_nhwc_kernel<uint2><<<blocks_for(n), kThreads, 0, stream>>>(xp, cp, d, n);
+  } else if (aligned(4)) {
+    const int64_t n = rows * (d.kp / 4);
+    im2col_nhwc_kernel<uint32_t><<<blocks_for(n), kThreads, 0, stream>>>(xp, cp, d, n);
+  } else {
+    const int64_t n = rows * d.kp;
+    im2col_nhwc_kernel<uint8_t><<<blocks_for(n), kThreads, 0, stream>>>(xp, cp, d, n);
+  }
   return cudaGetLastError();
 }
 

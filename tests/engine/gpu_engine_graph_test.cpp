@@ -1,0 +1,118 @@
+// The graph a GPU engine stores (no device needed: the builder targets SM 90 here): BatchNorm
+// folded, and Conv -> [Add] -> Relu chains fused into com.trtutils::FusedConv in float32 and,
+// with --fp16, in float16 (the fp16 conversion runs before the passes, fusion after it).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "backends/cuda/resnet_block.h"
+#include "engine/engine_file.h"
+#include "onnx/onnx_io.h"
+#include "passes/passes.h"
+#include "trtutils/builder.h"
+
+namespace trtutils {
+namespace {
+
+namespace fs = std::filesystem;
+
+class GpuEngineGraphTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("trtutils_gpu_graph_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    onnx_ = dir_ / "model.onnx";
+    onnx_io::save_model(testing_models::resnet_block(ir::Dim("N")), onnx_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  ir::Model build(bool fp16) {
+    builder::BuildConfig c;
+    c.backend = "cuda";
+    c.target_sm = 90;
+    c.fp16 = fp16;
+    const fs::path out = dir_ / (fp16 ? "fp16.engine" : "fp32.engine");
+    builder::build_engine(onnx_, out, c);
+    return engine::read_engine_file(out).model;
+  }
+  fs::path dir_, onnx_;
+};
+
+void expect_fused(const ir::Model& m, DataType dt) {
+  const ir::Graph& g = m.graph;
+  int fused = 0, relu = 0, residual = 0, conv = 0;
+  for (const ir::Node& n : g.nodes) {
+    EXPECT_NE(n.op_type, "BatchNormalization") << "BatchNorm not folded: " << n.describe();
+    if (n.op_type == "Conv") ++conv;
+    if (n.op_type != "FusedConv") continue;
+    ++fused;
+    EXPECT_EQ(n.domain, "com.trtutils");
+    const Tensor* w = g.initializer(n.inputs.at(1));
+    ASSERT_NE(w, nullptr) << n.describe();
+    EXPECT_EQ(w->dtype(), dt) << n.describe();
+    if (n.attr_string("activation", "") == "Relu") ++relu;
+    if (n.inputs.size() > 3 && !n.inputs[3].empty()) ++residual;
+  }
+  // conv1 (+bn, relu), conv2 (+bn, add, relu), conv3 (relu), and one of conv4 / proj (add, relu,
+  // the other one as the residual) stays a Conv (bias only: the executor fuses the bias itself).
+  EXPECT_EQ(fused, 4);
+  EXPECT_EQ(relu, 4);
+  EXPECT_EQ(residual, 2);
+  EXPECT_EQ(conv, 1);
+}
+
+TEST_F(GpuEngineGraphTest, Float32ResNetBlockIsFused) {
+  expect_fused(build(false), DataType::kFloat32);
+}
+
+TEST_F(GpuEngineGraphTest, Float16ResNetBlockIsFused) {
+  expect_fused(build(true), DataType::kFloat16);
+}
+
+// The pass alone: float16 / bfloat16 / float32 Conv -> Add -> Clip (bounds as scalars of the
+// graph's dtype) fuse into one FusedConv.
+Tensor of_dtype(const Tensor& t, DataType dt) {
+  if (dt == DataType::kFloat32) return t;
+  Tensor r(dt, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = t.data<float>()[i];
+    if (dt == DataType::kFloat16)
+      r.data<half>()[i] = float_to_half(v);
+    else
+      r.data<bfloat16>()[i] = float_to_bfloat16(v);
+  }
+  return r;
+}
+
+TEST(ConvFusionHalfTest, FusesSixteenBitChains) {
+  for (DataType dt : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32}) {
+    ir::GraphBuilder b("half");
+    auto scalar = [&](const std::string& name, float v) {
+      return b.initializer(name,
+                           of_dtype(Tensor::from_vector<float>(DataType::kFloat32, {}, {v}), dt));
+    };
+    const auto x = b.input("x", dt, {1, 5, 6, 6});
+    const auto r = b.input("r", dt, {1, 7, 6, 6});
+    const auto wn = b.initializer("w", of_dtype(Tensor(DataType::kFloat32, {7, 5, 3, 3}), dt));
+    const auto c = b.node("Conv", {x, wn}, {ir::attr_ints("pads", {1, 1, 1, 1})})[0];
+    const auto sum = b.node("Add", {c, r})[0];
+    const auto y = b.node("Clip", {sum, scalar("lo", 0.0f), scalar("hi", 6.0f)})[0];
+    b.output(y, dt);
+    ir::Model m = b.build(19);
+    passes::infer_shapes(m.graph, 19);
+    const std::string what(dtype_name(dt));
+    EXPECT_EQ(passes::fuse_convolutions(m.graph, 19), 1u) << what;
+    const ir::Node* f = nullptr;
+    for (const auto& n : m.graph.nodes)
+      if (n.op_type == "FusedConv") f = &n;
+    ASSERT_NE(f, nullptr) << what;
+    EXPECT_EQ(f->attr_string("activation", ""), "Clip") << what;
+    EXPECT_EQ(f->attr_floats("activation_params"), (std::vector<float>{0.0f, 6.0f})) << what;
+    EXPECT_EQ(f->inputs.size(), 4u) << what;  // X, W, (no B), residual
+  }
+}
+
+}  // namespace
+}  // namespace trtutils
