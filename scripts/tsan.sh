@@ -30,7 +30,7 @@ nice -n 5 cmake --build "$build" -j"${TSAN_BUILD_JOBS:-2}" --target trtutils_tes
 
 tests=BuilderTest.ContextsRunConcurrently
 tests+=:NnKernelsConv.EmptyBatchAndConcurrentCalls:QlinearKernels.ConcurrentRunsAgree
-tests+=:ImageBatcherTest.*:GenerateCalibrationTest.*:InterruptTest.*
+tests+=:ImageBatcherTest.*:GenerateCalibrationTest.*:*InterruptTest.*
 
 logs=$build/tsan-logs
 rm -rf "$logs"

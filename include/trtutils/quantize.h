@@ -72,6 +72,11 @@ struct QuantizeOptions {
   // and freed after its last reader, instead of being kept until the whole batch has run; the
   // peak memory is that of plain inference. Same statistics, same scales.
   bool calibrate_per_node = false;
+  // "auto" | "on" | "off". Bias correction: the mean output shift that weight rounding causes
+  // in each quantized Conv / Gemm / MatMul (+ Add) channel, sum (Wq - W) E[x] with E[x] measured
+  // per input channel during calibration, is subtracted from the layer's bias. auto: on for fp8
+  // and int8 (needs calibration_data), off for int4.
+  std::string bias_correction = "auto";
   int num_threads = 0;         // CPU threads; 0: all cores
   bool write_report = true;    // <output_path>.report.json
   std::filesystem::path plot;  // non-empty: PNG of per-tensor SQNR (implies report_per_tensor)
@@ -97,6 +102,7 @@ struct QuantizeResult {
   int64_t num_quantized_nodes = 0;
   int64_t num_qdq_pairs = 0;  // QuantizeLinear nodes inserted (weights are stored quantized)
   int64_t num_weights_quantized = 0;
+  int64_t num_bias_corrected = 0;  // layers whose bias absorbed the weight error's mean
   int64_t calibration_samples = 0;
   int64_t eval_samples = 0;
   std::vector<QuantizeOutputMetrics> outputs;

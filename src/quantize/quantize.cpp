@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include "core/check.h"
 #include "engine/session.h"
@@ -360,6 +362,9 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   TRT_CHECK_ARG(o.num_bins >= 256, "num_bins must be >= 256, got {}", o.num_bins);
   TRT_CHECK_ARG(o.block_size >= 2, "block_size must be >= 2, got {}", o.block_size);
   TRT_CHECK_ARG(o.eval_batches >= 0, "eval_batches must be >= 0, got {}", o.eval_batches);
+  TRT_CHECK_ARG(
+      o.bias_correction == "auto" || o.bias_correction == "on" || o.bias_correction == "off",
+      "invalid bias_correction '{}': choose one of auto, on, off", o.bias_correction);
   TRT_CHECK_ARG(o.high_precision_dtype == "fp32" || o.high_precision_dtype == "fp16",
                 "invalid high_precision_dtype '{}': choose one of fp32, fp16",
                 o.high_precision_dtype);
@@ -451,15 +456,58 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   // Placement and calibration (the scale table).
   Placement placement = place_qdq(model.graph, po);
   ScaleTable table;
-  // Calibrates `tensors` (streaming over the calibration batches) into the table.
-  auto calibrate = [&](const std::vector<std::string>& tensors) {
-    if (tensors.empty()) return;
+  // Bias correction: the per-channel mean of each quantized layer's activation input, measured
+  // in the same pass as the calibration statistics (no extra run of the model).
+  const bool bias_correction =
+      o.bias_correction == "on" || (o.bias_correction == "auto" && mode != QuantMode::kInt4);
+  TRT_CHECK_ARG(!bias_correction || have_data || o.bias_correction == "auto",
+                "bias_correction needs calibration_data (the mean of each layer's input)");
+  std::map<std::string, ChannelStats> input_stats;     // activation -> per-channel moments
+  std::map<std::string, std::string> corrected_input;  // node -> its activation input
+  if (bias_correction && have_data && calib_batches > 0) {
+    std::map<std::string, const ir::Node*> by_name;
+    for (const auto& n : model.graph.nodes) by_name[n.name] = &n;
+    std::map<std::string, int64_t> axis_of;
+    for (const auto& wq : placement.weights) {
+      auto it = by_name.find(wq.node);
+      if (it == by_name.end()) continue;
+      const auto in = bias_correction_input(*it->second, wq.input);
+      if (!in) continue;
+      auto [a, fresh] = axis_of.emplace(in->first, in->second);
+      if (!fresh && a->second != in->second) continue;  // read with two layouts
+      if (fresh) input_stats.emplace(in->first, ChannelStats(in->second));
+      corrected_input[wq.node] = in->first;
+    }
+  }
+  // Calibrates `tensors` (streaming over the calibration batches) into the table; with
+  // `channels`, also accumulates those tensors' per-channel statistics in the same pass.
+  auto calibrate = [&](const std::vector<std::string>& tensors,
+                       std::map<std::string, ChannelStats>* channels = nullptr) {
+    std::vector<std::string> streamed = tensors;
+    if (channels) {
+      const std::set<std::string> calibrated(tensors.begin(), tensors.end());
+      for (auto& [x, st] : *channels) {
+        if (const Tensor* c = model.graph.initializer(x)) {
+          st.add(*c);  // a constant input: its own values, once
+        } else if (!calibrated.count(x)) {
+          streamed.push_back(x);
+        }
+      }
+    }
+    if (streamed.empty()) return;
     const auto t0 = std::chrono::steady_clock::now();
-    size_t live = 0;
-    auto stats = collect_stats(
-        model, tensors, calib_batches, [&](int64_t i) { return data->feeds(i); }, o.num_bins,
-        o.num_threads, o.calibrate_per_node, &live);
+    std::map<std::string, TensorStats> stats;
+    for (const auto& t : tensors) stats.emplace(t, TensorStats(o.num_bins));
+    const size_t live = stream_tensors(
+        model, streamed, calib_batches, [&](int64_t i) { return data->feeds(i); },
+        {.num_threads = o.num_threads, .per_node = o.calibrate_per_node},
+        [&](const std::string& name, const Tensor& t) {
+          if (auto s = stats.find(name); s != stats.end()) s->second.add(t);
+          if (!channels) return;
+          if (auto c = channels->find(name); c != channels->end()) c->second.add(t);
+        });
     const auto t1 = std::chrono::steady_clock::now();
+    if (tensors.empty()) return;
     CalibratorParams cp;
     cp.percentile = o.percentile;
     cp.qmax = quant_mode_qmax(mode);
@@ -479,9 +527,15 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
       if (!table.amax.count(t)) v.push_back(t);
     return v;
   };
-  if (mode != QuantMode::kInt4) calibrate(uncalibrated(placement));
+  calibrate(mode != QuantMode::kInt4 ? uncalibrated(placement) : std::vector<std::string>{},
+            input_stats.empty() ? nullptr : &input_stats);
 
   ApplyOptions ao{.mode = mode, .awq_clip = awq};
+  for (const auto& [node, x] : corrected_input) {
+    const ChannelStats& st = input_stats.at(x);
+    if (st.rows() > 0) ao.input_mean[node] = st.mean();
+  }
+  input_stats.clear();
   if (awq && have_data && calib_batches > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     ao.awq_importance =
@@ -617,6 +671,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   result.num_quantized_nodes = static_cast<int64_t>(placement.quantized_nodes.size());
   result.num_qdq_pairs = ast.qdq_pairs;
   result.num_weights_quantized = ast.weights;
+  result.num_bias_corrected = ast.bias_corrected;
+  if (ast.bias_corrected > 0)
+    TRT_LOG_INFO("bias correction: {} of {} layer(s) with quantized weights", ast.bias_corrected,
+                 ao.input_mean.size());
   result.skipped = placement.skipped;
   qmodel.graph.value_info.clear();
   qmodel.producer_name = "trtutils";

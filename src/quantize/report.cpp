@@ -165,8 +165,9 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
   s += fmt::format("  \"calibration_samples\": {},\n  \"eval_samples\": {},\n",
                    r.calibration_samples, r.eval_samples);
   s += fmt::format(
-      "  \"quantized_nodes\": {},\n  \"qdq_pairs\": {},\n  \"quantized_weights\": {},\n",
-      r.num_quantized_nodes, r.num_qdq_pairs, r.num_weights_quantized);
+      "  \"quantized_nodes\": {},\n  \"qdq_pairs\": {},\n  \"quantized_weights\": {},\n"
+      "  \"bias_corrected\": {},\n",
+      r.num_quantized_nodes, r.num_qdq_pairs, r.num_weights_quantized, r.num_bias_corrected);
   s += "  \"outputs\": [";
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const auto& m = r.outputs[i];

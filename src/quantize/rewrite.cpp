@@ -2,6 +2,9 @@
 // weight initializers feeding DequantizeLinear.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -72,6 +75,7 @@ float dequant_value(DataType dtype, float v) {
 
 struct QuantizedWeight {
   Tensor q, scale, zp;
+  std::vector<float> error;  // dequantized - original, element by element
 };
 
 // Scale groups of w: per tensor (axis -1), per channel along axis, or blocks of `block` along
@@ -151,16 +155,136 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, Qu
     }
     std::copy(best.begin(), best.end(), sc);
   }
+  r.error.resize(x.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t a = 0; a < alen; ++a)
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t e = eidx(o, a, i);
-        store_quantized(r.q, e, x[e] / sc[sidx(o, a, i)]);
+        const float scl = sc[sidx(o, a, i)];
+        store_quantized(r.q, e, x[e] / scl);
+        r.error[e] = dequant_value(qt, x[e] / scl) * scl - x[e];  // as DequantizeLinear computes
       }
   return r;
 }
 
+// Per output channel, the mean output error E[sum (Wq - W) x] of node n whose weight (input 1,
+// shape `ws`) has rounding error `err`, for input channel means `mean`; empty when the node's
+// form is not one bias correction handles (see ApplyOptions::input_mean).
+std::vector<double> weight_error_mean(const ir::Node& n, const Shape& ws,
+                                      const std::vector<float>& err,
+                                      const std::vector<double>& mean) {
+  const auto m = static_cast<int64_t>(mean.size());
+  std::vector<double> r;
+  if (n.op_type == "Conv") {  // W [Cout, Cin/group, k...], X [N, Cin, ...]
+    const int64_t group = n.attr_int("group", 1);
+    if (ws.size() < 3 || group < 1 || ws[0] % group != 0 || ws[1] * group != m) return r;
+    const int64_t cout = ws[0], cpg = ws[1], per = static_cast<int64_t>(err.size()) / cout,
+                  ksz = per / cpg, opg = cout / group;
+    r.assign(static_cast<size_t>(cout), 0.0);
+    for (int64_t o = 0; o < cout; ++o) {
+      double acc = 0;
+      for (int64_t c = 0; c < cpg; ++c) {
+        double e = 0;
+        for (int64_t k = 0; k < ksz; ++k) e += err[static_cast<size_t>(o * per + c * ksz + k)];
+        acc += e * mean[static_cast<size_t>((o / opg) * cpg + c)];
+      }
+      r[static_cast<size_t>(o)] = acc;
+    }
+    return r;
+  }
+  if (ws.size() != 2) return r;
+  const bool gemm = n.op_type == "Gemm";
+  if (!gemm && n.op_type != "MatMul") return r;
+  const bool trans_b = gemm && n.attr_int("transB", 0) != 0;
+  const int64_t k_len = trans_b ? ws[1] : ws[0], n_len = trans_b ? ws[0] : ws[1];
+  if (k_len != m) return r;
+  const double alpha = gemm ? n.attr_float("alpha", 1.0f) : 1.0;
+  r.assign(static_cast<size_t>(n_len), 0.0);
+  for (int64_t k = 0; k < k_len; ++k)
+    for (int64_t j = 0; j < n_len; ++j)
+      r[static_cast<size_t>(j)] +=
+          static_cast<double>(err[static_cast<size_t>(trans_b ? j * k_len + k : k * n_len + j)]) *
+          mean[static_cast<size_t>(k)];
+  for (double& v : r) v *= alpha;
+  return r;
+}
+
+// A float32 constant holding `b` (null: zeros of shape {n}) minus `shift / divisor` along its
+// last axis (b has n elements, or 1: then broadcast to {n}).
+Tensor shifted_bias(const Tensor* b, const std::vector<double>& shift, double divisor) {
+  const auto n = static_cast<int64_t>(shift.size());
+  Tensor r = b && b->numel() == n ? b->clone() : Tensor(DataType::kFloat32, {n});
+  const float fill = b && b->numel() == 1 ? b->to_float_vector()[0] : 0.0f;
+  float* d = r.data<float>();
+  for (int64_t j = 0; j < n; ++j)
+    d[j] = static_cast<float>((b && b->numel() == n ? static_cast<double>(d[j]) : fill) -
+                              shift[static_cast<size_t>(j)] / divisor);
+  return r;
+}
+
+bool is_f32_constant(const ir::Graph& g, const std::string& name) {
+  const Tensor* t = g.initializer(name);
+  return t && t->dtype() == DataType::kFloat32;
+}
+
+// Subtracts the weight error's output mean from node ni's bias (see ApplyOptions::input_mean).
+// `reader` maps a tensor to the nodes that read it. Returns whether the node was corrected.
+bool correct_bias(ir::Graph& g, size_t ni, const Shape& ws, const std::vector<float>& err,
+                  const std::vector<double>& mean,
+                  const std::unordered_map<std::string, std::vector<size_t>>& reader,
+                  const std::unordered_set<std::string>& graph_outputs, Namer& name) {
+  const std::vector<double> shift = weight_error_mean(g.nodes[ni], ws, err, mean);
+  if (shift.empty()) return false;
+  const auto n = static_cast<int64_t>(shift.size());
+  ir::Node& node = g.nodes[ni];
+  if (node.op_type == "Conv" || node.op_type == "Gemm") {
+    const double beta = node.op_type == "Gemm" ? node.attr_float("beta", 1.0f) : 1.0;
+    if (beta == 0) return false;
+    const Tensor* b = nullptr;
+    if (node.has_input(2)) {
+      if (!is_f32_constant(g, node.inputs[2])) return false;
+      b = g.initializer(node.inputs[2]);
+      const Shape& bs = b->shape();
+      // Conv B is [Cout]; Gemm C must broadcast along N only: [N], [1, N] or one value.
+      const bool ok = b->numel() == 1 ? node.op_type == "Gemm"
+                                      : b->numel() == n && bs.back() == n && bs.size() <= 2;
+      if (!ok) return false;
+    }
+    Tensor nb = shifted_bias(b, shift, beta);
+    const std::string bn = name(node.name + "_bias_corrected");
+    g.initializers[bn] = std::move(nb);
+    if (node.inputs.size() < 3) node.inputs.resize(3);
+    node.inputs[2] = bn;
+    return true;
+  }
+  // MatMul: the bias is the constant of the Add that alone reads the MatMul's output.
+  const std::string& y = node.outputs.empty() ? std::string() : node.outputs[0];
+  auto rd = reader.find(y);
+  if (y.empty() || graph_outputs.count(y) || rd == reader.end() || rd->second.size() != 1)
+    return false;
+  ir::Node& add = g.nodes[rd->second[0]];
+  if (add.op_type != "Add" || add.inputs.size() != 2) return false;
+  const size_t bi = add.inputs[0] == y ? 1 : 0;
+  if (add.inputs[1 - bi] != y || !is_f32_constant(g, add.inputs[bi])) return false;
+  const Tensor* b = g.initializer(add.inputs[bi]);
+  if (b->numel() != n || b->shape().empty() || b->shape().back() != n) return false;
+  const std::string bn = name(add.inputs[bi] + "_bias_corrected");
+  g.initializers[bn] = shifted_bias(b, shift, 1.0);
+  add.inputs[bi] = bn;
+  return true;
+}
+
 }  // namespace
+
+std::optional<std::pair<std::string, int64_t>> bias_correction_input(const ir::Node& n,
+                                                                     size_t weight_input) {
+  if (weight_input != 1 || !n.has_input(0)) return std::nullopt;
+  if (n.op_type == "Conv") return std::make_pair(n.inputs[0], int64_t{1});
+  if (n.op_type == "Gemm")
+    return std::make_pair(n.inputs[0], n.attr_int("transA", 0) != 0 ? int64_t{0} : int64_t{1});
+  if (n.op_type == "MatMul") return std::make_pair(n.inputs[0], int64_t{-1});
+  return std::nullopt;
+}
 
 ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
                      const ApplyOptions& options) {
@@ -172,38 +296,61 @@ ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
   const double qmax = quant_mode_qmax(options.mode);
   std::vector<ir::Node> added;
 
-  // Weights: one DequantizeLinear per (tensor, axis, block).
-  std::map<std::tuple<std::string, int64_t, int64_t>, std::string> weight_dq;
+  // Readers of each tensor (before any rewrite), for bias correction through a MatMul's Add.
+  std::unordered_map<std::string, std::vector<size_t>> reader;
+  std::unordered_set<std::string> graph_outputs;
+  if (!options.input_mean.empty()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (const auto& in : g.nodes[i].inputs)
+        if (!in.empty()) reader[in].push_back(i);
+    for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  }
+
+  // Weights: one DequantizeLinear per (tensor, axis, block), quantized when first met; its
+  // uses are listed together so that bias correction sees the rounding error of each.
+  using WeightKey = std::tuple<std::string, int64_t, int64_t>;
+  std::vector<WeightKey> order;
+  std::map<WeightKey, std::vector<const WeightQuant*>> uses_of;
   for (const auto& wq : p.weights) {
     auto key = std::make_tuple(wq.tensor, wq.axis, wq.block);
-    auto it = weight_dq.find(key);
-    if (it == weight_dq.end()) {
-      const Tensor* w = g.initializer(wq.tensor);
-      TRT_CHECK(w != nullptr, ErrorCode::kInternal, "weight '{}' is not an initializer", wq.tensor);
-      auto imp = options.awq_importance.find(wq.tensor);
-      QuantizedWeight qw =
-          quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip,
-                          imp == options.awq_importance.end() ? nullptr : &imp->second);
-      const std::string qn = name(wq.tensor + "_quantized");
-      const std::string sn = name(wq.tensor + "_scale");
-      const std::string zn = name(wq.tensor + "_zero_point");
-      g.initializers[qn] = qw.q;
-      g.initializers[sn] = qw.scale;
-      g.initializers[zn] = qw.zp;
-      ir::Node dq;
-      dq.name = name(wq.tensor + "_DequantizeLinear");
-      dq.op_type = "DequantizeLinear";
-      dq.inputs = {qn, sn, zn};
-      dq.outputs = {name(wq.tensor + "_dequantized")};
-      if (wq.axis >= 0) dq.attributes["axis"] = ir::attr_int("axis", wq.axis);
-      if (wq.block > 0) dq.attributes["block_size"] = ir::attr_int("block_size", wq.block);
-      it = weight_dq.emplace(key, dq.outputs[0]).first;
-      added.push_back(std::move(dq));
-      ++st.weights;
+    auto [u, fresh] = uses_of.try_emplace(key);
+    if (fresh) order.push_back(key);
+    u->second.push_back(&wq);
+  }
+  for (const auto& key : order) {
+    const std::vector<const WeightQuant*>& uses = uses_of.at(key);
+    const WeightQuant& wq = *uses.front();
+    const Tensor* w = g.initializer(wq.tensor);
+    TRT_CHECK(w != nullptr, ErrorCode::kInternal, "weight '{}' is not an initializer", wq.tensor);
+    auto imp = options.awq_importance.find(wq.tensor);
+    QuantizedWeight qw =
+        quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip,
+                        imp == options.awq_importance.end() ? nullptr : &imp->second);
+    const Shape wshape = w->shape();
+    const std::string qn = name(wq.tensor + "_quantized");
+    const std::string sn = name(wq.tensor + "_scale");
+    const std::string zn = name(wq.tensor + "_zero_point");
+    g.initializers[qn] = qw.q;
+    g.initializers[sn] = qw.scale;
+    g.initializers[zn] = qw.zp;
+    ir::Node dq;
+    dq.name = name(wq.tensor + "_DequantizeLinear");
+    dq.op_type = "DequantizeLinear";
+    dq.inputs = {qn, sn, zn};
+    dq.outputs = {name(wq.tensor + "_dequantized")};
+    if (wq.axis >= 0) dq.attributes["axis"] = ir::attr_int("axis", wq.axis);
+    if (wq.block > 0) dq.attributes["block_size"] = ir::attr_int("block_size", wq.block);
+    for (const WeightQuant* use : uses) {
+      auto ni = node_index.find(use->node);
+      TRT_CHECK(ni != node_index.end(), ErrorCode::kInternal, "node '{}' not found", use->node);
+      auto mean = options.input_mean.find(use->node);
+      if (mean != options.input_mean.end() && use->input == 1 &&
+          correct_bias(g, ni->second, wshape, qw.error, mean->second, reader, graph_outputs, name))
+        ++st.bias_corrected;
+      g.nodes[ni->second].inputs[use->input] = dq.outputs[0];
     }
-    auto ni = node_index.find(wq.node);
-    TRT_CHECK(ni != node_index.end(), ErrorCode::kInternal, "node '{}' not found", wq.node);
-    g.nodes[ni->second].inputs[wq.input] = it->second;
+    added.push_back(std::move(dq));
+    ++st.weights;
   }
 
   // Activations: one Q/DQ pair per tensor, read by the listed uses.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "engine/session.h"
@@ -313,6 +314,90 @@ TEST(QdqPassesTest, OpsetUpgradeRewritesChangedOps) {
   ir::Model m2 = c.build(11);
   passes::infer_shapes(m2.graph, 11);
   EXPECT_THROW(upgrade_opset(m2, 13), Error);
+}
+
+// Per channel (axis 1) mean of a - b.
+std::vector<double> channel_mean_diff(const Tensor& a, const Tensor& b) {
+  const int64_t c = a.dim(1), inner = a.numel() / (a.dim(0) * c);
+  std::vector<double> m(static_cast<size_t>(c), 0.0);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    m[static_cast<size_t>((i / inner) % c)] +=
+        static_cast<double>(a.data<float>()[i]) - b.data<float>()[i];
+  for (double& v : m) v /= static_cast<double>(a.numel() / c);
+  return m;
+}
+
+TEST(QdqRewriteTest, BiasCorrectionRemovesTheWeightErrorMean) {
+  // Conv (with bias, no padding: the input mean is exact at every tap), Gemm without C, MatMul
+  // + Add bias (corrected through the Add), MatMul read by no Add (left as is).
+  ir::GraphBuilder b("bc");
+  auto x = b.input("x", DataType::kFloat32, {4, 16, 6, 6});
+  auto a = b.input("a", DataType::kFloat32, {8, 32});
+  auto cb = b.initializer("c.b", randn({24}, 11));
+  auto y1 =
+      b.node("Conv", {x, b.initializer("c.w", randn({24, 16, 3, 3}, 12)), cb}, {}, 1, "", "c")[0];
+  auto y2 = b.node("Gemm", {a, b.initializer("g.w", randn({10, 32}, 13))},
+                   {ir::attr_int("transB", 1)}, 1, "", "g")[0];
+  auto mm = b.node("MatMul", {a, b.initializer("mm.w", randn({32, 12}, 14))}, {}, 1, "", "mm")[0];
+  auto y3 = b.node("Add", {mm, b.initializer("mm.b", randn({12}, 15))}, {}, 1, "", "mm_add")[0];
+  auto y4 = b.node("MatMul", {a, b.initializer("mm2.w", randn({32, 12}, 16))}, {}, 1, "", "mm2")[0];
+  for (const auto& y : {y1, y2, y3, y4}) b.output(y, DataType::kFloat32);
+  const ir::Model m = finish(b, 19);
+  // Inputs with a large per-channel mean (as after a ReLU), and their exact channel means. x is
+  // constant over H, W (random over N, C) so that every tap of the Conv sees the channel mean.
+  const Tensor xnc = randn({4, 16}, 17, 0.5f);
+  Tensor xin(DataType::kFloat32, {4, 16, 6, 6}), ain = randn({8, 32}, 18, 0.5f);
+  std::vector<double> xm(16, 0.0), am(32, 0.0);
+  for (int64_t i = 0; i < xin.numel(); ++i) {
+    float& v = xin.data<float>()[i];
+    v = xnc.data<float>()[i / 36] + 1.0f + 0.1f * static_cast<float>((i / 36) % 16);
+    xm[static_cast<size_t>((i / 36) % 16)] += v / (4.0 * 36);
+  }
+  for (int64_t i = 0; i < ain.numel(); ++i) {
+    float& v = ain.data<float>()[i];
+    v += 0.5f + 0.05f * static_cast<float>(i % 32);
+    am[static_cast<size_t>(i % 32)] += v / 8.0;
+  }
+  Placement p;
+  p.weights = {
+      {"c", 1, "c.w", 0}, {"g", 1, "g.w", 0}, {"mm", 1, "mm.w", 1}, {"mm2", 1, "mm2.w", 1}};
+  const std::map<std::string, Tensor> feeds = {{"x", xin}, {"a", ain}};
+  const auto ref = Session(m).run(feeds);
+  for (QuantMode mode : {QuantMode::kInt8, QuantMode::kFp8}) {
+    ir::Model plain = m, corrected = m;
+    EXPECT_EQ(apply_qdq(plain.graph, p, {}, {.mode = mode}).bias_corrected, 0);
+    ApplyOptions ao{.mode = mode};
+    ao.input_mean = {{"c", xm}, {"g", am}, {"mm", am}, {"mm2", am}};
+    const ApplyStats st = apply_qdq(corrected.graph, p, {}, ao);
+    EXPECT_EQ(st.weights, 4);
+    EXPECT_EQ(st.bias_corrected, 3);  // not mm2: no bias to absorb the shift
+    const auto before = Session(plain).run(feeds);
+    const auto after = Session(corrected).run(feeds);
+    for (const auto& y : {y1, y2, y3, y4}) {
+      SCOPED_TRACE(quant_mode_name(mode) + " " + y);
+      const std::vector<double> mb = channel_mean_diff(before.at(y), ref.at(y));
+      const std::vector<double> ma = channel_mean_diff(after.at(y), ref.at(y));
+      double sb = 0, sa = 0, eb = 0, ea = 0;
+      for (size_t k = 0; k < mb.size(); ++k) {
+        sb += mb[k] * mb[k];
+        sa += ma[k] * ma[k];
+      }
+      for (int64_t i = 0; i < ref.at(y).numel(); ++i) {
+        eb += std::pow(before.at(y).data<float>()[i] - ref.at(y).data<float>()[i], 2);
+        ea += std::pow(after.at(y).data<float>()[i] - ref.at(y).data<float>()[i], 2);
+      }
+      if (y == y4) {  // untouched
+        EXPECT_EQ(sa, sb);
+        continue;
+      }
+      EXPECT_GT(sb, 0.0);
+      EXPECT_LT(sa, 1e-4 * sb);  // the mean error is gone (float rounding remains)
+      EXPECT_LT(ea, eb);         // and with it part of the squared error
+    }
+  }
+  // The float model's biases are untouched (the corrected ones are new initializers).
+  EXPECT_EQ(m.graph.initializer("c.b")->data<float>()[0], randn({24}, 11).data<float>()[0]);
+  EXPECT_EQ(m.graph.initializer("mm.b")->data<float>()[0], randn({12}, 15).data<float>()[0]);
 }
 
 }  // namespace

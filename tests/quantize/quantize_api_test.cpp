@@ -165,6 +165,38 @@ TEST_F(QuantizeApiTest, Fp8AndInt4Modes) {
   EXPECT_GT(r4.outputs.at(0).sqnr_db, 15.0);
 }
 
+TEST_F(QuantizeApiTest, BiasCorrectionOption) {
+  EXPECT_NE(error_of([&] {
+              auto o = opts("fp8");
+              o.bias_correction = "yes";
+              return o;
+            }())
+                .find("choose one of auto, on, off"),
+            std::string::npos);
+  for (const std::string mode : {"int8", "fp8"}) {
+    auto on = opts(mode);  // auto: on for int8 / fp8
+    on.eval_batches = 2;
+    auto off = on;
+    off.output_path = dir_ / "off.onnx";
+    off.bias_correction = "off";
+    const QuantizeResult a = quantize_onnx(on), b = quantize_onnx(off);
+    EXPECT_EQ(a.num_bias_corrected, 3) << mode;  // conv1, conv2 (bias created), fc (C created)
+    EXPECT_EQ(b.num_bias_corrected, 0) << mode;
+    EXPECT_NE(read_file(a.report_path).find("\"bias_corrected\": 3"), std::string::npos);
+    // Same Q/DQ layout and scales; only the biases differ.
+    ir::Model qa = onnx_io::load_model(on.output_path), qb = onnx_io::load_model(off.output_path);
+    EXPECT_EQ(qa.graph.nodes.size(), qb.graph.nodes.size());
+    for (const auto& n : qa.graph.nodes) {
+      if (n.name == "fc" || n.name == "conv2") {
+        EXPECT_TRUE(n.has_input(2)) << n.name;
+      }
+    }
+    EXPECT_GT(a.outputs.at(0).sqnr_db, b.outputs.at(0).sqnr_db - 0.5) << mode;
+    std::printf("%s bias correction: %.2f dB, off: %.2f dB\n", mode.c_str(),
+                a.outputs.at(0).sqnr_db, b.outputs.at(0).sqnr_db);
+  }
+}
+
 TEST_F(QuantizeApiTest, StreamedBatchesWithPartialLast) {
   auto o = opts("int8", "entropy");
   o.batch_size = 7;  // 40 samples: 5 batches of 7, one of 5 (the held-out one)

@@ -36,6 +36,7 @@ void run(QuantizeCliOptions o) {
   fmt::print("quantized {} node(s) ({}, {}): {} activation Q/DQ pair(s), {} weight(s)\n",
              r.num_quantized_nodes, o.q.quantize_mode, o.q.calibration_method, r.num_qdq_pairs,
              r.num_weights_quantized);
+  if (r.num_bias_corrected > 0) fmt::print("bias correction: {} layer(s)\n", r.num_bias_corrected);
   fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
              r.eval_samples);
   if (!r.outputs.empty()) {
@@ -94,6 +95,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_flag("--calibrate_per_node", o->q.calibrate_per_node,
                 "calibrate node by node: each activation is measured when produced and freed "
                 "after its last reader (lower peak memory, same scales)");
+  sub->add_option("--bias_correction", o->q.bias_correction,
+                  "auto | on | off: subtract the mean output shift of weight rounding from each "
+                  "quantized layer's bias (auto: on for int8/fp8)")
+      ->capture_default_str();
   sub->add_option("--threads", o->q.num_threads, "CPU threads (0: all cores)")
       ->capture_default_str();
   sub->add_option("--plot", o->q.plot, "PNG of per-tensor SQNR (bars in graph order)");

@@ -2,7 +2,9 @@
 // helpers the op files share (broadcast plans, dtype checks, the op table).
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "backends/cuda/cuda_ops.h"
 
@@ -187,6 +189,21 @@ void require_float(const ir::Node& node, DataType dt, const char* what) {
 void require_indexable(const ir::Node& node, int64_t numel) {
   TRT_CHECK(numel < (int64_t{1} << 31), ErrorCode::kNotSupported,
             "{}: {} elements exceed the CUDA kernels' 2^31 limit", node.describe(), numel);
+}
+
+bool env_switch(const char* name, bool def) {
+  static std::mutex mu;
+  static std::map<std::string, bool> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  bool v = def;
+  if (const char* e = std::getenv(name)) {
+    const std::string s = e;
+    v = !(s == "0" || s == "off" || s == "false");
+  }
+  cache.emplace(name, v);
+  return v;
 }
 
 bool layout_free(const Shape& s) {

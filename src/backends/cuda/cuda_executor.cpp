@@ -274,7 +274,11 @@ RunContext Executor::Impl::context(const ir::Node* node) {
   c.node = node;
   c.alloc = &alloc;
   c.weight_bytes = &weight_bytes;
-  c.channels_last = options.channels_last;
+  // TRTUTILS_CUDA_CHANNELS_LAST=0 turns channels-last off for A/B measurements.
+  c.channels_last = options.channels_last && env_switch("TRTUTILS_CUDA_CHANNELS_LAST", true);
+  c.channels_last_min_batch = options.channels_last_min_batch;
+  if (const char* e = std::getenv("TRTUTILS_CUDA_NHWC_MIN_BATCH"))
+    c.channels_last_min_batch = std::atoll(e);
   return c;
 }
 

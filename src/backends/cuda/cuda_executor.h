@@ -54,6 +54,11 @@ struct ExecutorOptions {
   // operands or per-channel / scalar broadcasts); any other reader gets an NCHW copy (converted
   // once per value) and graph outputs are always NCHW. Off: NCHW everywhere.
   bool channels_last = true;
+  // ... for convolutions whose batch is at least this. ResNet-50 fp16 on the H200
+  // (bench/cuda/nhwc_crossover.sh, GPU compute, NHWC vs NCHW): b1 2.93 vs 1.40 ms, b4 2.95 vs
+  // 1.72, b16 4.42 vs 3.72, b64 2.24 vs 6.28 ms: NHWC pays from a batch between 16 and 64.
+  // Env TRTUTILS_CUDA_NHWC_MIN_BATCH overrides.
+  int64_t channels_last_min_batch = 32;
   int device = 0;  // CUDA device ordinal
   // Same input shapes as the previous run: skip the input copies (the device keeps the previous
   // inputs) and the output copies (run() returns an empty map). For benchmarks only.

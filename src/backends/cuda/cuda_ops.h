@@ -136,8 +136,9 @@ class RunContext {
   uint64_t* weight_bytes = nullptr;  // counts constants uploaded by dev()
   bool capturing = false;            // inside CUDA graph capture: no host <-> device copies
   // Ops may run channels-last (NHWC): float16 / bfloat16 convolution chains, and float32 ones
-  // when allow_tf32 (ExecutorOptions::channels_last).
+  // when allow_tf32 (ExecutorOptions::channels_last), with at least this batch.
   bool channels_last = false;
+  int64_t channels_last_min_batch = 1;
 
   // The device data of v, uploading host-only values (the upload is kept in v).
   const void* dev(Value& v);
@@ -199,6 +200,10 @@ void register_nn_ops(OpTable& t);
 void register_gemm_ops(OpTable& t);
 void register_quant_ops(OpTable& t);
 
+// A switch from the environment for A/B measurements on the device: "0" / "off" / "false" turn
+// it off, any other value on; unset: `def`. Read once per process.
+bool env_switch(const char* name, bool def);
+
 // ---- shared helpers
 // ------------------------------------------------------------------------------- Throws
 // Error(kNotSupported) naming the node unless dt is float32/float16/bfloat16.
@@ -253,9 +258,11 @@ class CudnnConv {
   CudnnConv& operator=(const CudnnConv&) = delete;
   ~CudnnConv();
   // y = epilogue(conv(x, w)) (y written, not accumulated). A bias / residual / ReLU or identity
-  // epilogue of a float convolution runs inside cuDNN (cudnnConvolutionBiasActivationForward;
-  // identity needs the IMPLICIT_PRECOMP_GEMM algorithm); other activations, and problems cuDNN
-  // refuses to fuse, run the convolution and then one epilogue kernel.
+  // epilogue of a float convolution runs inside cuDNN (cudnnConvolutionBiasActivationForward
+  // with IMPLICIT_PRECOMP_GEMM) when that algorithm is about as fast as the fastest one plus an
+  // epilogue pass (cudnnFind times; TRTUTILS_CUDA_FUSED_CONV=force / 0 overrides); other
+  // activations, slower fused algorithms and problems cuDNN refuses to fuse run the convolution
+  // and then one epilogue kernel.
   void run(RunContext& ctx, const ConvGeometry& g, const ConvConfig& c, const void* x,
            const void* w, void* y, const ConvEpilogue& e = {});
   // How the last run computed: "cuDNN fused", "cuDNN + epilogue" or "cuDNN" (no epilogue),
@@ -297,7 +304,18 @@ struct MatmulProblem {
     kRelu,
     kGelu
   } epilogue = Epilogue::kNone;
+  // int8 x int8 -> int8 requantized in cuBLASLt's epilogue (IMMA, d_t int8, see LtRequant).
+  bool requant = false;
+  bool with_c = false;  // requant: + beta * C (int8, D's layout)
   bool operator==(const MatmulProblem&) const = default;
+};
+// The requantizing int8 product: D[i][j] = sat(rint(act(alpha[j] * sum_k A[i][k] B[j][k] +
+// beta * C[i][j] + bias[j]))) with alpha (n floats) on the device, beta on the host, bias
+// float32 (the bias pointer of run()), C int8 like D.
+struct LtRequant {
+  const float* alpha = nullptr;
+  float beta = 0.0f;
+  const void* c = nullptr;
 };
 class LtMatmul {
  public:
@@ -307,10 +325,12 @@ class LtMatmul {
   ~LtMatmul();
   // Float types: alpha/beta as float; int8 x int8 -> int32 (TN only: trans_b with A [m,k] and
   // B stored [n,k]); float8: a_scale/b_scale device pointers (float32, may be null).
-  // Returns false (nothing enqueued) when cuBLASLt has no algorithm for the problem.
+  // p.requant: int8 -> int8 with rq (see LtRequant). Returns false (nothing enqueued) when
+  // cuBLASLt has no algorithm for the problem.
   bool run(RunContext& ctx, const MatmulProblem& p, const void* a, const void* b, void* d,
            float alpha = 1.0f, float beta = 0.0f, const void* bias = nullptr,
-           const float* a_scale = nullptr, const float* b_scale = nullptr);
+           const float* a_scale = nullptr, const float* b_scale = nullptr,
+           const LtRequant* rq = nullptr);
 
  private:
   struct Plan;

@@ -4,6 +4,8 @@
 // residual and ReLU / identity epilogues run inside cudnnConvolutionBiasActivationForward.
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "backends/cuda/cuda_ops.h"
 #include "ops/nn_geometry.h"
 #include "trtutils/logging.h"
@@ -232,20 +234,36 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const C
             "{}: cuDNN has no algorithm for this convolution ({} x {} -> {}{})", node.describe(),
             dtype_name(c.x_t), dtype_name(c.x_t), dtype_name(c.y_t),
             c.channels_last ? ", NHWC" : "");
-  if (fuse == kFuseIdentity) {
-    // cuDNN fuses an identity activation only with IMPLICIT_PRECOMP_GEMM.
+  if (fuse == kFuseRelu || fuse == kFuseIdentity) {
+    // cuDNN runs the epilogue inside the convolution only with IMPLICIT_PRECOMP_GEMM (identity
+    // needs it; ReLU with another algorithm becomes separate cuDNN kernels, no better than our
+    // one epilogue kernel). Policy (TRTUTILS_CUDA_FUSED_CONV): "0"/"off" never fuse; "force"
+    // fuse whenever cuDNN can; default: fuse when IMPLICIT_PRECOMP_GEMM is no slower than the
+    // fastest algorithm plus an epilogue pass (y read + written, a residual read: ~2.5 y bytes
+    // at ~2.5 TB/s, plus a launch), as timed by cudnnFind on this device.
+    const char* env = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
+    const std::string policy = env ? env : "auto";
     const cudnnConvolutionFwdAlgoPerf_t* precomp = nullptr;
     for (int i = 0; i < found && !precomp; ++i)
       if (usable(perf[i]) && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
         precomp = &perf[i];
-    if (precomp) {
+    const double y_bytes =
+        static_cast<double>(dtype_storage_bytes(c.y_t, shape_numel(conv_output_shape(g))));
+    const double epilogue_ms = 2.5 * y_bytes / 2.5e9 + 0.003;
+    if (policy == "0" || policy == "off" || policy == "false") {
+      p->refused = "fusion off (TRTUTILS_CUDA_FUSED_CONV)";
+    } else if (policy == "force" && fuse == kFuseRelu) {
+      p->fused = true;  // with the fastest algorithm, whatever it is
+    } else if (chosen->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) {
+      p->fused = true;
+    } else if (precomp && (policy == "force" || precomp->time <= chosen->time + epilogue_ms)) {
       chosen = precomp;
       p->fused = true;
     } else {
-      p->refused = "no IMPLICIT_PRECOMP_GEMM algorithm for an identity epilogue";
+      p->refused = precomp ? fmt::format("IMPLICIT_PRECOMP_GEMM {:.3f} ms vs {:.3f} ms + epilogue",
+                                         precomp->time, chosen->time)
+                           : "no IMPLICIT_PRECOMP_GEMM algorithm";
     }
-  } else if (fuse == kFuseRelu) {
-    p->fused = true;
   }
   p->algo = chosen->algo;
   p->workspace = chosen->memory;

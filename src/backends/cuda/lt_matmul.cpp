@@ -90,7 +90,8 @@ uint32_t alignment(const void* p) {
 
 bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, const void* b, void* d,
                    float alpha, float beta, const void* bias, const float* a_scale,
-                   const float* b_scale) {
+                   const float* b_scale, const LtRequant* rq) {
+  TRT_INTERNAL_CHECK(p0.requant == (rq != nullptr) && (!p0.with_c || (rq && rq->c)));
   MatmulProblem p = p0;
   if (p.lda == 0) p.lda = p.trans_a ? p.m : p.k;
   if (p.ldb == 0) p.ldb = p.trans_b ? p.k : p.n;
@@ -105,11 +106,12 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
       last_scales_[0] == (a_scale != nullptr) && last_scales_[1] == (b_scale != nullptr))
     pl = last_;
   if (!pl) {
-    const std::string key = fmt::format(
-        "{}|{}|{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.m, p.n, p.k,
-        p.batch, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldd, p.stride_a, p.stride_b, p.stride_d,
-        dtype_name(p.a_t), dtype_name(p.b_t), dtype_name(p.d_t), static_cast<int>(p.epilogue),
-        ctx.allow_tf32, al_a, al_b, al_d, al_bias, a_scale != nullptr, b_scale != nullptr);
+    const std::string key =
+        fmt::format("{}|{}|{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}", p.m,
+                    p.n, p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldd, p.stride_a,
+                    p.stride_b, p.stride_d, dtype_name(p.a_t), dtype_name(p.b_t), dtype_name(p.d_t),
+                    static_cast<int>(p.epilogue), ctx.allow_tf32, al_a, al_b, al_d, al_bias,
+                    a_scale != nullptr, b_scale != nullptr, p.requant, p.with_c);
     auto it = plans_.find(key);
     if (it != plans_.end()) {
       pl = it->second.get();
@@ -117,7 +119,9 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
       auto np = std::make_unique<Plan>();
       cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
       cudaDataType_t scale_t = CUDA_R_32F;
-      if (is_int) {
+      if (is_int && p.requant) {
+        compute = CUBLAS_COMPUTE_32I;  // IMMA with float alpha (vector) / beta / bias
+      } else if (is_int) {
         compute = CUBLAS_COMPUTE_32I;
         scale_t = CUDA_R_32I;
         np->int_scale = true;
@@ -151,6 +155,12 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
           break;
       }
       set_desc(np->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+      if (p.requant) {
+        set_desc(np->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                 static_cast<int32_t>(CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST));
+        if (bias)
+          set_desc(np->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(CUDA_R_32F));
+      }
       if (is_fp8) {
         if (a_scale) set_desc(np->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale);
         if (b_scale) set_desc(np->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale);
@@ -212,7 +222,13 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
   const int32_t ialpha = static_cast<int32_t>(alpha), ibeta = static_cast<int32_t>(beta);
   const void* pa = pl->int_scale ? static_cast<const void*>(&ialpha) : &alpha;
   const void* pbeta = pl->int_scale ? static_cast<const void*>(&ibeta) : &beta;
-  TRT_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, pl->desc, pa, b, pl->a, a, pl->b, pbeta, d, pl->d, d,
+  const void* c = d;
+  if (rq) {
+    pa = rq->alpha;  // a device vector (pointer mode ALPHA_DEVICE_VECTOR_BETA_HOST)
+    pbeta = &rq->beta;
+    if (p.with_c) c = rq->c;
+  }
+  TRT_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, pl->desc, pa, b, pl->a, a, pl->b, pbeta, c, pl->d, d,
                                   pl->d, &pl->algo, ctx.lt_workspace, ctx.lt_workspace_bytes,
                                   ctx.stream));
   return true;

@@ -26,7 +26,8 @@ PostOps read_post_ops(const ir::Node& node) {
 
 // Channels-last convolutions: 2-D, on tensor-core dtypes (float32 only with TF32).
 bool conv_channels_last(const RunContext& ctx, const Value& x) {
-  if (!ctx.channels_last || x.shape.size() != 4) return false;
+  if (!ctx.channels_last || x.shape.size() != 4 || x.shape[0] < ctx.channels_last_min_batch)
+    return false;
   return x.dtype == DataType::kFloat16 || x.dtype == DataType::kBFloat16 ||
          (x.dtype == DataType::kFloat32 && ctx.allow_tf32);
 }

@@ -170,6 +170,7 @@ class QOp : public GpuOp {
       std::string s = path_ == Path::kInt8 ? "cuBLASLt int8" : "cuBLASLt fp8";
       if (kind_ == Kind::kConv)
         s += nhwc_gemm_ ? (direct_ ? " NHWC (direct)" : " NHWC (im2col)") : " (im2col)";
+      if (requant_used_) s += " + requant";
       if (!cudnn_refused_.empty()) s += " (cuDNN int8 refused: " + cudnn_refused_ + ")";
       return s;
     }
@@ -234,14 +235,14 @@ class QOp : public GpuOp {
 
     std::shared_ptr<void> acc;
     bool done = false;
-    used_cudnn_ = false;
+    used_cudnn_ = requant_used_ = false;
     if (cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
     if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
       if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
     }
     if (!done) run_float(ctx, x, px, w, g, ys, acc, e);
-    ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
+    if (!requant_used_) ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
   }
 
  private:
@@ -310,6 +311,7 @@ class QOp : public GpuOp {
                     "{}: B must be float32 with {} values", node.describe(), n_);
       bias = floats_of(b);
       bias_ = upload_floats(bias);
+      bias_host_ = bias;
     }
     TRT_CHECK_ARG(static_cast<bool>(input(kYScale)) == static_cast<bool>(input(kYZeroPoint)),
                   "{}: y_scale and y_zero_point must be given together", node.describe());
@@ -406,6 +408,7 @@ class QOp : public GpuOp {
       }
     w_packed_ = upload_bytes(packed.data(), packed.size());
     if (path_ == Path::kInt8) colsum_ = upload_bytes(colsum.data(), colsum.size() * 4);
+    colsum_host_ = colsum;
     if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
   }
 
@@ -581,6 +584,30 @@ class QOp : public GpuOp {
     p.n = n_;
     p.k = kp_;
     p.trans_b = true;
+    if (path_ == Path::kInt8 && requant_fits(ctx, e)) {
+      // int8 Y straight from cuBLASLt: no int32 buffer, no epilogue kernel.
+      prepare_requant(x_zp);
+      p.a_t = p.b_t = p.d_t = DataType::kInt8;
+      p.requant = true;
+      p.with_c = e.residual != nullptr;
+      p.epilogue = epilogue_.act == k::Act::kRelu ? MatmulProblem::Epilogue::kReluBias
+                                                  : MatmulProblem::Epilogue::kBias;
+      LtRequant rq;
+      rq.alpha = static_cast<const float*>(alpha_rq_.get());
+      rq.beta = e.residual ? epilogue_.r_scale / epilogue_.y_scale : 0.0f;
+      rq.c = e.residual;
+      if (lt_.run(ctx, p, a_ptr, w_packed_.get(), e.y, 1.0f, 0.0f, bias_rq_.get(), nullptr, nullptr,
+                  &rq)) {
+        requant_used_ = true;
+        return true;
+      }
+      requant_ok_ = false;  // no IMMA algorithm with this epilogue: the int32 path from now on
+      p = MatmulProblem{};
+      p.m = rows;
+      p.n = n_;
+      p.k = kp_;
+      p.trans_b = true;
+    }
     if (path_ == Path::kInt8) {
       p.a_t = p.b_t = DataType::kInt8;
       p.d_t = DataType::kInt32;
@@ -602,6 +629,34 @@ class QOp : public GpuOp {
   }
 
   DataType weight_t_fp8() const { return w_fp8_t_; }
+
+  // Whether cuBLASLt can write the int8 output itself: int8 Y without zero point, ReLU or no
+  // activation, no residual or an int8 one without zero point, Y row-major ([rows, N]: matrix
+  // products, channels-last convolutions). TRTUTILS_CUDA_INT8_REQUANT=0 turns it off.
+  bool requant_fits(const RunContext&, const k::QEpilogue& e) const {
+    if (!requant_ok_ || y_t_ != DataType::kInt8 || epilogue_.y_zp != 0.0f) return false;
+    if (epilogue_.act != k::Act::kNone && epilogue_.act != k::Act::kRelu) return false;
+    if (e.residual && (e.residual_t != DataType::kInt8 || epilogue_.r_zp != 0.0f)) return false;
+    if (e.channels_first && e.positions != 1) return false;
+    return env_switch("TRTUTILS_CUDA_INT8_REQUANT", true);
+  }
+
+  // alpha[c] = x_scale * w_scale[c] / y_scale and the bias in output steps, with the X zero
+  // point's column-sum correction folded in: (B[c] - x_scale * w_scale[c] * x_zp * colsum[c]) /
+  // y_scale. Made once (x_zp: int8 after the uint8 flip).
+  void prepare_requant(int32_t x_zp) {
+    if (alpha_rq_) return;
+    std::vector<float> alpha(static_cast<size_t>(n_)), bias(static_cast<size_t>(n_), 0.0f);
+    for (int64_t c = 0; c < n_; ++c) {
+      const double cs = static_cast<double>(x_scale_) * w_scale_[w_scale_.size() > 1 ? c : 0];
+      alpha[c] = static_cast<float>(cs / epilogue_.y_scale);
+      double b = bias_host_.empty() ? 0.0 : bias_host_[c];
+      if (x_zp != 0) b -= cs * x_zp * colsum_host_.at(c);
+      bias[c] = static_cast<float>(b / epilogue_.y_scale);
+    }
+    alpha_rq_ = upload_floats(alpha);
+    bias_rq_ = upload_floats(bias);
+  }
 
   void run_float(RunContext& ctx, Value& x, const void* px, Value& w, const ConvGeometry& g,
                  const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e) {
@@ -675,6 +730,11 @@ class QOp : public GpuOp {
   Tensor w_host_;  // W as given (constant), for the packings made on demand
   bool cudnn_int8_ = false, used_cudnn_ = false;
   bool nhwc_gemm_ = false, direct_ = false;
+  // The requantizing cuBLASLt product (int8 Y written directly).
+  bool requant_ok_ = true, requant_used_ = false;
+  std::vector<int32_t> colsum_host_;
+  std::vector<float> bias_host_;
+  std::shared_ptr<void> alpha_rq_, bias_rq_;
   std::string cudnn_refused_;
   CudnnConv conv_int8_;
   std::shared_ptr<void> x_scale_dev_, x_zp_dev_, w_scale_dev_, w_zp_dev_;

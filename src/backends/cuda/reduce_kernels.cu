@@ -37,35 +37,41 @@ unsigned warp_blocks(int64_t rows) {
 }
 
 // ---- pools ---------------------------------------------------------------------------------
-template <typename T, bool kMax>
-__global__ void pool_kernel(const T* x, T* y, PoolDesc p, bool include_pad, int64_t n) {
+// I: the index type (int32_t when every index fits: integer division is much cheaper).
+template <typename T, bool kMax, typename I>
+__global__ void pool_kernel(const T* x, T* y, PoolDesc p, bool include_pad, I n) {
   // Channels-last: consecutive threads take consecutive channels (coalesced), cs = C apart.
-  const int64_t cs = p.channels > 0 ? p.channels : 1;
-  TRT_GRID_STRIDE(i, n) {
-    const int64_t ch = i % cs;
-    const int64_t j = i / cs;
-    const int64_t ow = j % p.out[2];
-    const int64_t oh = (j / p.out[2]) % p.out[1];
-    const int64_t od = (j / (p.out[2] * p.out[1])) % p.out[0];
-    const int64_t pl = j / (p.out[2] * p.out[1] * p.out[0]);
-    const T* xp = x + pl * p.in[0] * p.in[1] * p.in[2] * cs + ch;
-    const int64_t s0 = od * p.stride[0] - p.pad_begin[0];
-    const int64_t s1 = oh * p.stride[1] - p.pad_begin[1];
-    const int64_t s2 = ow * p.stride[2] - p.pad_begin[2];
+  const I cs = p.channels > 0 ? static_cast<I>(p.channels) : 1;
+  const I in0s = static_cast<I>(p.in[0]), in1s = static_cast<I>(p.in[1]),
+          in2s = static_cast<I>(p.in[2]);
+  const I o0 = static_cast<I>(p.out[0]), o1 = static_cast<I>(p.out[1]),
+          o2 = static_cast<I>(p.out[2]);
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I ch = i % cs;
+    const I j = i / cs;
+    const I ow = j % o2;
+    const I oh = (j / o2) % o1;
+    const I od = (j / (o2 * o1)) % o0;
+    const I pl = j / (o2 * o1 * o0);
+    const T* xp = x + static_cast<int64_t>(pl) * in0s * in1s * in2s * cs + ch;
+    const I s0 = od * static_cast<I>(p.stride[0]) - static_cast<I>(p.pad_begin[0]);
+    const I s1 = oh * static_cast<I>(p.stride[1]) - static_cast<I>(p.pad_begin[1]);
+    const I s2 = ow * static_cast<I>(p.stride[2]) - static_cast<I>(p.pad_begin[2]);
     float acc = kMax ? -FLT_MAX : 0.0f;
-    int64_t count = 0;
-    for (int64_t a = 0; a < p.kernel[0]; ++a) {
-      const int64_t id = s0 + a * p.dilation[0];
-      const bool in0 = id >= 0 && id < p.in[0];
+    I count = 0;
+    for (I a = 0; a < static_cast<I>(p.kernel[0]); ++a) {
+      const I id = s0 + a * static_cast<I>(p.dilation[0]);
+      const bool in0 = id >= 0 && id < in0s;
       if (!include_pad && !in0) continue;
-      for (int64_t b = 0; b < p.kernel[1]; ++b) {
-        const int64_t ih = s1 + b * p.dilation[1];
-        const bool in1 = ih >= 0 && ih < p.in[1];
-        for (int64_t c = 0; c < p.kernel[2]; ++c) {
-          const int64_t iw = s2 + c * p.dilation[2];
-          const bool in2 = iw >= 0 && iw < p.in[2];
+      for (I b = 0; b < static_cast<I>(p.kernel[1]); ++b) {
+        const I ih = s1 + b * static_cast<I>(p.dilation[1]);
+        const bool in1 = ih >= 0 && ih < in1s;
+        for (I c = 0; c < static_cast<I>(p.kernel[2]); ++c) {
+          const I iw = s2 + c * static_cast<I>(p.dilation[2]);
+          const bool in2 = iw >= 0 && iw < in2s;
           if (in0 && in1 && in2) {
-            const float v = to_float(xp[((id * p.in[1] + ih) * p.in[2] + iw) * cs]);
+            const float v = to_float(xp[((id * in1s + ih) * in2s + iw) * cs]);
             if (kMax) {
               acc = v > acc ? v : acc;
             } else {
@@ -277,6 +283,24 @@ int64_t pool_outputs(const PoolDesc& p) {
   return p.planes * p.out[0] * p.out[1] * p.out[2] * (p.channels > 0 ? p.channels : 1);
 }
 
+// 32-bit indices when the outputs (with the grid stride) and the input fit.
+bool pool_fits_int32(const PoolDesc& p) {
+  const int64_t in = p.planes * p.in[0] * p.in[1] * p.in[2] * (p.channels > 0 ? p.channels : 1);
+  return pool_outputs(p) < (int64_t{1} << 30) && in < (int64_t{1} << 31);
+}
+
+template <typename T, bool kMax>
+void launch_pool(const void* x, void* y, const PoolDesc& p, bool include_pad, cudaStream_t stream) {
+  const int64_t n = pool_outputs(p);
+  if (pool_fits_int32(p)) {
+    pool_kernel<T, kMax, int32_t><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), p, include_pad, static_cast<int32_t>(n));
+  } else {
+    pool_kernel<T, kMax, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), p, include_pad, n);
+  }
+}
+
 }  // namespace
 
 cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cudaStream_t stream) {
@@ -284,8 +308,7 @@ cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cud
   if (n <= 0) return cudaSuccess;
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    pool_kernel<T, true><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x),
-                                                                 static_cast<T*>(y), p, false, n);
+    launch_pool<T, true>(x, y, p, false, stream);
   };
   if (dispatch_float(dt, run)) return cudaGetLastError();
   if (dt == DataType::kInt8) {
@@ -304,8 +327,7 @@ cudaError_t avg_pool(DataType dt, const void* x, void* y, const PoolDesc& p, boo
   if (n <= 0) return cudaSuccess;
   const bool ok = dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    pool_kernel<T, false><<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), p, count_include_pad, n);
+    launch_pool<T, false>(x, y, p, count_include_pad, stream);
   });
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }

@@ -3,7 +3,8 @@
 // elementwise ops with same-layout / per-channel / scalar / squeeze-excite operands, pools,
 // global pools, Cast) and by ops that do not (Softmax, Transpose, Concat, Flatten: the executor
 // converts their input to NCHW). Graph outputs must come back NCHW, and the number of layout
-// conversions shows that chains stay NHWC. Odd channel counts (5 -> 13), stride 2.
+// conversions shows that chains stay NHWC. Odd channel counts (5 -> 13), stride 2. Batch 2 with
+// channels_last_min_batch = 1 (the default keeps small batches NCHW).
 #include <functional>
 #include <iostream>
 
@@ -68,6 +69,7 @@ Result check_tail(const std::string& name, const Precision& p, const Tail& tail,
     const auto want = cpu.run({{"x", xv}});
     cuda::ExecutorOptions o;
     o.allow_tf32 = p.tf32;
+    o.channels_last_min_batch = 1;
     const ir::Model opt = optimized(m);
     cuda::Executor gpu(opt, o);
     const auto got = gpu.run({{"x", xv}});
@@ -254,6 +256,7 @@ TEST(CudaChannelsLast, NonConstantWeights) {
     const Tensor want = cpu.run({{"x", xv}, {"w", wv}}).begin()->second;
     cuda::ExecutorOptions o;
     o.allow_tf32 = p.tf32;
+    o.channels_last_min_batch = 1;
     cuda::Executor gpu(optimized(m), o);
     expect_close(gpu.run({{"x", xv}, {"w", wv}}).begin()->second, want, p.tol,
                  std::string("dynamic W ") + p.name);
@@ -272,6 +275,7 @@ TEST(CudaChannelsLast, OptionOff) {
   const ir::Model m = optimized(b.build(17));
   const Tensor xv = of(DataType::kFloat16, {2, 6, 9, 9}, 4);
   cuda::ExecutorOptions on, off;
+  on.channels_last_min_batch = 1;
   off.channels_last = false;
   cuda::Executor a(m, on), c(m, off);
   const Tensor ya = a.run({{"x", xv}}).begin()->second;

@@ -1,7 +1,9 @@
 // FusedConv / Conv epilogues on the GPU vs the CPU reference: bias, residual and ReLU or identity
 // fused into cudnnConvolutionBiasActivationForward (float32 and float16), the activations cuDNN
 // cannot fuse (conv + epilogue kernel), at odd channel counts, stride 2, asymmetric padding,
-// groups and dilation. Each case also checks which path ran (Executor::node_kernels()).
+// groups and dilation. Each case also checks which path ran (Executor::node_kernels()) under
+// TRTUTILS_CUDA_FUSED_CONV=force; the default timed policy is checked for correctness.
+#include <cstdlib>
 #include <iostream>
 
 #include "backends/cuda/cuda_test_util.h"
@@ -83,7 +85,11 @@ std::pair<Tensor, std::string> run_with_kernel(const NodeCase& c, const cuda::Ex
   return {y, ex.node_kernels().at(0)};
 }
 
-void check_fused(DataType dt, const cuda::ExecutorOptions& o, Tolerance tol, const char* label) {
+// force: TRTUTILS_CUDA_FUSED_CONV=force (every fusable case through the fused call, asserted);
+// otherwise the timed default policy (paths printed, only correctness checked).
+void check_fused(DataType dt, const cuda::ExecutorOptions& o, Tolerance tol, const char* label,
+                 bool force = true) {
+  if (force) ::setenv("TRTUTILS_CUDA_FUSED_CONV", "force", 1);
   uint32_t seed = 1000;
   for (const Geo& g : geometries()) {
     for (const Epi& e : epilogues()) {
@@ -114,14 +120,22 @@ void check_fused(DataType dt, const cuda::ExecutorOptions& o, Tolerance tol, con
       expect_close(got.first, want, tol, what);
       // ReLU fuses with any algorithm; an identity epilogue needs IMPLICIT_PRECOMP_GEMM, which
       // cuDNN offers for ungrouped problems (grouped ones may run conv + epilogue).
-      const bool must_fuse = e.fusable && (std::string(e.act) == "Relu" || !g.grouped);
+      const bool must_fuse = force && e.fusable && (std::string(e.act) == "Relu" || !g.grouped);
       if (must_fuse) {
         EXPECT_NE(got.second.find("cuDNN fused"), std::string::npos) << what << ": " << got.second;
       } else if (!e.fusable) {
-        EXPECT_EQ(got.second.find("fused"), std::string::npos) << what << ": " << got.second;
+        EXPECT_EQ(got.second.find("cuDNN fused"), std::string::npos) << what << ": " << got.second;
       }
     }
   }
+  ::unsetenv("TRTUTILS_CUDA_FUSED_CONV");
+}
+
+// The default (timed) policy: fused or conv + epilogue, whichever cudnnFind makes faster.
+TEST(CudaConvFused, DefaultPolicyMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  check_fused(DataType::kFloat16, {}, kFp16, "fp16 auto", false);
+  check_fused(DataType::kFloat32, {}, kFp32, "fp32 auto", false);
 }
 
 TEST(CudaConvFused, Float32MatchesCpu) {
@@ -144,6 +158,7 @@ TEST(CudaConvFused, Float16MatchesCpu) {
 // Plain ONNX Conv with a bias: the bias rides in the fused call (identity activation).
 TEST(CudaConvFused, ConvBiasIsFused) {
   TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_FUSED_CONV", "force", 1);
   for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
     const NodeCase c{
         "Conv",
@@ -155,6 +170,7 @@ TEST(CudaConvFused, ConvBiasIsFused) {
                  "Conv bias " + std::string(dtype_name(dt)));
     EXPECT_NE(kernel.find("cuDNN fused"), std::string::npos) << kernel;
   }
+  ::unsetenv("TRTUTILS_CUDA_FUSED_CONV");
 }
 
 }  // namespace

@@ -209,6 +209,79 @@ TEST(CudaQConvNhwc, ZeroPointsAndUint8) {
   check(qconv(u8b, {}), "QConv 1x1 uint8 X zero point 100", "cuBLASLt int8 NHWC", "direct");
 }
 
+// int8 Y (no zero point) with ReLU and an int8 residual, channels-last: cuBLASLt writes Y itself
+// (per-channel alpha vector, float bias, beta * residual), for a 3x3 (im2col) and a 1x1
+// (direct) convolution with per-channel scales, an X zero point (folded into the bias) and a
+// QGemm. Channels-first Y keeps the int32 + epilogue path.
+TEST(CudaQConvNhwc, Int8RequantInCublasLt) {
+  TRT_REQUIRE_CUDA();
+  struct Case {
+    std::string name;
+    int64_t c, k, ks;
+    int8_t x_zp;
+    bool channels_last;
+  };
+  const std::vector<Case> cases = {{"3x3 32->48 NHWC", 32, 48, 3, 0, true},
+                                   {"1x1 64->32 NHWC direct", 64, 32, 1, 0, true},
+                                   {"3x3 16->16 NHWC x zero point", 16, 16, 3, -7, true},
+                                   {"3x3 16->16 NCHW (no requant)", 16, 16, 3, 0, false}};
+  uint32_t seed = 900;
+  for (const Case& cs : cases) {
+    const Shape xs = cs.channels_last ? Shape{2, 9, 7, cs.c} : Shape{2, cs.c, 9, 7};
+    const Shape ys = cs.channels_last ? Shape{2, 9, 7, cs.k} : Shape{2, cs.k, 9, 7};
+    std::map<size_t, In> in;
+    in[kX] = feed(random_tensor(DataType::kInt8, xs, seed++, -128, 127));
+    in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+    if (cs.x_zp) in[kXZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, cs.x_zp));
+    in[kW] = weight(random_tensor(DataType::kInt8, {cs.k, cs.c, cs.ks, cs.ks}, seed++, -127, 127));
+    in[kWScale] = weight(random_tensor(DataType::kFloat32, {cs.k}, seed++, 0.0005f, 0.002f));
+    in[kBias] = weight(random_tensor(DataType::kFloat32, {cs.k}, seed++));
+    in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.05f));
+    in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+    in[kResidual] = feed(random_tensor(DataType::kInt8, ys, seed++, -128, 127));
+    in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
+    std::vector<ir::Attribute> attrs = {as("activation", "Relu")};
+    if (cs.ks == 3) attrs.push_back(ais("pads", {1, 1, 1, 1}));
+    if (cs.channels_last) attrs.push_back(ai("channels_last", 1));
+    if (cs.channels_last) {
+      check(qconv(in, attrs), "requant " + cs.name, "+ requant");
+    } else {
+      check(qconv(in, attrs), "requant " + cs.name, "cuBLASLt int8 NHWC", "requant");
+    }
+  }
+  NodeCase g;
+  g.op = "QGemm";
+  g.domain = kDomain;
+  g.attrs = {ai("transB", 1)};
+  std::map<size_t, In> in;
+  in[kX] = feed(random_tensor(DataType::kInt8, {37, 64}, seed++, -128, 127));
+  in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+  in[kW] = weight(random_tensor(DataType::kInt8, {48, 64}, seed++, -127, 127));
+  in[kWScale] = weight(random_tensor(DataType::kFloat32, {48}, seed++, 0.0005f, 0.002f));
+  in[kBias] = weight(random_tensor(DataType::kFloat32, {48}, seed++));
+  in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.05f));
+  in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+  for (size_t i = 0; i <= kYZeroPoint; ++i) g.inputs.push_back(in.count(i) ? in[i] : omitted());
+  check(g, "requant QGemm 37x64x48", "+ requant");
+}
+
+// Per-tensor QuantizeLinear float32 -> int8 / uint8 (the vectorised kernel: 4 elements per
+// thread), with exact halves (round half to even) and saturation, bit-exact with the CPU.
+TEST(CudaQuantizeVectorised, PerTensorInt8AndUint8) {
+  TRT_REQUIRE_CUDA();
+  Tensor x(DataType::kFloat32, {2, 8, 9, 12});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data<float>()[i] = 0.25f * static_cast<float>((i * 37) % 1200 - 600);  // halves of 0.5
+  check_case({"QuantizeLinear",
+              {feed(x), weight(scalar<float>(DataType::kFloat32, 0.5f)),
+               weight(scalar<int8_t>(DataType::kInt8, -3))}},
+             kExact, "QuantizeLinear int8 vectorised");
+  check_case({"QuantizeLinear",
+              {feed(x), weight(scalar<float>(DataType::kFloat32, 0.5f)),
+               weight(scalar<uint8_t>(DataType::kUInt8, 128))}},
+             kExact, "QuantizeLinear uint8 vectorised");
+}
+
 // float8 convolutions take the same channels-last im2col (SM >= 89).
 TEST(CudaQConvNhwc, Float8MatchesCpu) {
   TRT_REQUIRE_CUDA();

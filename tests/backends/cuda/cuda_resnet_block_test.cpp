@@ -60,6 +60,13 @@ void print_kernels(const ir::Model& m, const cuda::Executor& ex, const std::stri
 
 // Runs the engine graph on the GPU (twice: the second run re-uses the plans) against the CPU
 // session of the float model (frac_float) and the CPU running the engine graph (frac_engine).
+// Channels-last from batch 1 (the default starts at batch 4).
+cuda::ExecutorOptions nhwc_options() {
+  cuda::ExecutorOptions o;
+  o.channels_last_min_batch = 1;
+  return o;
+}
+
 void compare_engine(const ir::Model& engine, const cuda::ExecutorOptions& o, double frac_float,
                     double frac_engine, const std::string& what) {
   Session reference(testing_models::resnet_block(ir::Dim("N")));
@@ -89,15 +96,12 @@ TEST(CudaResNetBlock, Float16Engine) {
   TRT_REQUIRE_CUDA();
   const ir::Model m = engine_graph(true);
   // fp16 storage between layers: ~1e-3 relative per layer, a handful of layers.
-  compare_engine(m, {}, 2e-2, 1e-2, "fp16 engine");
-  cuda::Executor ex(m, {});
+  compare_engine(m, nhwc_options(), 2e-2, 1e-2, "fp16 engine");
+  cuda::Executor ex(m, nhwc_options());
   ex.run({{"x", random_tensor(DataType::kFloat32, {2, 3, 15, 15}, 5)}});
-  int fused = 0, nhwc = 0;
-  for (const auto& k : ex.node_kernels()) {
-    fused += k.find("cuDNN fused") != std::string::npos;
-    nhwc += k.find("cuDNN fused NHWC") != std::string::npos;
-  }
-  EXPECT_GE(fused, 5) << "expected every convolution through cudnnConvolutionBiasActivationForward";
+  int nhwc = 0;
+  for (const auto& k : ex.node_kernels())
+    nhwc += k.find("cuDNN") == 0 && k.find("NHWC") != std::string::npos;
   EXPECT_GE(nhwc, 5) << "expected channels-last convolutions";
   // The whole block stays NHWC: the only conversion is the input's (GAP ends the chain).
   EXPECT_EQ(ex.layout_conversions(), 1);
@@ -107,17 +111,31 @@ TEST(CudaResNetBlock, Float16Engine) {
   compare_engine(m, nchw, 2e-2, 1e-2, "fp16 engine NCHW");
 }
 
+// Every convolution through cudnnConvolutionBiasActivationForward (TRTUTILS_CUDA_FUSED_CONV=force).
+TEST(CudaResNetBlock, Float16EngineForcedFusion) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_FUSED_CONV", "force", 1);
+  const ir::Model m = engine_graph(true);
+  compare_engine(m, nhwc_options(), 2e-2, 1e-2, "fp16 engine forced fusion");
+  cuda::Executor ex(m, nhwc_options());
+  ex.run({{"x", random_tensor(DataType::kFloat32, {2, 3, 15, 15}, 5)}});
+  int fused = 0;
+  for (const auto& k : ex.node_kernels()) fused += k.find("cuDNN fused NHWC") != std::string::npos;
+  EXPECT_GE(fused, 5) << "expected every convolution through cudnnConvolutionBiasActivationForward";
+  ::unsetenv("TRTUTILS_CUDA_FUSED_CONV");
+}
+
 // The fp16 engine replayed from a CUDA graph (NHWC conversions captured with the rest).
 TEST(CudaResNetBlock, Float16EngineCudaGraph) {
   TRT_REQUIRE_CUDA();
-  cuda::ExecutorOptions o;
+  cuda::ExecutorOptions o = nhwc_options();
   o.cuda_graph = true;
   compare_engine(engine_graph(true), o, 2e-2, 1e-2, "fp16 engine cuda graph");
 }
 
 TEST(CudaResNetBlock, Float32Tf32Engine) {
   TRT_REQUIRE_CUDA();
-  cuda::ExecutorOptions o;
+  cuda::ExecutorOptions o = nhwc_options();
   o.allow_tf32 = true;
   compare_engine(engine_graph(false), o, 1e-2, 1e-2, "fp32 tf32 engine");
   compare_engine(engine_graph(false), {}, 1e-4, 1e-4, "fp32 engine");

@@ -3,9 +3,10 @@
 
 Run with Debian's python (onnx, numpy, PIL):
     /usr/bin/python3 tests/data/bad/make_bad_corpus.py [--cli build-x/bin/trtutils]
-Every file is deterministic and small (< 64 KiB). The engine files need the CLI (a tiny engine is
-built, then damaged); without --cli the committed ones are kept. The fuzz regression inputs
-(cli_fuzz_*, onnx_fuzz_*) are not written here: the fuzzers found them.
+Every file is small (< 64 KiB) and, but for the engines, the same on every run. The engine files
+need the CLI (a tiny engine is built, then damaged; its metadata names the build machine); without
+--cli the committed ones are kept. The fuzz regression inputs (cli_fuzz_*, onnx_fuzz_*) are not
+written here: the fuzzers found them. A new file needs a line in MANIFEST.tsv.
 """
 
 import argparse
@@ -210,7 +211,7 @@ def engine_files(cli):
             engine = f.read()
     write("engine_truncated.engine", engine[: len(engine) // 2])
     flipped = bytearray(engine)
-    flipped[len(engine) * 3 // 4] ^= 0x10  # in the weights: only the checksum notices
+    flipped[len(engine) * 3 // 4] ^= 0x10  # past the header: only the checksum notices
     write("engine_bitflip.engine", bytes(flipped))
     write("engine_zero_bytes.engine", b"")
 
