@@ -11,8 +11,9 @@
 namespace trtutils::passes {
 
 struct ShapeInferenceOptions {
-  // strict: an op's shape function error is fatal (a graph that cannot be valid). Otherwise the
-  // value is left with unknown shape and the error is logged at verbose level.
+  // strict: an op's shape function error of kind kInvalidArgument is fatal (a graph that cannot
+  // be valid). Other errors (and every error when not strict) leave the value's shape unknown
+  // and are logged at verbose level.
   bool strict = false;
 };
 // Fills graph.value_info with dtype/shape for every node output the op schemas can infer.

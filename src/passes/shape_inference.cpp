@@ -41,7 +41,9 @@ size_t infer_shapes(ir::Graph& graph, int64_t opset, const ShapeInferenceOptions
     try {
       schema->infer(ctx);
     } catch (const Error& e) {
-      if (options.strict) throw;
+      // Only a graph that cannot be valid is fatal; "not supported" cases stay unknown here and
+      // are decided by the backend that runs the node.
+      if (options.strict && e.code() == ErrorCode::kInvalidArgument) throw;
       TRT_LOG_VERBOSE("shape inference skipped {}: {}", node.describe(), e.what());
       continue;
     }
