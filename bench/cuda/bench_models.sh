@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Other torchvision models on the GPU machine: trtutils CUDA engines against PyTorch eager FP16
+# (channels-last, cudnn.benchmark) in the same run. Random weights; engines timed with
+# `benchmark --no_data_transfers` (GPU compute, input on the device as in PyTorch's loop).
+# Run from the repo root with dist/ from scripts/make_dist.sh; results in $OUT/models_summary.txt.
+#   BATCH=256 SPECS="mobilenet_v2:fp16,int8 vit_b_16:fp16,fp8" bash bench/cuda/bench_models.sh
+# Quantized engines: `trtutils quantize` (max, on BATCH random inputs) then `build --strongly_typed`.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out="${OUT:-$PWD/device-results}"
+mkdir -p "$out"
+T="$PWD/dist/bin/trtutils"
+export LD_LIBRARY_PATH="$PWD/dist/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+B="${BATCH:-256}"
+W=/tmp/trtutils-models
+mkdir -p "$W"
+sum="$out/models_summary.txt"
+for spec in ${SPECS:-mobilenet_v2:fp16,int8 vit_b_16:fp16,fp8}; do
+  m=${spec%%:*}
+  python3 - "$W" "$B" "$m" <<'PY' >>"$out/models_export.log" 2>&1
+import sys, torch, torchvision, numpy as np
+w, b, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+torch.manual_seed(0)
+m = getattr(torchvision.models, name)().eval()
+torch.onnx.export(m, torch.randn(b, 3, 224, 224), f"{w}/{name}.onnx", opset_version=17,
+                  input_names=["input"], output_names=["output"], dynamo=False)
+np.save(f"{w}/calib.npy", np.random.default_rng(0).random((b, 3, 224, 224), dtype=np.float32))
+PY
+  for p in ${spec#*:}; do
+    p=${p//,/ }
+    for prec in $p; do
+      e="$W/${m}_$prec.engine"
+      case $prec in
+        fp16) "$T" build --onnx "$W/$m.onnx" --output "$e" --backend cuda --fp16 >>"$out/models_build.log" 2>&1 ;;
+        int8 | fp8)
+          "$T" quantize --onnx "$W/$m.onnx" --output "$W/${m}_$prec.onnx" --calibration_data "$W/calib.npy" \
+            --quantize_mode "$prec" --calibration_method max --batch_size "$B" --eval_batches 0 >>"$out/models_build.log" 2>&1
+          "$T" build --onnx "$W/${m}_$prec.onnx" --output "$e" --backend cuda --strongly_typed >>"$out/models_build.log" 2>&1 ;;
+      esac
+      [ -f "$e" ] || { echo "$m $prec: no engine" | tee -a "$sum"; continue; }
+      echo "$m $prec b$B: $("$T" benchmark --engine "$e" --iterations 20 --warmup_iterations 3 --no_data_transfers 2>&1 \
+        | grep -E 'GPU compute|memory' | tr '\n' ' ')" | tee -a "$sum"
+    done
+  done
+  python3 - "$B" "$m" <<'PY' 2>&1 | tee -a "$sum"
+import sys, time, torch, torchvision
+b, name = int(sys.argv[1]), sys.argv[2]
+torch.backends.cudnn.benchmark = True
+m = getattr(torchvision.models, name)().eval().cuda().half().to(memory_format=torch.channels_last)
+x = torch.randn(b, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
+torch.cuda.reset_peak_memory_stats()
+with torch.inference_mode():
+    for _ in range(5): m(x)
+    torch.cuda.synchronize(); ts = []
+    for _ in range(20):
+        t0 = time.perf_counter(); m(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
+ts.sort(); med = ts[len(ts) // 2] * 1000
+print(f"{name} pytorch eager fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
+      f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+PY
+done
