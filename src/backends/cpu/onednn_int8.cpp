@@ -14,6 +14,7 @@
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/onednn_common.h"
 #include "backends/cpu/qlinear_kernels.h"
 #include "trtutils/logging.h"
 
@@ -27,36 +28,9 @@ using DT = memory::data_type;
 
 std::atomic<int64_t> g_runs{0}, g_fallbacks{0};
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
-class Buffer {
- public:
-  void* get(size_t bytes) {
-    if (bytes > cap_) {
-      const size_t want = (bytes + 4095) / 4096 * 4096;
-      void* p = std::aligned_alloc(64, want);
-      if (!p) throw std::bad_alloc();
-      ptr_.reset(p);
-      cap_ = want;
-    }
-    return ptr_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> ptr_;
-  size_t cap_ = 0;
-};
+using onednn::engine;
+using onednn::stream;
+using Buffer = onednn::ScratchBuffer;
 enum BufferId {
   kSrcBuffer,
   kDstBuffer,

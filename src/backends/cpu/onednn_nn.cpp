@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/nn_kernels.h"
+#include "backends/cpu/onednn_common.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cpu::nn {
@@ -30,38 +31,9 @@ constexpr memory::data_type kF32 = memory::data_type::f32;
 
 std::atomic<int64_t> g_conv_runs{0}, g_conv_fallbacks{0}, g_matmul_runs{0}, g_matmul_fallbacks{0};
 
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  thread_local dnnl::stream s(engine());
-  return s;
-}
-
-// A growable, 64-byte aligned buffer kept per thread so that large temporaries are not
-// re-faulted on every call.
-class Buffer {
- public:
-  void* get(size_t bytes) {
-    if (bytes > cap_) {
-      const size_t want = (bytes + 4095) / 4096 * 4096;
-      void* p = std::aligned_alloc(64, want);
-      if (!p) throw std::bad_alloc();
-      ptr_.reset(p);
-      cap_ = want;
-    }
-    return ptr_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> ptr_;
-  size_t cap_ = 0;
-};
+using onednn::engine;
+using onednn::stream;
+using Buffer = onednn::ScratchBuffer;
 enum BufferId { kSrcBuffer = 0, kDstBuffer = 1, kScratchBuffer = 2, kNumBuffers = 3 };
 void* thread_buffer(BufferId id, size_t bytes) {
   thread_local Buffer buffers[kNumBuffers];
