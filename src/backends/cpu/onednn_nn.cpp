@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "backends/cpu/lru_cache.h"
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "trtutils/logging.h"
@@ -90,51 +91,9 @@ void append_activation(dnnl::post_ops& ops, const ConvPostOps& post) {
 }
 
 // LRU map from key to entry, bounded in entries and in bytes (an entry's cost: the weights it
-// holds alive plus its reordered copy). The newest entry is always kept.
+// holds alive plus its reordered copy).
 template <typename Entry>
-class Cache {
- public:
-  Cache(size_t max_entries, size_t max_bytes) : max_entries_(max_entries), max_bytes_(max_bytes) {}
-  std::shared_ptr<Entry> find(const std::string& key) {
-    auto it = map_.find(key);
-    if (it == map_.end()) return nullptr;
-    lru_.splice(lru_.begin(), lru_, it->second.pos);
-    return it->second.entry;
-  }
-  void put(const std::string& key, std::shared_ptr<Entry> e, size_t cost) {
-    erase(key);
-    lru_.push_front(key);
-    map_.emplace(key, Slot{std::move(e), lru_.begin(), cost});
-    bytes_ += cost;
-    while (map_.size() > 1 && (map_.size() > max_entries_ || bytes_ > max_bytes_))
-      erase(lru_.back());
-  }
-  void clear() {
-    map_.clear();
-    lru_.clear();
-    bytes_ = 0;
-  }
-  std::mutex& mutex() { return mu_; }
-  size_t size() const { return map_.size(); }
-
- private:
-  struct Slot {
-    std::shared_ptr<Entry> entry;
-    std::list<std::string>::iterator pos;
-    size_t cost;
-  };
-  void erase(const std::string& key) {
-    auto it = map_.find(key);
-    if (it == map_.end()) return;
-    bytes_ -= it->second.cost;
-    lru_.erase(it->second.pos);
-    map_.erase(it);
-  }
-  size_t max_entries_, max_bytes_, bytes_ = 0;
-  std::mutex mu_;
-  std::list<std::string> lru_;
-  std::unordered_map<std::string, Slot> map_;
-};
+using Cache = LruCache<Entry>;
 
 // Values of `t` at up to 32 evenly spaced positions (bit patterns, so NaN compares equal).
 std::vector<uint32_t> sample_of(const Tensor& t) {

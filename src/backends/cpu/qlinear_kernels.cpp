@@ -288,8 +288,8 @@ struct DequantEntry {
   std::vector<float> scale, zp;
   Tensor wf;
 };
-qlinear::LruCache<DequantEntry>& dequant_cache() {
-  static auto* c = new qlinear::LruCache<DequantEntry>(4096, size_t{2} << 30);
+LruCache<DequantEntry>& dequant_cache() {
+  static auto* c = new LruCache<DequantEntry>(4096, size_t{2} << 30);
   return *c;
 }
 
