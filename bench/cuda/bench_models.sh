@@ -3,7 +3,8 @@
 # (channels-last, cudnn.benchmark) in the same run. Random weights; engines timed with
 # `benchmark --no_data_transfers` (GPU compute, input on the device as in PyTorch's loop).
 # Run from the repo root with dist/ from scripts/make_dist.sh; results in $OUT/models_summary.txt.
-#   BATCH=256 SPECS="mobilenet_v2:fp16,int8 vit_b_16:fp16,fp8" bash bench/cuda/bench_models.sh
+#   BATCH=256 SPECS="mobilenet_v2:fp16,int8 vit_b_16:fp16,fp8" [PROFILE=1] bash bench/cuda/bench_models.sh
+# PROFILE=1 also writes each engine's per-layer analysis to $OUT/profile_<model>_<prec>.txt.
 # Quantized engines: `trtutils quantize` (max, on BATCH random inputs) then `build --strongly_typed`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,6 +41,13 @@ PY
       [ -f "$e" ] || { echo "$m $prec: no engine" | tee -a "$sum"; continue; }
       echo "$m $prec b$B: $("$T" benchmark --engine "$e" --iterations 20 --warmup_iterations 3 --no_data_transfers 2>&1 \
         | grep -E 'GPU compute|memory' | tr '\n' ' ')" | tee -a "$sum"
+      if [ "${PROFILE:-0}" = "1" ]; then  # per-layer times, top layers in the summary
+        "$T" inspect --engine "$e" --json >"$W/${m}_$prec.inspect.json" 2>/dev/null
+        "$T" benchmark --engine "$e" --iterations 5 --warmup_iterations 2 --profile \
+          --json "$W/${m}_$prec.profile.json" >/dev/null 2>&1
+        python3 bench/cuda/profile_analysis.py "$W/${m}_$prec.inspect.json" "$W/${m}_$prec.profile.json" \
+          --batch "$B" >"$out/profile_${m}_$prec.txt" 2>&1
+      fi
     done
   done
   python3 - "$B" "$m" <<'PY' 2>&1 | tee -a "$sum"

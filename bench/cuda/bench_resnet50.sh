@@ -6,7 +6,7 @@
 #   BATCH=256 ITERS=20 [PRECISIONS="fp32 fp16 int8 fp8"] [TORCH_COMPILE=1] bench/cuda/bench_resnet50.sh
 # Each engine is timed twice: with the host copies of the input / outputs (trtexec's default)
 # and with --no_data_transfers (input on the device, as in PyTorch's loop). The INT8 engine is
-# also profiled per layer (bench/cuda/profile_analysis.py). TORCH_COMPILE=1 adds torch.compile
+# also profiled per layer (bench/cuda/profile_analysis.py; PROFILE="int8 fp8" for more). TORCH_COMPILE=1 adds torch.compile
 # (mode max-autotune-no-cudagraphs, ~5 min to compile) as a second peer.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,16 +57,17 @@ for e in $P; do
     --json "$out/bench_${e}_nodt.json" >"$out/bench_${e}_nodt.log" 2>&1
   echo "$e b$B no_data_transfers: $(grep -E 'throughput|GPU compute' "$out/bench_${e}_nodt.log" | tr '\n' ' ')" | tee -a "$out/bench_summary.txt"
 done
-# Per-layer profile of the INT8 engine against each layer's operations and bytes.
-if [ -f "$W/int8.engine" ]; then
-  "$T" inspect --engine "$W/int8.engine" --json >"$out/inspect_int8.json" 2>/dev/null
-  "$T" inspect --engine "$W/int8.engine" >"$out/inspect_int8.txt" 2>&1
-  "$T" benchmark --engine "$W/int8.engine" --iterations 5 --warmup_iterations 2 --profile \
-    --json "$out/profile_int8.json" >"$out/profile_int8.log" 2>&1
-  python3 bench/cuda/profile_analysis.py "$out/inspect_int8.json" "$out/profile_int8.json" \
-    --batch "$B" >"$out/profile_int8_analysis.txt" 2>&1
-  sed -n '1,40p' "$out/profile_int8_analysis.txt"
-fi
+# Per-layer profiles (PROFILE, default "int8") against each layer's operations and bytes.
+for e in ${PROFILE:-int8}; do
+  [ -f "$W/$e.engine" ] || continue
+  "$T" inspect --engine "$W/$e.engine" --json >"$out/inspect_$e.json" 2>/dev/null
+  "$T" inspect --engine "$W/$e.engine" >"$out/inspect_$e.txt" 2>&1
+  "$T" benchmark --engine "$W/$e.engine" --iterations 5 --warmup_iterations 2 --profile \
+    --json "$out/profile_$e.json" >"$out/profile_$e.log" 2>&1
+  python3 bench/cuda/profile_analysis.py "$out/inspect_$e.json" "$out/profile_$e.json" \
+    --batch "$B" >"$out/profile_${e}_analysis.txt" 2>&1
+  sed -n '1,30p' "$out/profile_${e}_analysis.txt"
+done
 if [ -f "$W/fp16_b1.engine" ]; then
   "$T" benchmark --engine "$W/fp16_b1.engine" --iterations 100 --warmup_iterations 10 >"$out/bench_fp16_b1.log" 2>&1
   echo "fp16 b1: $(grep -E 'latency' "$out/bench_fp16_b1.log")" | tee -a "$out/bench_summary.txt"

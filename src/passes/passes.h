@@ -53,13 +53,14 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset);
 // stay for dead-code elimination. Needs shape inference first. Returns the number of fusions.
 size_t fuse_qdq(ir::Graph& graph, int64_t opset);
 
-// Runs int8 QConv nodes channels-last (their "channels_last" attribute; the int8 kernels'
-// native layout): X and R are read through Transpose(NCHW -> NHWC) and Y is written NHWC with a
-// Transpose back, except that a QConv reading another converted QConv's output (or an already
-// transposed value) reads the NHWC value directly, so chains of quantized convolutions stay
-// channels-last and only the chain's boundaries transpose. Needs dtypes and static (or named)
-// shapes in value_info. Returns the number of QConv nodes converted. Run dead-code elimination
-// afterwards (Transposes back to NCHW that nobody reads).
+// Runs int8 and float8 QConv nodes channels-last (their "channels_last" attribute; the int8
+// kernels' native layout, and the one cuBLASLt's fp8 products read without a copy): X and R are
+// read through Transpose(NCHW -> NHWC) and Y is written NHWC with a Transpose back, except that a
+// QConv reading another converted QConv's output (or an already transposed value) reads the NHWC
+// value directly, so chains of quantized convolutions stay channels-last and only the chain's
+// boundaries transpose. Needs dtypes and static (or named) shapes in value_info. Returns the number
+// of QConv nodes converted. Run dead-code elimination afterwards (Transposes back to NCHW that
+// nobody reads).
 size_t qdq_channels_last(ir::Graph& graph);
 
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that

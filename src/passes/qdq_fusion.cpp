@@ -467,6 +467,11 @@ ir::SymShape permuted(const ir::SymShape& s, const std::vector<int64_t>& perm) {
 bool int8_type(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUInt8;
 }
+// 8-bit operands of the channels-last QConvs: int8 (the CPU's oneDNN layout and cuBLASLt's)
+// and float8 (cuBLASLt; the CPU's float fallback permutes around its float convolution).
+bool byte_type(DataType t) {
+  return int8_type(t) || t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2;
+}
 
 }  // namespace
 
@@ -511,13 +516,14 @@ size_t qdq_channels_last(ir::Graph& g) {
       ys = known_shape(g, n.outputs[0]);
       xt = dtype_of(g, n.inputs[kX]);
       yt = dtype_of(g, n.outputs[0]);
+      const DataType wt = dtype_of(g, n.inputs[kW]);
       ok = xs && ys && xs->size() >= 3 && xs->size() <= 5 && ys->size() == xs->size() &&
-           int8_type(xt) && dtype_of(g, n.inputs[kW]) == DataType::kInt8 &&
-           (int8_type(yt) || yt == DataType::kFloat32);
+           byte_type(xt) && (int8_type(xt) ? wt == DataType::kInt8 : byte_type(wt)) &&
+           (byte_type(yt) || yt == DataType::kFloat32);
       if (ok && n.has_input(kResidual)) {
         rs = known_shape(g, n.inputs[kResidual]);
         rt = dtype_of(g, n.inputs[kResidual]);
-        ok = rs && rs->size() == ys->size() && (int8_type(rt) || rt == DataType::kFloat32);
+        ok = rs && rs->size() == ys->size() && (byte_type(rt) || rt == DataType::kFloat32);
       }
     }
     if (!ok) {

@@ -289,7 +289,8 @@ void convert_layout(RunContext& ctx, size_t esz, const Shape& nchw, const void* 
 
 // Matrix products through cuBLASLt, row-major: D[b] = alpha * op(A[b]) x op(B[b]) + beta * D[b]
 // (+ bias along N, + activation epilogue) for b < batch, with element strides between batch
-// entries (0 = shared). Plans (descriptors + the heuristic's algorithm) are cached per shape.
+// entries (0 = shared). Plans (descriptors + the fastest of the heuristic's algorithms, timed on
+// the first eager call) are cached per shape.
 struct MatmulProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool trans_a = false, trans_b = false;
@@ -306,7 +307,11 @@ struct MatmulProblem {
   } epilogue = Epilogue::kNone;
   // int8 x int8 -> int8 requantized in cuBLASLt's epilogue (IMMA, d_t int8, see LtRequant).
   bool requant = false;
-  bool with_c = false;  // requant: + beta * C (int8, D's layout)
+  bool with_c = false;  // requant / fp8_out: + beta * C (D's layout)
+  // float8 x float8 -> float8 E4M3 D scaled in cuBLASLt (see LtFp8Out): C float16, bias float16.
+  bool fp8_out = false;
+  // fp8_out: B's scale is one float per column N (cuBLASLt's outer-vector scaling), else one.
+  bool b_scale_vector = false;
   bool operator==(const MatmulProblem&) const = default;
 };
 // The requantizing int8 product: D[i][j] = sat(rint(act(alpha[j] * sum_k A[i][k] B[j][k] +
@@ -314,6 +319,14 @@ struct MatmulProblem {
 // float32 (the bias pointer of run()), C int8 like D.
 struct LtRequant {
   const float* alpha = nullptr;
+  float beta = 0.0f;
+  const void* c = nullptr;
+};
+// The float8 product written as float8 by cuBLASLt: D = sat(act(a_scale * b_scale[j] * sum_k
+// A[i][k] B[j][k] + beta * C[i][j] + bias[j]) * d_scale) with C float16 (the dequantized
+// residual; may be null when beta = 0) and bias float16.
+struct LtFp8Out {
+  const float* d_scale = nullptr;
   float beta = 0.0f;
   const void* c = nullptr;
 };
@@ -330,11 +343,32 @@ class LtMatmul {
   bool run(RunContext& ctx, const MatmulProblem& p, const void* a, const void* b, void* d,
            float alpha = 1.0f, float beta = 0.0f, const void* bias = nullptr,
            const float* a_scale = nullptr, const float* b_scale = nullptr,
-           const LtRequant* rq = nullptr);
+           const LtRequant* rq = nullptr, const LtFp8Out* f8 = nullptr);
+  // Plans whose algorithm was chosen by timing, and those where it beat the heuristic's first.
+  int timed() const { return timed_; }
+  int improved() const { return improved_; }
 
  private:
   struct Plan;
+  struct Args {
+    float falpha = 1, fbeta = 0;
+    int32_t ialpha = 1, ibeta = 0;
+    bool int_scale = false, with_c = false;
+  };
+  static constexpr int kMaxCandidates = 8;
+  static constexpr int kTimedRuns = 3;
+  static Args call_args(const Plan& pl, const MatmulProblem& p, float alpha, float beta,
+                        const LtRequant* rq, const LtFp8Out* f8);
+  cublasStatus_t launch(RunContext& ctx, Plan& pl, const cublasLtMatmulAlgo_t& algo,
+                        const Args& args, const void* a, const void* b, void* d,
+                        const LtRequant* rq, const LtFp8Out* f8);
+  cublasLtMatmulAlgo_t fastest(RunContext& ctx, Plan& pl,
+                               const cublasLtMatmulHeuristicResult_t* results, int count,
+                               const Args& args, const void* a, const void* b, void* d,
+                               const LtRequant* rq, const LtFp8Out* f8);
+  static bool timing_enabled();
   std::map<std::string, std::shared_ptr<Plan>> plans_;
+  int timed_ = 0, improved_ = 0;
   // The last plan used and what it was made for (problem, tf32, pointer alignments).
   MatmulProblem last_p_;
   bool last_tf32_ = false;
@@ -342,6 +376,14 @@ class LtMatmul {
   bool last_scales_[2] = {false, false};
   Plan* last_ = nullptr;
 };
+
+// The executor's own ops (never in engine files): com.trtutils.cuda::MatMulBias (A, B 2-D,
+// bias [N]; attribute gelu 0/1: the exact erf GELU after the bias) and com.trtutils.cuda::Gelu.
+inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
+// Rewrites the executor's copy of the graph: MatMul + bias Add (+ the exporters' erf GELU chain)
+// into MatMulBias, lone GELU chains into Gelu (graph_fusion.cpp). Returns the fusions made.
+// TRTUTILS_CUDA_FUSION=0 turns it off.
+size_t fuse_for_gpu(ir::Graph& graph);
 
 // numpy matmul's output shape (1-D operands promoted and squeezed back).
 Shape matmul_shape(const ir::Node& node, const Shape& a, const Shape& b);

@@ -90,6 +90,25 @@ __global__ void unary_float_kernel(Unary op, const T* x, T* y, int64_t n, float 
   }
 }
 
+// V consecutive elements (16 bytes) per thread.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+template <typename T, int V>
+__global__ void unary_float_vec_kernel(Unary op, const Vec<T, V>* x, Vec<T, V>* y, int32_t nv,
+                                       float alpha, float beta) {
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < nv;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    Vec<T, V> r = x[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+      r.v[k] = from_float<T>(unary_float(op, to_float(r.v[k]), alpha, beta));
+    y[i] = r;
+  }
+}
+
 template <typename T>
 __global__ void unary_int_kernel(Unary op, const T* x, T* y, int64_t n, float alpha, float beta) {
   TRT_GRID_STRIDE(i, n) {
@@ -277,6 +296,29 @@ __global__ void binary_kernel(Binary op, const T* a, const T* b, O* y, Broadcast
   }
 }
 
+// Float ops on V consecutive elements (16-byte loads) per thread, 32-bit indices. kKind 0: a and
+// b flat; 1: b one value; 2: a one value; 4: b repeats every period_v vectors (a bias along the
+// trailing axes: MatMul + Add); 5: a repeats.
+template <typename T, int V, int kKind>
+__global__ void binary_vec_kernel(Binary op, const T* a, const T* b, T* y, int32_t nv,
+                                  int32_t period_v) {
+  using W = Vec<T, V>;
+  const float sa = kKind == 2 ? to_float(a[0]) : 0.0f, sb = kKind == 1 ? to_float(b[0]) : 0.0f;
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < nv;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    W va{}, vb{}, r;
+    if constexpr (kKind != 2) va = reinterpret_cast<const W*>(a)[kKind == 5 ? i % period_v : i];
+    if constexpr (kKind != 1) vb = reinterpret_cast<const W*>(b)[kKind == 4 ? i % period_v : i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float fa = kKind == 2 ? sa : to_float(va.v[k]);
+      const float fb = kKind == 1 ? sb : to_float(vb.v[k]);
+      r.v[k] = from_float<T>(binary_float(op, fa, fb));
+    }
+    reinterpret_cast<W*>(y)[i] = r;
+  }
+}
+
 bool is_flat(const Broadcast& bc, int which) {
   int64_t expect = 1;
   for (int d = bc.rank - 1; d >= 0; --d) {
@@ -291,12 +333,67 @@ bool is_scalar(const Broadcast& bc, int which) {
   return true;
 }
 
+// The number of elements after which input `which` repeats over the flat output (it covers the
+// trailing axes contiguously and is broadcast along the leading ones), or 0.
+int64_t period_of(const Broadcast& bc, int which) {
+  int64_t expect = 1;
+  int d = bc.rank - 1;
+  for (; d >= 0; --d) {
+    if (bc.dims[d] == 1) continue;
+    if (bc.strides[which][d] != expect) break;
+    expect *= bc.dims[d];
+  }
+  for (; d >= 0; --d)
+    if (bc.dims[d] != 1 && bc.strides[which][d] != 0) return 0;
+  return expect;
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// The vectorised float path; false when the shapes or pointers do not allow it.
+template <typename T>
+bool launch_binary_vec(Binary op, const void* a, const void* b, void* y, const Broadcast& bc,
+                       int64_t n, cudaStream_t s) {
+  constexpr int V = 16 / sizeof(T);
+  if (n % V != 0 || n / V >= (int64_t{1} << 31) || !aligned16(y)) return false;
+  const bool fa = is_flat(bc, 0), fb = is_flat(bc, 1);
+  const bool sa = is_scalar(bc, 0), sb = is_scalar(bc, 1);
+  const int64_t pa = fa ? 0 : period_of(bc, 0), pb = fb ? 0 : period_of(bc, 1);
+  const T* xa = static_cast<const T*>(a);
+  const T* xb = static_cast<const T*>(b);
+  T* py = static_cast<T*>(y);
+  const int32_t nv = static_cast<int32_t>(n / V);
+  const unsigned g = blocks_for(nv);
+  auto ok_vec = [&](const void* p, int64_t period) { return aligned16(p) && period % V == 0; };
+  if (fa && fb && aligned16(a) && aligned16(b)) {
+    binary_vec_kernel<T, V, 0><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
+  } else if (fa && sb && aligned16(a)) {
+    binary_vec_kernel<T, V, 1><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
+  } else if (fb && sa && aligned16(b)) {
+    binary_vec_kernel<T, V, 2><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
+  } else if (fa && pb > 0 && aligned16(a) && ok_vec(b, pb)) {
+    binary_vec_kernel<T, V, 4>
+        <<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, static_cast<int32_t>(pb / V));
+  } else if (fb && pa > 0 && aligned16(b) && ok_vec(a, pa)) {
+    binary_vec_kernel<T, V, 5>
+        <<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, static_cast<int32_t>(pa / V));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <typename T, typename O>
 void launch_binary(Binary op, const void* a, const void* b, void* y, const Broadcast& bc, int64_t n,
                    cudaStream_t s) {
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
   O* py = static_cast<O*>(y);
+  if constexpr (kFloatLike<T> && std::is_same_v<T, O>) {
+    if (launch_binary_vec<T>(op, a, b, y, bc, n, s)) return;
+  }
   const unsigned g = blocks_for(n);
   const bool fa = is_flat(bc, 0), fb = is_flat(bc, 1);
   if (fa && fb) {
@@ -364,6 +461,13 @@ cudaError_t unary(Unary op, DataType dt, const void* x, void* y, int64_t n, floa
   const unsigned g = blocks_for(n);
   const bool done = dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
+    constexpr int V = 16 / sizeof(T);
+    if (n % V == 0 && n / V < (int64_t{1} << 31) && aligned16(x) && aligned16(y)) {
+      const int32_t nv = static_cast<int32_t>(n / V);
+      unary_float_vec_kernel<T, V><<<blocks_for(nv), kThreads, 0, stream>>>(
+          op, static_cast<const Vec<T, V>*>(x), static_cast<Vec<T, V>*>(y), nv, alpha, beta);
+      return;
+    }
     unary_float_kernel<T><<<g, kThreads, 0, stream>>>(op, static_cast<const T*>(x),
                                                       static_cast<T*>(y), n, alpha, beta);
   });

@@ -219,7 +219,8 @@ cudaError_t xor_bytes(const void* x, void* y, int64_t n, uint8_t mask, cudaStrea
 // ignored); bias and residual may be null.
 struct QEpilogue {
   const void* acc = nullptr;
-  bool acc_int32 = true;  // else float32
+  bool acc_int32 = true;  // else float32 (or float16 with acc_half)
+  bool acc_half = false;
   bool acc_channels_first = false;
   int64_t rows = 0, cols = 0, positions = 1;
   bool channels_first = false;  // Y's (and R's) layout

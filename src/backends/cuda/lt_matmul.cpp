@@ -1,7 +1,11 @@
 // Row-major matrix products through cuBLASLt (column-major): D[m,n] = A[m,k] x B[k,n] is computed
 // as D^T[n,m] = B^T x A^T, so cuBLASLt's "A" is our B and its "B" is our A. Plans (descriptors
-// plus the heuristic's first algorithm) are cached per problem and pointer alignment.
+// plus the algorithm: the fastest of the heuristic's candidates, timed on the first eager call)
+// are cached per problem and pointer alignment.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
 
@@ -9,7 +13,7 @@ namespace trtutils::cuda {
 
 struct LtMatmul::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool ok = false;
   bool int_scale = false;
@@ -17,6 +21,7 @@ struct LtMatmul::Plan {
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
     if (d) cublasLtMatrixLayoutDestroy(d);
   }
 };
@@ -90,8 +95,9 @@ uint32_t alignment(const void* p) {
 
 bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, const void* b, void* d,
                    float alpha, float beta, const void* bias, const float* a_scale,
-                   const float* b_scale, const LtRequant* rq) {
-  TRT_INTERNAL_CHECK(p0.requant == (rq != nullptr) && (!p0.with_c || (rq && rq->c)));
+                   const float* b_scale, const LtRequant* rq, const LtFp8Out* f8) {
+  TRT_INTERNAL_CHECK(p0.requant == (rq != nullptr) && p0.fp8_out == (f8 != nullptr) &&
+                     (!p0.with_c || (rq && rq->c) || (f8 && f8->c)));
   MatmulProblem p = p0;
   if (p.lda == 0) p.lda = p.trans_a ? p.m : p.k;
   if (p.ldb == 0) p.ldb = p.trans_b ? p.k : p.n;
@@ -106,12 +112,12 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
       last_scales_[0] == (a_scale != nullptr) && last_scales_[1] == (b_scale != nullptr))
     pl = last_;
   if (!pl) {
-    const std::string key =
-        fmt::format("{}|{}|{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}", p.m,
-                    p.n, p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldd, p.stride_a,
-                    p.stride_b, p.stride_d, dtype_name(p.a_t), dtype_name(p.b_t), dtype_name(p.d_t),
-                    static_cast<int>(p.epilogue), ctx.allow_tf32, al_a, al_b, al_d, al_bias,
-                    a_scale != nullptr, b_scale != nullptr, p.requant, p.with_c);
+    const std::string key = fmt::format(
+        "{}|{}|{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}{}", p.m, p.n,
+        p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.ldb, p.ldd, p.stride_a, p.stride_b, p.stride_d,
+        dtype_name(p.a_t), dtype_name(p.b_t), dtype_name(p.d_t), static_cast<int>(p.epilogue),
+        ctx.allow_tf32, al_a, al_b, al_d, al_bias, a_scale != nullptr, b_scale != nullptr,
+        p.requant, p.with_c, p.fp8_out, p.b_scale_vector);
     auto it = plans_.find(key);
     if (it != plans_.end()) {
       pl = it->second.get();
@@ -164,6 +170,15 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
       if (is_fp8) {
         if (a_scale) set_desc(np->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale);
         if (b_scale) set_desc(np->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale);
+        if (p.b_scale_vector)  // our B is cuBLASLt's A: one scale per row of its M (= our N)
+          set_desc(np->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                   static_cast<int32_t>(CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F));
+        if (p.fp8_out) {
+          set_desc(np->desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, f8->d_scale);
+          if (bias)
+            set_desc(np->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                     static_cast<int32_t>(CUDA_R_16F));
+        }
       }
       const cudaDataType_t at = cuda_type(p.a_t), bt = cuda_type(p.b_t), dt = cuda_type(p.d_t);
       np->a = p.trans_b ? layout(bt, p.k, p.n, p.ldb, p.batch, p.stride_b)
@@ -171,6 +186,8 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
       np->b = p.trans_a ? layout(at, p.m, p.k, p.lda, p.batch, p.stride_a)
                         : layout(at, p.k, p.m, p.lda, p.batch, p.stride_a);
       np->d = layout(dt, p.n, p.m, p.ldd, p.batch, p.stride_d);
+      if (p.fp8_out) np->c = layout(CUDA_R_16F, p.n, p.m, p.ldd, p.batch, p.stride_d);
+      cublasLtMatrixLayout_t cl = np->c ? np->c : np->d;
       cublasLtMatmulPreference_t pref = nullptr;
       TRT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
       const uint64_t ws = ctx.lt_workspace_bytes;
@@ -189,15 +206,22 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
         // Bias pointer is set per call; the heuristic needs it present to pick a bias kernel.
         set_desc(np->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
       }
-      cublasLtMatmulHeuristicResult_t result{};
+      cublasLtMatmulHeuristicResult_t results[kMaxCandidates] = {};
       int returned = 0;
       const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-          ctx.lt, np->desc, np->a, np->b, np->d, np->d, pref, 1, &result, &returned);
+          ctx.lt, np->desc, np->a, np->b, cl, np->d, pref, kMaxCandidates, results, &returned);
       cublasLtMatmulPreferenceDestroy(pref);
       if (st == CUBLAS_STATUS_SUCCESS && returned > 0) {
-        np->algo = result.algo;
+        np->algo = results[0].algo;
         np->ok = true;
-      } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+        if (returned > 1 && !ctx.capturing && timing_enabled()) {
+          const Args args = call_args(*np, p, alpha, beta, rq, f8);
+          np->algo = fastest(ctx, *np, results, returned, args, a, b, d, rq, f8);
+        }
+      } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED &&
+                 !(p.fp8_out && st == CUBLAS_STATUS_INVALID_VALUE)) {
+        // (float8 output: cuBLASLt answers INVALID_VALUE for scale modes / epilogues it lacks
+        // on this GPU; the caller falls back.)
         TRT_CUBLAS_CHECK(st);
       }
       pl = np.get();
@@ -218,20 +242,104 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
   if (is_fp8) {
     if (a_scale) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, a_scale);
     if (b_scale) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale);
+    if (f8) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, f8->d_scale);
   }
-  const int32_t ialpha = static_cast<int32_t>(alpha), ibeta = static_cast<int32_t>(beta);
-  const void* pa = pl->int_scale ? static_cast<const void*>(&ialpha) : &alpha;
-  const void* pbeta = pl->int_scale ? static_cast<const void*>(&ibeta) : &beta;
+  const Args args = call_args(*pl, p, alpha, beta, rq, f8);
+  TRT_CUBLAS_CHECK(launch(ctx, *pl, pl->algo, args, a, b, d, rq, f8));
+  return true;
+}
+
+// Scalars (or the requantization's device vector) and the C operand of one call.
+LtMatmul::Args LtMatmul::call_args(const Plan& pl, const MatmulProblem& p, float alpha, float beta,
+                                   const LtRequant* rq, const LtFp8Out* f8) {
+  Args r;
+  r.falpha = alpha;
+  r.fbeta = beta;
+  r.ialpha = static_cast<int32_t>(alpha);
+  r.ibeta = static_cast<int32_t>(beta);
+  r.int_scale = pl.int_scale;
+  r.with_c = (rq || f8) && p.with_c;
+  if (f8) r.fbeta = f8->beta;
+  return r;
+}
+
+cublasStatus_t LtMatmul::launch(RunContext& ctx, Plan& pl, const cublasLtMatmulAlgo_t& algo,
+                                const Args& args, const void* a, const void* b, void* d,
+                                const LtRequant* rq, const LtFp8Out* f8) {
+  const void* pa = args.int_scale ? static_cast<const void*>(&args.ialpha) : &args.falpha;
+  const void* pbeta = args.int_scale ? static_cast<const void*>(&args.ibeta) : &args.fbeta;
   const void* c = d;
   if (rq) {
     pa = rq->alpha;  // a device vector (pointer mode ALPHA_DEVICE_VECTOR_BETA_HOST)
     pbeta = &rq->beta;
-    if (p.with_c) c = rq->c;
+    if (args.with_c) c = rq->c;
   }
-  TRT_CUBLAS_CHECK(cublasLtMatmul(ctx.lt, pl->desc, pa, b, pl->a, a, pl->b, pbeta, c, pl->d, d,
-                                  pl->d, &pl->algo, ctx.lt_workspace, ctx.lt_workspace_bytes,
-                                  ctx.stream));
-  return true;
+  if (f8 && args.with_c) c = f8->c;  // else C (float16) is not read: beta = 0
+  return cublasLtMatmul(ctx.lt, pl.desc, pa, b, pl.a, a, pl.b, pbeta, c, pl.c ? pl.c : pl.d, d,
+                        pl.d, &algo, ctx.lt_workspace, ctx.lt_workspace_bytes, ctx.stream);
+}
+
+// Tactic timing (TensorRT's builder does the same on the real shapes): every algorithm the
+// heuristic offers runs once to warm up, then kTimedRuns times between CUDA events; the
+// fastest median wins. Runs on the eager first run only (never under graph capture), writing
+// D (which the real call overwrites right after); skipped when D aliases an input, so that no
+// candidate reads what another wrote. Env TRTUTILS_CUDA_LT_TIMING=0 keeps the heuristic's
+// first choice.
+cublasLtMatmulAlgo_t LtMatmul::fastest(RunContext& ctx, Plan& pl,
+                                       const cublasLtMatmulHeuristicResult_t* results, int count,
+                                       const Args& args, const void* a, const void* b, void* d,
+                                       const LtRequant* rq, const LtFp8Out* f8) {
+  // D also read (as C with a non-zero beta, or as an operand): candidates would compound.
+  bool reads_d = rq ? (rq->beta != 0.0f && (!args.with_c || rq->c == d))
+                    : (args.fbeta != 0.0f || args.ibeta != 0);
+  if (f8) reads_d = f8->beta != 0.0f && (!args.with_c || f8->c == d);
+  if (d == a || d == b || reads_d) return results[0].algo;
+  cudaEvent_t ev[2];
+  if (cudaEventCreate(&ev[0]) != cudaSuccess) return results[0].algo;
+  if (cudaEventCreate(&ev[1]) != cudaSuccess) {
+    cudaEventDestroy(ev[0]);
+    return results[0].algo;
+  }
+  int best = 0;
+  float best_ms = 0;
+  for (int i = 0; i < count; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS ||
+        results[i].workspaceSize > ctx.lt_workspace_bytes)
+      continue;
+    if (launch(ctx, pl, results[i].algo, args, a, b, d, rq, f8) != CUBLAS_STATUS_SUCCESS) continue;
+    float times[kTimedRuns];
+    bool ok = true;
+    for (int r = 0; r < kTimedRuns && ok; ++r) {
+      ok = cudaEventRecord(ev[0], ctx.stream) == cudaSuccess &&
+           launch(ctx, pl, results[i].algo, args, a, b, d, rq, f8) == CUBLAS_STATUS_SUCCESS &&
+           cudaEventRecord(ev[1], ctx.stream) == cudaSuccess &&
+           cudaEventSynchronize(ev[1]) == cudaSuccess &&
+           cudaEventElapsedTime(&times[r], ev[0], ev[1]) == cudaSuccess;
+    }
+    if (!ok) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    std::sort(times, times + kTimedRuns);
+    const float ms = times[kTimedRuns / 2];
+    if (best_ms == 0 || ms < best_ms) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  ++timed_;
+  if (best != 0) ++improved_;
+  return results[best].algo;
+}
+
+bool LtMatmul::timing_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TRTUTILS_CUDA_LT_TIMING");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
 }  // namespace trtutils::cuda

@@ -113,6 +113,77 @@ class GemmOp : public GpuOp {
   LtMatmul lt_;
 };
 
+// com.trtutils.cuda::MatMulBias: Y = A x B + bias (cuBLASLt's bias epilogue, one product with
+// M = all of A's rows), then the exact GELU in one pass when gelu = 1.
+class MatMulBiasOp : public GpuOp {
+ public:
+  explicit MatMulBiasOp(bool gelu) : gelu_(gelu) {}
+  std::string kernel() const override {
+    return gelu_ ? "cuBLASLt + bias + GELU (fused MatMul, Add, erf chain)"
+                 : "cuBLASLt + bias (fused MatMul, Add)";
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& a = *in.at(0);
+    Value& b = *in.at(1);
+    Value& bias = *in.at(2);
+    const DataType dt = a.dtype;
+    require_float(node, dt, "input A");
+    TRT_CHECK_ARG(b.dtype == dt && bias.dtype == dt,
+                  "{}: A, B and the bias must have the same dtype (got {}, {}, {})",
+                  node.describe(), dtype_name(dt), dtype_name(b.dtype), dtype_name(bias.dtype));
+    TRT_CHECK_ARG(b.shape.size() == 2 && bias.numel() == b.shape[1],
+                  "{}: B {} must be 2-D with the bias' {} columns", node.describe(),
+                  shape_str(b.shape), bias.numel());
+    const Shape ys = matmul_shape(node, a.shape, b.shape);
+    const int64_t k = b.shape[0], n = b.shape[1];
+    const void* pa = ctx.dev(a);
+    const void* pb = ctx.dev(b);
+    const void* pbias = ctx.dev(bias);
+    void* py = ctx.make(*out.at(0), dt, ys);
+    const int64_t total = shape_numel(ys);
+    if (total == 0) return;
+    if (k == 0) {
+      TRT_CUDA_CHECK(cudaMemsetAsync(py, 0, out[0]->nbytes(), ctx.stream));
+    }
+    MatmulProblem p;
+    p.a_t = p.b_t = p.d_t = dt;
+    p.m = total / n;
+    p.n = n;
+    p.k = k;
+    p.epilogue = MatmulProblem::Epilogue::kBias;
+    if (k > 0) {
+      TRT_CHECK(lt_.run(ctx, p, pa, pb, py, 1.0f, 0.0f, pbias), ErrorCode::kNotSupported,
+                "{}: cuBLASLt has no algorithm for this {} product with bias ({}x{}x{})",
+                node.describe(), dtype_name(dt), p.m, p.n, p.k);
+    } else {
+      const k::Broadcast bc = make_broadcast(node, ys, {&bias.shape});
+      ctx.check(k::strided_copy(esize(dt), pbias, py, bc, 0, total, ctx.stream), "bias");
+    }
+    if (gelu_)
+      ctx.check(k::unary(k::Unary::kGelu, dt, py, py, total, 0.0f, 0.0f, ctx.stream), "GELU");
+  }
+
+ private:
+  bool gelu_;
+  LtMatmul lt_;
+};
+
+// com.trtutils.cuda::Gelu: the exporters' x * 0.5 * (1 + erf(x / sqrt 2)) in one pass.
+class GeluOp : public GpuOp {
+ public:
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    Value& x = *in.at(0);
+    require_float(*ctx.node, x.dtype, "input X");
+    const void* px = ctx.dev(x);
+    void* py = ctx.make(*out.at(0), x.dtype, x.shape);
+    ctx.check(k::unary(k::Unary::kGelu, x.dtype, px, py, x.numel(), 0.0f, 0.0f, ctx.stream),
+              "GELU");
+  }
+};
+
 }  // namespace
 
 Shape matmul_shape(const ir::Node& node, const Shape& a, const Shape& b) {
@@ -192,6 +263,12 @@ void register_gemm_ops(OpTable& t) {
     return std::make_unique<MatMulOp>();
   };
   t["Gemm"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> { return std::make_unique<GemmOp>(); };
+  t[std::string(kGpuDomain) + "::MatMulBias"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<MatMulBiasOp>(b.node.attr_int("gelu", 0) != 0);
+  };
+  t[std::string(kGpuDomain) + "::Gelu"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<GeluOp>();
+  };
 }
 
 }  // namespace trtutils::cuda

@@ -11,6 +11,7 @@
 //   float everything else (grouped convolutions, uint8/float8 weights, QMatMul): dequantize X,
 //         float32 cuDNN / cuBLASLt with W dequantized once, the same epilogue.
 // Scales, zero points, W and B must be constants (qdq_fusion only fuses such islands).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -77,8 +78,20 @@ k::QuantDesc quant_desc(const ir::Node& node, int64_t opset, const Value& x, con
   return q;
 }
 
+// Per-tensor scales make QuantizeLinear / DequantizeLinear layout-free: a channels-last input
+// stays channels-last (no NCHW copy around the stem's quantization, for one).
+bool per_tensor_scale(const std::vector<Value*>& in) {
+  return in.size() > 1 && in[1] && in[1]->numel() == 1 &&
+         (in.size() < 3 || !in[2] || in[2]->numel() == 1);
+}
+
 class QuantizeOp : public GpuOp {
  public:
+  std::string kernel() const override { return nhwc_ ? "CUDA kernel NHWC" : "CUDA kernel"; }
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (per_tensor_scale(in)) want[0] = Layout::kAny;
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -92,16 +105,24 @@ class QuantizeOp : public GpuOp {
     const k::QuantDesc q = quant_desc(node, ctx.opset, x, scale, zp, params_);
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), yt, x.shape);
+    nhwc_ = x.nhwc;  // per-tensor only (want_layouts)
+    out[0]->nhwc = x.nhwc;
     ctx.check(k::quantize(x.dtype, yt, px, py, q, node.attr_int("saturate", 1) != 0, ctx.stream),
               "QuantizeLinear");
   }
 
  private:
   QuantParams params_;
+  bool nhwc_ = false;
 };
 
 class DequantizeOp : public GpuOp {
  public:
+  std::string kernel() const override { return nhwc_ ? "CUDA kernel NHWC" : "CUDA kernel"; }
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (per_tensor_scale(in)) want[0] = Layout::kAny;
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -117,11 +138,14 @@ class DequantizeOp : public GpuOp {
     const k::QuantDesc q = quant_desc(node, ctx.opset, x, scale, zp, params_);
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), yt, x.shape);
+    nhwc_ = x.nhwc;
+    out[0]->nhwc = x.nhwc;
     ctx.check(k::dequantize(x.dtype, yt, px, py, q, ctx.stream), "DequantizeLinear");
   }
 
  private:
   QuantParams params_;
+  bool nhwc_ = false;
 };
 
 // ---- the quantized islands
@@ -170,7 +194,8 @@ class QOp : public GpuOp {
       std::string s = path_ == Path::kInt8 ? "cuBLASLt int8" : "cuBLASLt fp8";
       if (kind_ == Kind::kConv)
         s += nhwc_gemm_ ? (direct_ ? " NHWC (direct)" : " NHWC (im2col)") : " (im2col)";
-      if (requant_used_) s += " + requant";
+      if (requant_used_) s += path_ == Path::kInt8 ? " + requant" : " + fp8 out";
+      if (half_acc_used_) s += " (float16 products)";
       if (!cudnn_refused_.empty()) s += " (cuDNN int8 refused: " + cudnn_refused_ + ")";
       return s;
     }
@@ -235,7 +260,7 @@ class QOp : public GpuOp {
 
     std::shared_ptr<void> acc;
     bool done = false;
-    used_cudnn_ = requant_used_ = false;
+    used_cudnn_ = requant_used_ = half_acc_used_ = false;
     if (cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
     if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
@@ -584,6 +609,48 @@ class QOp : public GpuOp {
     p.n = n_;
     p.k = kp_;
     p.trans_b = true;
+    if (path_ == Path::kFp8 && fp8_out_fits(e)) {
+      // float8 Y straight from cuBLASLt (scales, bias, residual, ReLU in its epilogue): no
+      // float32 accumulator, no epilogue kernel.
+      prepare_fp8_out();
+      p.a_t = x.dtype;
+      p.b_t = weight_t_fp8();
+      p.d_t = DataType::kFloat8E4M3FN;
+      p.fp8_out = true;
+      p.b_scale_vector = w_scale_.size() > 1;
+      p.with_c = e.residual != nullptr;
+      const bool relu = epilogue_.act == k::Act::kRelu;
+      p.epilogue =
+          bias_ ? (relu ? MatmulProblem::Epilogue::kReluBias : MatmulProblem::Epilogue::kBias)
+                : (relu ? MatmulProblem::Epilogue::kRelu : MatmulProblem::Epilogue::kNone);
+      LtFp8Out o;
+      o.d_scale = static_cast<const float*>(inv_y_scale_.get());
+      std::shared_ptr<void> r16;
+      if (e.residual) {  // the residual dequantized to float16 (cuBLASLt's C)
+        const int64_t nr = rows * n_;
+        r16 = ctx.scratch(static_cast<size_t>(nr) * 2);
+        k::QuantDesc q;
+        q.n = nr;
+        q.scale = static_cast<const float*>(r_scale_dev_.get());
+        ctx.check(
+            k::dequantize(e.residual_t, DataType::kFloat16, e.residual, r16.get(), q, ctx.stream),
+            "residual to float16");
+        o.c = r16.get();
+        o.beta = 1.0f;
+      }
+      if (lt_.run(ctx, p, a_ptr, w_packed_.get(), e.y, 1.0f, 0.0f, bias16_.get(),
+                  static_cast<const float*>(x_scale_dev_.get()),
+                  static_cast<const float*>(w_scales_dev_.get()), nullptr, &o)) {
+        requant_used_ = true;
+        return true;
+      }
+      fp8_out_ok_ = false;  // no algorithm with this epilogue: the float32 path from now on
+      p = MatmulProblem{};
+      p.m = rows;
+      p.n = n_;
+      p.k = kp_;
+      p.trans_b = true;
+    }
     if (path_ == Path::kInt8 && requant_fits(ctx, e)) {
       // int8 Y straight from cuBLASLt: no int32 buffer, no epilogue kernel.
       prepare_requant(x_zp);
@@ -608,6 +675,28 @@ class QOp : public GpuOp {
       p.k = kp_;
       p.trans_b = true;
     }
+    if (path_ == Path::kFp8 && fp16_acc_ok_ && env_switch("TRTUTILS_CUDA_FP8_HALF_ACC", true)) {
+      // float16 products (half the float32 accumulator's bytes): alpha = x_scale * min w_scale
+      // keeps every value at or below its true magnitude (no overflow), the epilogue multiplies
+      // by w_scale[c] / min (colscale_half_).
+      prepare_half_acc();
+      p.a_t = x.dtype;
+      p.b_t = weight_t_fp8();
+      p.d_t = DataType::kFloat16;
+      acc = ctx.scratch(static_cast<size_t>(rows * n_) * 2);
+      if (lt_.run(ctx, p, a_ptr, w_packed_.get(), acc.get(), half_alpha_)) {
+        e.acc = acc.get();
+        e.acc_int32 = false;
+        e.acc_half = true;
+        e.acc_channels_first = false;
+        e.colsum = nullptr;
+        e.x_zp = 0;
+        e.colscale = static_cast<const float*>(colscale_half_.get());
+        half_acc_used_ = true;
+        return true;
+      }
+      fp16_acc_ok_ = false;
+    }
     if (path_ == Path::kInt8) {
       p.a_t = p.b_t = DataType::kInt8;
       p.d_t = DataType::kInt32;
@@ -620,6 +709,7 @@ class QOp : public GpuOp {
     if (!lt_.run(ctx, p, a_ptr, w_packed_.get(), acc.get())) return false;
     e.acc = acc.get();
     e.acc_int32 = path_ == Path::kInt8;
+    e.acc_half = false;
     e.acc_channels_first = false;
     e.colsum =
         path_ == Path::kInt8 && x_zp != 0 ? static_cast<const int32_t*>(colsum_.get()) : nullptr;
@@ -639,6 +729,43 @@ class QOp : public GpuOp {
     if (e.residual && (e.residual_t != DataType::kInt8 || epilogue_.r_zp != 0.0f)) return false;
     if (e.channels_first && e.positions != 1) return false;
     return env_switch("TRTUTILS_CUDA_INT8_REQUANT", true);
+  }
+
+  // Whether cuBLASLt can write the float8 output itself: E4M3 X, W and Y without zero points,
+  // ReLU or no activation, no residual or an E4M3 one, Y row-major. TRTUTILS_CUDA_FP8_OUT=0
+  // turns it off.
+  bool fp8_out_fits(const k::QEpilogue& e) const {
+    if (!fp8_out_ok_ || y_t_ != DataType::kFloat8E4M3FN || epilogue_.y_zp != 0.0f) return false;
+    if (x_t_ != DataType::kFloat8E4M3FN || w_fp8_t_ != DataType::kFloat8E4M3FN) return false;
+    if (epilogue_.act != k::Act::kNone && epilogue_.act != k::Act::kRelu) return false;
+    if (e.residual && (e.residual_t != DataType::kFloat8E4M3FN || epilogue_.r_zp != 0.0f))
+      return false;
+    if (e.channels_first && e.positions != 1) return false;
+    return env_switch("TRTUTILS_CUDA_FP8_OUT", true);
+  }
+
+  // The float8 output's constants: per-channel W scales, 1 / y_scale, the bias as float16 and
+  // the residual's scale (made once).
+  void prepare_fp8_out() {
+    if (inv_y_scale_) return;
+    w_scales_dev_ = upload_floats(w_scale_);
+    inv_y_scale_ = upload_floats({1.0f / epilogue_.y_scale});
+    r_scale_dev_ = upload_floats({epilogue_.r_scale});
+    if (!bias_host_.empty()) {
+      std::vector<half> b(bias_host_.size());
+      for (size_t i = 0; i < b.size(); ++i) b[i] = float_to_half(bias_host_[i]);
+      bias16_ = upload_bytes(b.data(), b.size() * sizeof(half));
+    }
+  }
+
+  void prepare_half_acc() {
+    if (colscale_half_) return;
+    float wmin = w_scale_[0];
+    for (float w : w_scale_) wmin = std::min(wmin, w);
+    half_alpha_ = x_scale_ * wmin;
+    std::vector<float> c(static_cast<size_t>(n_));
+    for (int64_t j = 0; j < n_; ++j) c[j] = w_scale_[w_scale_.size() > 1 ? j : 0] / wmin;
+    colscale_half_ = upload_floats(c);
   }
 
   // alpha[c] = x_scale * w_scale[c] / y_scale and the bias in output steps, with the X zero
@@ -735,6 +862,10 @@ class QOp : public GpuOp {
   std::vector<int32_t> colsum_host_;
   std::vector<float> bias_host_;
   std::shared_ptr<void> alpha_rq_, bias_rq_;
+  bool fp8_out_ok_ = true, fp16_acc_ok_ = true, half_acc_used_ = false;
+  float half_alpha_ = 1.0f;
+  std::shared_ptr<void> colscale_half_;
+  std::shared_ptr<void> w_scales_dev_, inv_y_scale_, r_scale_dev_, bias16_;
   std::string cudnn_refused_;
   CudnnConv conv_int8_;
   std::shared_ptr<void> x_scale_dev_, x_zp_dev_, w_scale_dev_, w_zp_dev_;

@@ -149,12 +149,45 @@ class SqueezeOp : public GpuOp {
 };
 
 // ---- copies ---------------------------------------------------------------------------------
+// The 4-D permutations between NCHW and NHWC, which the builder inserts around channels-last
+// quantized convolutions: on a value already in the target memory order they are views.
+bool is_perm(const std::vector<int64_t>& perm, std::initializer_list<int64_t> want) {
+  return perm.size() == want.size() && std::equal(perm.begin(), perm.end(), want.begin());
+}
+
 class TransposeOp : public GpuOp {
  public:
+  std::string kernel() const override {
+    return view_ ? "view (layout already in place)" : "CUDA kernel";
+  }
+  void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (!in.at(0) || in[0]->shape.size() != 4) return;
+    if (is_perm(ops::transpose_perm(*ctx.node, 4), {0, 2, 3, 1})) want[0] = Layout::kAny;
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     Value& x = *in.at(0);
     const auto perm = ops::transpose_perm(*ctx.node, x.shape.size());
+    view_ = false;
+    if (x.shape.size() == 4 && !x.host.defined()) {
+      const Shape ys{x.shape[perm[0]], x.shape[perm[1]], x.shape[perm[2]], x.shape[perm[3]]};
+      if (x.nhwc && is_perm(perm, {0, 2, 3, 1})) {
+        // NCHW -> NHWC of a value stored NHWC: its memory is the result, in plain order.
+        ctx.alias(*out.at(0), x, ys);
+        view_ = true;
+        return;
+      }
+      if (!x.nhwc && ctx.channels_last && is_perm(perm, {0, 3, 1, 2})) {
+        // NHWC -> NCHW: the same memory is the result stored channels-last; readers that
+        // need NCHW get a copy from the executor, channels-last ones (pools) read it as is.
+        ctx.alias(*out.at(0), x, ys);
+        out[0]->nhwc = true;
+        view_ = true;
+        return;
+      }
+    }
+    TRT_CHECK(!x.nhwc, ErrorCode::kInternal, "{}: a channels-last input", ctx.node->describe());
     const auto st = strides_of(x.shape);
     Shape out_shape;
     std::vector<std::pair<int64_t, int64_t>> dims;
@@ -174,6 +207,9 @@ class TransposeOp : public GpuOp {
     }
     strided(ctx, x, *out.at(0), out_shape, dims, 0);
   }
+
+ private:
+  bool view_ = false;
 };
 
 class ExpandOp : public GpuOp {

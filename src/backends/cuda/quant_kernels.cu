@@ -212,6 +212,39 @@ __global__ void quantize4_kernel(const float4* x, uint32_t* y, int64_t n4, const
   }
 }
 
+// Per-tensor float32 / float16 -> float8, four elements per thread (one 32-bit store): the
+// activations entering every quantized MatMul of a transformer.
+template <typename T, bool kE4M3>
+__global__ void quantize_fp8_x4_kernel(const T* x, uint32_t* y, int32_t n4, const float* scale,
+                                       const float* zero_point, bool saturate) {
+  const float s = scale[0];
+  const float zp = zero_point ? zero_point[0] : 0.0f;
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n4;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    float f[4];
+    if constexpr (std::is_same_v<T, float>) {
+      const float4 v = reinterpret_cast<const float4*>(x)[i];
+      f[0] = v.x;
+      f[1] = v.y;
+      f[2] = v.z;
+      f[3] = v.w;
+    } else {
+      const uint2 raw = reinterpret_cast<const uint2*>(x)[i];
+      const T* h = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) f[k] = to_float(h[k]);
+    }
+    uint32_t out = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t b = __nv_cvt_float_to_fp8(
+          f[k] / s + zp, saturate ? __NV_SATFINITE : __NV_NOSAT, kE4M3 ? __NV_E4M3 : __NV_E5M2);
+      out |= (b & 0xffu) << (8 * k);
+    }
+    y[i] = out;
+  }
+}
+
 template <typename T>
 __global__ void dequantize_kernel(DataType xt, const void* x, T* y, QuantDesc q) {
   TRT_GRID_STRIDE(i, q.n) {
@@ -252,6 +285,8 @@ __global__ void q_epilogue_kernel(QEpilogue e, I n) {
       int32_t acc = static_cast<const int32_t*>(e.acc)[a];
       if (e.colsum) acc -= e.x_zp * e.colsum[c];
       v = static_cast<float>(acc);
+    } else if (e.acc_half) {
+      v = __half2float(static_cast<const __half*>(e.acc)[a]);
     } else {
       v = static_cast<const float*>(e.acc)[a];
     }
@@ -309,6 +344,36 @@ cudaError_t quantize(DataType xt, DataType yt, const void* x, void* y, const Qua
     } else {
       quantize4_kernel<false><<<blocks_for(n4), kThreads, 0, stream>>>(
           static_cast<const float4*>(x), static_cast<uint32_t*>(y), n4, q.scale, q.zero_point);
+    }
+    return cudaGetLastError();
+  }
+  const bool fp8_out = yt == DataType::kFloat8E4M3FN || yt == DataType::kFloat8E5M2;
+  const size_t xal = xt == DataType::kFloat32 ? 16 : 8;
+  if (!q.per_axis && fp8_out && (xt == DataType::kFloat32 || xt == DataType::kFloat16) &&
+      q.n % 4 == 0 && q.n / 4 < (int64_t{1} << 31) && reinterpret_cast<uintptr_t>(x) % xal == 0 &&
+      reinterpret_cast<uintptr_t>(y) % 4 == 0) {
+    const int32_t n4 = static_cast<int32_t>(q.n / 4);
+    auto* y4 = static_cast<uint32_t*>(y);
+    const unsigned g = blocks_for(n4);
+    const bool e4 = yt == DataType::kFloat8E4M3FN;
+    if (xt == DataType::kFloat32) {
+      const auto* xf = static_cast<const float*>(x);
+      if (e4) {
+        quantize_fp8_x4_kernel<float, true>
+            <<<g, kThreads, 0, stream>>>(xf, y4, n4, q.scale, q.zero_point, saturate);
+      } else {
+        quantize_fp8_x4_kernel<float, false>
+            <<<g, kThreads, 0, stream>>>(xf, y4, n4, q.scale, q.zero_point, saturate);
+      }
+    } else {
+      const auto* xh = static_cast<const __half*>(x);
+      if (e4) {
+        quantize_fp8_x4_kernel<__half, true>
+            <<<g, kThreads, 0, stream>>>(xh, y4, n4, q.scale, q.zero_point, saturate);
+      } else {
+        quantize_fp8_x4_kernel<__half, false>
+            <<<g, kThreads, 0, stream>>>(xh, y4, n4, q.scale, q.zero_point, saturate);
+      }
     }
     return cudaGetLastError();
   }

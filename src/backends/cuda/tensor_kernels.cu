@@ -164,13 +164,70 @@ __global__ void xor_kernel(const uint8_t* x, uint8_t* y, int64_t n, uint8_t mask
 
 }  // namespace
 
+namespace {
+
+// The copy's axes with size-1 axes dropped and neighbours merged where the source is contiguous
+// across them (the output always is): fewer divisions per element.
+Broadcast coalesced(const Broadcast& bc) {
+  Broadcast c;
+  for (int d = 0; d < bc.rank; ++d) {
+    if (bc.dims[d] == 1) continue;
+    if (c.rank > 0 &&
+        c.strides[0][c.rank - 1] == bc.strides[0][d] * bc.dims[d]) {  // merge into the previous
+      c.dims[c.rank - 1] *= bc.dims[d];
+      c.strides[0][c.rank - 1] = bc.strides[0][d];
+      continue;
+    }
+    c.dims[c.rank] = bc.dims[d];
+    c.strides[0][c.rank] = bc.strides[0][d];
+    ++c.rank;
+  }
+  if (c.rank == 0) {
+    c.rank = 1;
+    c.dims[0] = 1;
+    c.strides[0][0] = 1;
+  }
+  return c;
+}
+
+// Bytes per element the copy can move at once: the innermost axis contiguous in the source,
+// its byte length, the other strides, the offset and both pointers multiples of it.
+size_t widest(const Broadcast& c, size_t esz, int64_t offset, const void* x, const void* y) {
+  if (c.strides[0][c.rank - 1] != 1) return esz;
+  const auto ux = reinterpret_cast<uintptr_t>(x), uy = reinterpret_cast<uintptr_t>(y);
+  for (size_t w : {size_t{16}, size_t{8}, size_t{4}}) {
+    if (w <= esz) break;
+    bool ok = (c.dims[c.rank - 1] * esz) % w == 0 && (offset * esz) % w == 0 && ux % w == 0 &&
+              uy % w == 0;
+    for (int d = 0; ok && d + 1 < c.rank; ++d) ok = (c.strides[0][d] * esz) % w == 0;
+    if (ok) return w;
+  }
+  return esz;
+}
+
+}  // namespace
+
 cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc, int64_t offset,
                          int64_t numel, cudaStream_t stream) {
   if (numel <= 0) return cudaSuccess;
-  const bool ok = dispatch_size(esz, [&](auto tag) {
+  Broadcast c = coalesced(bc);
+  const size_t w = widest(c, esz, offset, x, y);
+  if (w != esz) {  // whole vectors of the innermost axis per thread
+    const int64_t f = static_cast<int64_t>(w / esz);
+    for (int d = 0; d + 1 < c.rank; ++d) c.strides[0][d] /= f;
+    c.dims[c.rank - 1] /= f;
+    offset /= f;
+    numel /= f;
+  }
+  if (w == 16) {
+    strided_copy_kernel<uint4><<<blocks_for(numel), kThreads, 0, stream>>>(
+        static_cast<const uint4*>(x), static_cast<uint4*>(y), c, offset, numel);
+    return cudaGetLastError();
+  }
+  const bool ok = dispatch_size(w, [&](auto tag) {
     using U = decltype(tag);
     strided_copy_kernel<U><<<blocks_for(numel), kThreads, 0, stream>>>(
-        static_cast<const U*>(x), static_cast<U*>(y), bc, offset, numel);
+        static_cast<const U*>(x), static_cast<U*>(y), c, offset, numel);
   });
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }

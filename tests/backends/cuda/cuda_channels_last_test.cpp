@@ -233,11 +233,62 @@ TEST(CudaChannelsLast, NchwReadersGetConvertedCopies) {
           const std::string sum = b.node("Add", {r, back})[0];
           return std::vector{s, t, cat, sum};
         });
-    // x -> NHWC; r -> NCHW (once, for Softmax, Transpose and Concat); c -> NCHW (Concat);
-    // back -> NHWC (the Add); the Add's output -> NCHW (graph output).
+    // x -> NHWC; r -> NCHW (once, for Softmax and Concat); c -> NCHW (Concat); the Add's
+    // output -> NCHW (graph output). The Transposes are views: r is stored NHWC (what perm
+    // 0,2,3,1 asks for), and `back` is t's memory marked channels-last.
     if (p.nhwc) {
-      EXPECT_EQ(r.conversions, 5) << p.name;
+      EXPECT_EQ(r.conversions, 4) << p.name;
+      EXPECT_TRUE(any_has(r.kernels, "view")) << p.name;
     }
+  }
+}
+
+// The stem of a quantized ResNet as the builder leaves it: a float32 convolution (channels-last
+// with TF32), per-tensor QuantizeLinear, int8 MaxPool, the Transpose to NHWC the builder puts
+// before channels-last QConvs, and (at the end of the network) the Transpose back before a
+// global pool. Everything stays NHWC: one conversion (the graph input), the Transposes are
+// views, MaxPool takes 4 channels per thread when C % 4 == 0 (16) and one otherwise (12 + 1).
+TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
+  TRT_REQUIRE_CUDA();
+  for (int64_t k : {16, 13}) {
+    ir::GraphBuilder b("stem");
+    const std::string x = b.input("x", DataType::kFloat32, {2, 3, 23, 19});
+    const std::string conv =
+        b.node("Conv",
+               {x, b.initializer("w", of(DataType::kFloat32, {k, 3, 7, 7}, 11)),
+                b.initializer("b", of(DataType::kFloat32, {k}, 12))},
+               {ais("pads", {3, 3, 3, 3}), ais("strides", {2, 2})})[0];
+    const std::string relu = b.node("Relu", {conv})[0];
+    const std::string s =
+        b.initializer("s", Tensor::from_vector<float>(DataType::kFloat32, {}, {0.02f}));
+    const std::string z = b.initializer("z", Tensor::from_vector<int8_t>(DataType::kInt8, {}, {0}));
+    const std::string q = b.node("QuantizeLinear", {relu, s, z})[0];
+    const std::string pool =
+        b.node("MaxPool", {q},
+               {ais("kernel_shape", {3, 3}), ais("strides", {2, 2}), ais("pads", {1, 1, 1, 1})})[0];
+    const std::string last = b.node("Transpose", {pool}, {ais("perm", {0, 2, 3, 1})})[0];
+    const std::string first = b.node("Transpose", {last}, {ais("perm", {0, 3, 1, 2})})[0];
+    const std::string dq = b.node("DequantizeLinear", {first, s, z})[0];
+    b.output(b.node("GlobalAveragePool", {dq})[0]);
+    b.output(dq);
+    const ir::Model m = b.build(17);
+    const Tensor xv = of(DataType::kFloat32, {2, 3, 23, 19}, 13);
+    Session cpu(m);
+    const auto want = cpu.run({{"x", xv}});
+    cuda::ExecutorOptions o;
+    o.allow_tf32 = true;
+    o.channels_last_min_batch = 1;
+    cuda::Executor gpu(optimized(m), o);
+    const auto got = gpu.run({{"x", xv}});
+    const std::string what = "stem K=" + std::to_string(k);
+    // TF32 moves a few values across a rounding boundary: one int8 step (0.02) after DQ.
+    for (const auto& [n, t] : want)
+      expect_close(got.at(n), t, Tolerance{0.0201, 0}, what + " " + n);
+    const auto kernels = gpu.node_kernels();
+    for (const auto& kk : kernels) std::cout << "[ kernel   ] " << what << ": " << kk << std::endl;
+    EXPECT_TRUE(any_has(kernels, "view")) << what;
+    // x -> NHWC, and the DequantizeLinear output (a graph output) -> NCHW.
+    EXPECT_EQ(gpu.layout_conversions(), 2) << what;
   }
 }
 

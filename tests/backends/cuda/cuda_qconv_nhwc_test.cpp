@@ -280,6 +280,15 @@ TEST(CudaQuantizeVectorised, PerTensorInt8AndUint8) {
               {feed(x), weight(scalar<float>(DataType::kFloat32, 0.5f)),
                weight(scalar<uint8_t>(DataType::kUInt8, 128))}},
              kExact, "QuantizeLinear uint8 vectorised");
+  // float32 / float16 -> float8 (4 per thread), saturating.
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
+    for (DataType q : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2})
+      check_case({"QuantizeLinear",
+                  {feed(random_tensor(dt, {2, 8, 9, 12}, 90, -900, 900)),
+                   weight(scalar<float>(DataType::kFloat32, 0.7f)), weight(Tensor(q, {}))}},
+                 kExact,
+                 std::string("QuantizeLinear vectorised ") + std::string(dtype_name(dt)) + " -> " +
+                     std::string(dtype_name(q)));
 }
 
 // float8 convolutions take the same channels-last im2col (SM >= 89).
@@ -306,6 +315,41 @@ TEST(CudaQConvNhwc, Float8MatchesCpu) {
     EXPECT_NE(kernel.find("cuBLASLt fp8 NHWC (im2col)"), std::string::npos) << kernel;
     // One float8 step (e4m3: 3 mantissa bits) relative.
     expect_close(got, want, {4e-3, 0.13}, "QConv float8");
+  }
+}
+
+// float8 output written by cuBLASLt (scales, float16 bias, float16-dequantized float8
+// residual and ReLU in its epilogue) or float16 products + our epilogue; per-channel and
+// per-tensor weight scales.
+TEST(CudaQConvNhwc, Float8OutputInCublasLt) {
+  TRT_REQUIRE_CUDA();
+  if (cuda::device_status().sm < 89) GTEST_SKIP() << "float8 products need SM >= 89";
+  for (bool per_channel : {true, false}) {
+    const Shape xs{2, 9, 11, 16}, ys{2, 9, 11, 32};
+    std::map<size_t, In> in;
+    in[kX] = feed(random_tensor(DataType::kFloat8E4M3FN, xs, 80, -4, 4));
+    in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.1f));
+    in[kW] = weight(random_tensor(DataType::kFloat8E4M3FN, {32, 16, 3, 3}, 81, -4, 4));
+    in[kWScale] = weight(per_channel ? random_tensor(DataType::kFloat32, {32}, 82, 0.01f, 0.02f)
+                                     : scalar<float>(DataType::kFloat32, 0.015f));
+    in[kBias] = weight(random_tensor(DataType::kFloat32, {32}, 83));
+    in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.1f));
+    in[kYZeroPoint] = weight(Tensor(DataType::kFloat8E4M3FN, {}));
+    in[kResidual] = feed(random_tensor(DataType::kFloat8E4M3FN, ys, 84, -8, 8));
+    in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.05f));
+    const NodeCase c =
+        qconv(in, {ais("pads", {1, 1, 1, 1}), ai("channels_last", 1), as("activation", "Relu")});
+    const Tensor want = run_cpu(c)[0];
+    cuda::Executor ex(make_model(c), {});
+    const Tensor got = ex.run({{"in0", in[kX].value}, {"in9", in[kResidual].value}}).at("out0");
+    const std::string kernel = ex.node_kernels().at(0);
+    std::cout << "[ kernel   ] QConv float8 out " << per_channel << ": " << kernel << std::endl;
+    // cuBLASLt writes float8 itself where it offers the scale mode (per-tensor W, and per-channel
+    // through outer-vector scaling where supported), else float16 products and our epilogue.
+    EXPECT_TRUE(kernel.find("+ fp8 out") != std::string::npos ||
+                kernel.find("(float16 products)") != std::string::npos)
+        << kernel;
+    expect_close(got, want, {4e-3, 0.13}, "QConv float8 out");
   }
 }
 
