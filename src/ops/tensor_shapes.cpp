@@ -477,6 +477,43 @@ float resize_coordinate(CoordMode mode, float x, float scale, int64_t len_out, i
   return x;
 }
 
+AxisCoords axis_coords(const ResizeAttrs& at, int64_t in, int64_t out, float scale, float roi_start,
+                       float roi_end) {
+  AxisCoords c;
+  c.identity = scale == 1.0f && in == out;
+  c.x.resize(static_cast<size_t>(out));
+  c.outside.resize(static_cast<size_t>(out), 0);
+  for (int64_t o = 0; o < out; ++o) {
+    const float xo = static_cast<float>(o);
+    const float x =
+        scale == 1.0f ? xo : resize_coordinate(at.coord, xo, scale, out, in, roi_start, roi_end);
+    c.x[o] = x;
+    if (at.coord == CoordMode::kTfCropAndResize && (x < 0 || x > static_cast<float>(in - 1)))
+      c.outside[o] = 1;
+  }
+  return c;
+}
+
+LinearTaps linear_taps(const AxisCoords& c, int64_t in) {
+  LinearTaps t;
+  const size_t n = c.x.size();
+  t.i1.resize(n);
+  t.i2.resize(n);
+  t.w1.resize(n);
+  t.w2.resize(n);
+  const float hi = static_cast<float>(in - 1);
+  for (size_t o = 0; o < n; ++o) {
+    const float x = std::max(0.0f, std::min(c.x[o], hi));
+    const int64_t x1 = std::min(static_cast<int64_t>(x), in - 1);
+    const int64_t x2 = std::min(x1 + 1, in - 1);
+    t.i1[o] = x1;
+    t.i2[o] = x2;
+    t.w1[o] = x1 == x2 ? 0.5f : std::fabs(x - static_cast<float>(x2));
+    t.w2[o] = x1 == x2 ? 0.5f : std::fabs(x - static_cast<float>(x1));
+  }
+  return t;
+}
+
 int64_t resize_nearest_index(NearestMode mode, float x, bool downsample) {
   switch (mode) {
     case NearestMode::kSimple:

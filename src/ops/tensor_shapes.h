@@ -118,6 +118,25 @@ float resize_coordinate(CoordMode mode, float x, float scale, int64_t len_out, i
 // Nearest input index (unclamped) for an input coordinate.
 int64_t resize_nearest_index(NearestMode mode, float x, bool downsample);
 
+// Per axis and output coordinate: the input coordinate, or "outside" (tf_crop_and_resize
+// extrapolation). An axis with scale exactly 1 maps o -> o (ONNX Runtime does the same; it
+// matters for modes such as tf_half_pixel_for_nn that would shift an unscaled axis). Shared by
+// the CPU and CUDA Resize kernels.
+struct AxisCoords {
+  bool identity = false;
+  std::vector<float> x;
+  std::vector<uint8_t> outside;
+};
+AxisCoords axis_coords(const ResizeAttrs& at, int64_t in, int64_t out, float scale, float roi_start,
+                       float roi_end);
+// Linear taps of one axis, ONNX Runtime's formula: clamp x to [0, in-1], x1 = trunc(x),
+// x2 = min(x1 + 1, in - 1), weights |x - x2| for x1 and |x - x1| for x2 (0.5 each when equal).
+struct LinearTaps {
+  std::vector<int64_t> i1, i2;
+  std::vector<float> w1, w2;
+};
+LinearTaps linear_taps(const AxisCoords& c, int64_t in);
+
 // Shape's [start, end) over an input of rank `rank` (opset 15 attributes, clamped like slicing;
 // earlier opsets: the whole shape). end <= start means an empty output.
 struct DimRange {

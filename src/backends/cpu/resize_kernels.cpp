@@ -23,58 +23,10 @@ namespace {
 using ops::CoordMode;
 using ops::ResizeMode;
 
-// Per axis and output coordinate: the input coordinate, or "outside" (tf_crop_and_resize
-// extrapolation). An axis with scale exactly 1 maps o -> o (ONNX Runtime does the same; it
-// matters for modes such as tf_half_pixel_for_nn that would shift an unscaled axis).
-struct AxisCoords {
-  bool identity = false;
-  std::vector<float> x;
-  std::vector<uint8_t> outside;
-};
-
-AxisCoords axis_coords(const ops::ResizeAttrs& at, int64_t in, int64_t out, float scale,
-                       float roi_start, float roi_end) {
-  AxisCoords c;
-  c.identity = scale == 1.0f && in == out;
-  c.x.resize(static_cast<size_t>(out));
-  c.outside.resize(static_cast<size_t>(out), 0);
-  for (int64_t o = 0; o < out; ++o) {
-    const float xo = static_cast<float>(o);
-    const float x = scale == 1.0f
-                        ? xo
-                        : ops::resize_coordinate(at.coord, xo, scale, out, in, roi_start, roi_end);
-    c.x[o] = x;
-    if (at.coord == CoordMode::kTfCropAndResize && (x < 0 || x > static_cast<float>(in - 1)))
-      c.outside[o] = 1;
-  }
-  return c;
-}
-
-// Linear taps of one axis, ONNX Runtime's formula: clamp x to [0, in-1], x1 = trunc(x),
-// x2 = min(x1 + 1, in - 1), weights |x - x2| for x1 and |x - x1| for x2 (0.5 each when equal).
-struct LinearTaps {
-  std::vector<int64_t> i1, i2;
-  std::vector<float> w1, w2;
-};
-LinearTaps linear_taps(const AxisCoords& c, int64_t in) {
-  LinearTaps t;
-  const size_t n = c.x.size();
-  t.i1.resize(n);
-  t.i2.resize(n);
-  t.w1.resize(n);
-  t.w2.resize(n);
-  const float hi = static_cast<float>(in - 1);
-  for (size_t o = 0; o < n; ++o) {
-    const float x = std::max(0.0f, std::min(c.x[o], hi));
-    const int64_t x1 = std::min(static_cast<int64_t>(x), in - 1);
-    const int64_t x2 = std::min(x1 + 1, in - 1);
-    t.i1[o] = x1;
-    t.i2[o] = x2;
-    t.w1[o] = x1 == x2 ? 0.5f : std::fabs(x - static_cast<float>(x2));
-    t.w2[o] = x1 == x2 ? 0.5f : std::fabs(x - static_cast<float>(x1));
-  }
-  return t;
-}
+using ops::axis_coords;
+using ops::AxisCoords;
+using ops::linear_taps;
+using ops::LinearTaps;
 
 std::vector<float> to_floats(const Tensor& x) {
   std::vector<float> v(static_cast<size_t>(x.numel()));

@@ -285,6 +285,7 @@ const OpTable& op_table() {
     register_nn_ops(*table);
     register_gemm_ops(*table);
     register_quant_ops(*table);
+    register_resize_ops(*table);
     return table;
   }();
   return *t;

@@ -199,6 +199,7 @@ void register_tensor_ops(OpTable& t);
 void register_nn_ops(OpTable& t);
 void register_gemm_ops(OpTable& t);
 void register_quant_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
 
 // A switch from the environment for A/B measurements on the device: "0" / "off" / "false" turn
 // it off, any other value on; unset: `def`. Read once per process.

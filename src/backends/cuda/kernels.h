@@ -131,6 +131,34 @@ struct PadDesc {
 cudaError_t pad(size_t esz, const void* x, void* y, const PadDesc& p, int64_t numel,
                 cudaStream_t stream);
 
+// ---- Resize ------------------------------------------------------------------------------------
+// Nearest (any element size): y[o] = x[sum_d table_d[o_d]], or `fill` (raw bits) when some
+// table entry is -1 (tf_crop_and_resize outside the input). Tables hold element offsets.
+struct ResizeNearestDesc {
+  int rank = 0;
+  int64_t out[kMaxRank] = {};
+  const int64_t* table[kMaxRank] = {};
+};
+cudaError_t resize_nearest(size_t esz, const void* x, void* y, const ResizeNearestDesc& d,
+                           int64_t numel, uint64_t fill, cudaStream_t stream);
+// Linear (float32/float16/bfloat16): the corners of the resized axes with ONNX Runtime's taps
+// and summation order (the CPU kernel's), at most 3 resized axes before the last. Per resized
+// axis d: i1/i2 (input indices), w1/w2, outside (1: extrapolation_value).
+struct ResizeLinearDesc {
+  int rank = 0;
+  int64_t out[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+  bool resized[kMaxRank] = {};
+  const int64_t* i1[kMaxRank] = {};
+  const int64_t* i2[kMaxRank] = {};
+  const float* w1[kMaxRank] = {};
+  const float* w2[kMaxRank] = {};
+  const uint8_t* outside[kMaxRank] = {};
+  float extrapolation = 0.0f;
+};
+cudaError_t resize_linear(DataType dt, const void* x, void* y, const ResizeLinearDesc& d,
+                          int64_t numel, cudaStream_t stream);
+
 // ---- pooling / normalisation / reductions --------------------------------------------------
 struct PoolDesc {        // spatial axes padded to 3 (leading axes of size 1)
   int64_t planes = 0;    // N * C (channels-first), or N (channels-last)
@@ -238,6 +266,16 @@ struct QEpilogue {
   float y_scale = 1.0f, y_zp = 0.0f;
 };
 cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream);
+// Depthwise int8 / uint8 convolution, channels-last X [n, h, w, c] and Y [n, oh, ow, c], W int8
+// packed [kh * kw, c], with e's epilogue (row-major, cols = c) fused; c % 4 == 0 and 4-byte
+// aligned pointers, else cudaErrorNotSupported (nothing launched).
+struct DepthwiseDesc {
+  int32_t n = 0, h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 0, kw = 0, sh = 1, sw = 1, ph = 0,
+          pw = 0, dh = 1, dw = 1;
+  int32_t x_zp = 0;
+};
+cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const DepthwiseDesc& d,
+                            const QEpilogue& e, cudaStream_t stream);
 
 // True when this process' device can run the kernels compiled into this build (the error of
 // a trivial launch otherwise).

@@ -189,6 +189,7 @@ class QOp : public GpuOp {
 
   std::string kernel() const override {
     if (!prepared_) return "not run yet";
+    if (dw_used_) return "CUDA int8 depthwise NHWC (fused epilogue)";
     if (used_cudnn_) return "cuDNN int8 NHWC";
     if (path_ != Path::kFloat) {
       std::string s = path_ == Path::kInt8 ? "cuBLASLt int8" : "cuBLASLt fp8";
@@ -260,14 +261,41 @@ class QOp : public GpuOp {
 
     std::shared_ptr<void> acc;
     bool done = false;
-    used_cudnn_ = requant_used_ = half_acc_used_ = false;
-    if (cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
+    used_cudnn_ = requant_used_ = half_acc_used_ = dw_used_ = false;
+    if (dw_ && kind_ == Kind::kConv && channels_last_ && g.nspatial == 2) {
+      e.colscale = static_cast<const float*>(colscale_.get());
+      k::DepthwiseDesc d;
+      d.n = static_cast<int32_t>(g.batch);
+      d.c = static_cast<int32_t>(g.in_channels);
+      d.h = static_cast<int32_t>(g.in[0]);
+      d.w = static_cast<int32_t>(g.in[1]);
+      d.oh = static_cast<int32_t>(g.out[0]);
+      d.ow = static_cast<int32_t>(g.out[1]);
+      d.kh = static_cast<int32_t>(g.kernel[0]);
+      d.kw = static_cast<int32_t>(g.kernel[1]);
+      d.sh = static_cast<int32_t>(g.stride[0]);
+      d.sw = static_cast<int32_t>(g.stride[1]);
+      d.ph = static_cast<int32_t>(g.pad_begin[0]);
+      d.pw = static_cast<int32_t>(g.pad_begin[1]);
+      d.dh = static_cast<int32_t>(g.dilation[0]);
+      d.dw = static_cast<int32_t>(g.dilation[1]);
+      d.x_zp = static_cast<int32_t>(x_zp_);
+      const cudaError_t st =
+          k::qconv_depthwise(px, x.dtype == DataType::kUInt8, w_dw_.get(), d, e, ctx.stream);
+      if (st == cudaErrorNotSupported) {
+        dw_ = false;  // alignment / channel count: the float path from now on
+      } else {
+        ctx.check(st, "depthwise int8 convolution");
+        done = dw_used_ = true;
+      }
+    }
+    if (!done && cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
     if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
       if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
     }
     if (!done) run_float(ctx, x, px, w, g, ys, acc, e);
-    if (!requant_used_) ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
+    if (!requant_used_ && !dw_used_) ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
   }
 
  private:
@@ -411,6 +439,12 @@ class QOp : public GpuOp {
     } else if (path_ != Path::kFloat) {
       pack_gemm_weights(ctx);
     }
+    // Depthwise (one input channel per group, one output per group): our int8 kernel, with
+    // the epilogue fused; W packed [taps, C]. TRTUTILS_CUDA_INT8_DEPTHWISE=0 turns it off.
+    dw_ = kind_ == Kind::kConv && w.shape.size() == 4 && w.shape[1] == 1 && group > 1 &&
+          n_ == group && is_int8(x_t) && w.dtype == DataType::kInt8 && w_zp_zero && scales_ok &&
+          channels_last_ && wt && env_switch("TRTUTILS_CUDA_INT8_DEPTHWISE", true);
+    if (dw_) pack_depthwise_weights(ctx);
     prepared_ = true;
   }
 
@@ -434,6 +468,18 @@ class QOp : public GpuOp {
     w_packed_ = upload_bytes(packed.data(), packed.size());
     if (path_ == Path::kInt8) colsum_ = upload_bytes(colsum.data(), colsum.size() * 4);
     colsum_host_ = colsum;
+    if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
+  }
+
+  // Depthwise W [C, 1, R, S] as [R * S, C] bytes (four channels of a tap per 4-byte load).
+  void pack_depthwise_weights(RunContext& ctx) {
+    const Shape& ws = w_host_.shape();
+    const int64_t c = ws[0], rs = ws[2] * ws[3];
+    std::vector<uint8_t> packed(static_cast<size_t>(c * rs));
+    const uint8_t* src = static_cast<const uint8_t*>(w_host_.raw());
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < rs; ++p) packed[p * c + ch] = src[ch * rs + p];
+    w_dw_ = upload_bytes(packed.data(), packed.size());
     if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
   }
 
@@ -863,6 +909,8 @@ class QOp : public GpuOp {
   std::vector<float> bias_host_;
   std::shared_ptr<void> alpha_rq_, bias_rq_;
   bool fp8_out_ok_ = true, fp16_acc_ok_ = true, half_acc_used_ = false;
+  bool dw_ = false, dw_used_ = false;
+  std::shared_ptr<void> w_dw_;
   float half_alpha_ = 1.0f;
   std::shared_ptr<void> colscale_half_;
   std::shared_ptr<void> w_scales_dev_, inv_y_scale_, r_scale_dev_, bias16_;

@@ -1,6 +1,8 @@
 // Cast, QuantizeLinear / DequantizeLinear and the epilogue of the quantized islands' integer
 // (or float8) products, with the CPU kernels' arithmetic: x / scale in float32 (a division),
 // round half to even, saturation; float8 through the CUDA conversions (round to nearest even).
+#include <cstdlib>
+
 #include "backends/cuda/device_util.cuh"
 
 namespace trtutils::cuda::k {
@@ -308,6 +310,195 @@ __global__ void q_epilogue_kernel(QEpilogue e, I n) {
   }
 }
 
+// One byte of a 1-byte quantized dtype as a float (int8, uint8, float8).
+__device__ __forceinline__ float byte_value(DataType t, uint32_t b) {
+  if (t == DataType::kInt8) return static_cast<float>(static_cast<int8_t>(b));
+  if (t == DataType::kUInt8) return static_cast<float>(b);
+  if (t == DataType::kFloat8E4M3FN) return to_float(E4M3{static_cast<uint8_t>(b)});
+  return to_float(E5M2{static_cast<uint8_t>(b)});
+}
+
+// v (already divided by the scale) as one byte of dtype t (saturating).
+__device__ __forceinline__ uint32_t byte_of(DataType t, float v, float zp) {
+  if (t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2)
+    return __nv_cvt_float_to_fp8(v + zp, __NV_SATFINITE,
+                                 t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2) &
+           0xffu;
+  const IntRange r = range_of(t);
+  float q = rintf(v) + zp;
+  if (isnan(q)) q = zp;
+  q = q < r.lo ? r.lo : (q > r.hi ? r.hi : q);
+  return t == DataType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(q))
+                              : static_cast<uint8_t>(q);
+}
+
+// Channels 4*c4 .. 4*c4+3 of vector i (row-major [rows, cols], cols % 4 == 0) from their
+// accumulations v (as float): scales, bias, residual, activation, the store.
+__device__ __forceinline__ void epilogue4(const QEpilogue& e, float v[4], int32_t c4, int32_t i) {
+  const float4 cs = reinterpret_cast<const float4*>(e.colscale)[c4];
+  v[0] *= cs.x;
+  v[1] *= cs.y;
+  v[2] *= cs.z;
+  v[3] *= cs.w;
+  if (e.bias) {
+    const float4 b = reinterpret_cast<const float4*>(e.bias)[c4];
+    v[0] += b.x;
+    v[1] += b.y;
+    v[2] += b.z;
+    v[3] += b.w;
+  }
+  if (e.residual && e.residual_t == DataType::kFloat32) {
+    const float4 r = reinterpret_cast<const float4*>(e.residual)[i];
+    v[0] += r.x;
+    v[1] += r.y;
+    v[2] += r.z;
+    v[3] += r.w;
+  } else if (e.residual) {
+    const uint32_t r = reinterpret_cast<const uint32_t*>(e.residual)[i];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      v[k] += (byte_value(e.residual_t, (r >> (8 * k)) & 0xffu) - e.r_zp) * e.r_scale;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) v[k] = apply_act(e.act, v[k], e.alpha, e.beta);
+  if (e.y_t != DataType::kFloat32) {
+    uint32_t out = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out |= byte_of(e.y_t, v[k] / e.y_scale, e.y_zp) << (8 * k);
+    reinterpret_cast<uint32_t*>(e.y)[i] = out;
+  } else {
+    reinterpret_cast<float4*>(e.y)[i] = make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+// Depthwise int8 / uint8 convolution (one group per channel, multiplier 1), channels-last:
+// four channels per thread (4-byte loads of X and of W packed [taps, C]), int32 sums of
+// (x - x_zp) * w over the in-bounds taps (padding holds the zero point, contributing nothing),
+// then the epilogue in the same thread.
+template <bool kUnsigned>
+__global__ void qconv_depthwise_kernel(const uint32_t* x, const uint32_t* w, DepthwiseDesc d,
+                                       QEpilogue e, int32_t n4) {
+  const int32_t c4n = d.c / 4;
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n4;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    const int32_t c4 = i % c4n;
+    const int32_t row = i / c4n;
+    const int32_t ow = row % d.ow;
+    const int32_t oh = (row / d.ow) % d.oh;
+    const int32_t n = row / (d.ow * d.oh);
+    int32_t acc[4] = {0, 0, 0, 0};
+    for (int32_t r = 0; r < d.kh; ++r) {
+      const int32_t ih = oh * d.sh - d.ph + r * d.dh;
+      if (ih < 0 || ih >= d.h) continue;
+      for (int32_t s = 0; s < d.kw; ++s) {
+        const int32_t iw = ow * d.sw - d.pw + s * d.dw;
+        if (iw < 0 || iw >= d.w) continue;
+        const uint32_t xv = x[((n * d.h + ih) * d.w + iw) * c4n + c4];
+        const uint32_t wv = w[(r * d.kw + s) * c4n + c4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int32_t xb = kUnsigned ? static_cast<int32_t>((xv >> (8 * k)) & 0xffu)
+                                       : static_cast<int32_t>(static_cast<int8_t>(xv >> (8 * k)));
+          const int32_t wb = static_cast<int8_t>(wv >> (8 * k));
+          acc[k] += (xb - d.x_zp) * wb;
+        }
+      }
+    }
+    float v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = static_cast<float>(acc[k]);
+    epilogue4(e, v, c4, i);
+  }
+}
+
+// The row-major epilogue ([rows, cols] accumulator and Y, cols % 4 == 0), four channels per
+// thread: vector loads of the accumulator (kAcc 0 int32, 1 float32, 2 float16), the channel
+// constants and the residual, one 4-byte (or 16-byte float) store. Same arithmetic as
+// q_epilogue_kernel, element for element.
+template <int kAcc>
+__global__ void q_epilogue_x4_kernel(QEpilogue e, int32_t n4) {
+  const int32_t cols4 = static_cast<int32_t>(e.cols / 4);
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n4;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    const int32_t c4 = i % cols4;
+    float v[4];
+    if constexpr (kAcc == 0) {
+      const int4 a = reinterpret_cast<const int4*>(e.acc)[i];
+      int32_t q[4] = {a.x, a.y, a.z, a.w};
+      if (e.colsum) {
+        const int4 cs = reinterpret_cast<const int4*>(e.colsum)[c4];
+        q[0] -= e.x_zp * cs.x;
+        q[1] -= e.x_zp * cs.y;
+        q[2] -= e.x_zp * cs.z;
+        q[3] -= e.x_zp * cs.w;
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = static_cast<float>(q[k]);
+    } else if constexpr (kAcc == 1) {
+      const float4 a = reinterpret_cast<const float4*>(e.acc)[i];
+      v[0] = a.x;
+      v[1] = a.y;
+      v[2] = a.z;
+      v[3] = a.w;
+    } else {
+      const uint2 raw = reinterpret_cast<const uint2*>(e.acc)[i];
+      const __half* h = reinterpret_cast<const __half*>(&raw);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[k] = __half2float(h[k]);
+    }
+    epilogue4(e, v, c4, i);
+  }
+}
+
+bool aligned_to(const void* p, size_t a) {
+  return reinterpret_cast<uintptr_t>(p) % a == 0;
+}
+
+bool epilogue4_ok(const QEpilogue& e) {
+  const bool byte_t = e.y_t == DataType::kInt8 || e.y_t == DataType::kUInt8 ||
+                      e.y_t == DataType::kFloat8E4M3FN || e.y_t == DataType::kFloat8E5M2;
+  if (e.cols % 4 != 0 || !(byte_t || e.y_t == DataType::kFloat32)) return false;
+  if (!aligned_to(e.y, byte_t ? 4 : 16) || !aligned_to(e.colscale, 16)) return false;
+  if (e.bias && !aligned_to(e.bias, 16)) return false;
+  if (e.residual) {
+    const bool r_float = e.residual_t == DataType::kFloat32;
+    const bool r_byte = e.residual_t == DataType::kInt8 || e.residual_t == DataType::kUInt8 ||
+                        e.residual_t == DataType::kFloat8E4M3FN ||
+                        e.residual_t == DataType::kFloat8E5M2;
+    if (!(r_float || r_byte) || !aligned_to(e.residual, r_float ? 16 : 4)) return false;
+  }
+  return true;
+}
+
+// Launches q_epilogue_x4_kernel when the layout, dtypes and pointers allow it.
+bool launch_epilogue_x4(const QEpilogue& e, int64_t n, cudaStream_t stream) {
+  const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
+  if (!rows || n / 4 >= (int64_t{1} << 31) || !epilogue4_ok(e)) return false;
+  if (e.colsum && (!aligned_to(e.colsum, 16) || !e.acc_int32)) return false;
+  const int32_t n4 = static_cast<int32_t>(n / 4);
+  const unsigned g = blocks_for(n4);
+  if (e.acc_int32) {
+    if (!aligned_to(e.acc, 16)) return false;
+    q_epilogue_x4_kernel<0><<<g, kThreads, 0, stream>>>(e, n4);
+  } else if (e.acc_half) {
+    if (!aligned_to(e.acc, 8)) return false;
+    q_epilogue_x4_kernel<2><<<g, kThreads, 0, stream>>>(e, n4);
+  } else {
+    if (!aligned_to(e.acc, 16)) return false;
+    q_epilogue_x4_kernel<1><<<g, kThreads, 0, stream>>>(e, n4);
+  }
+  return true;
+}
+
+// TRTUTILS_CUDA_EPILOGUE_X4=0 keeps the element-wise epilogue (A/B measurements).
+bool env_switch_device_x4() {
+  static const bool on = [] {
+    const char* v = std::getenv("TRTUTILS_CUDA_EPILOGUE_X4");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
+
 bool quantizable_out(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kInt16 ||
          t == DataType::kUInt16 || t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2;
@@ -399,10 +590,29 @@ cudaError_t dequantize(DataType xt, DataType yt, const void* x, void* y, const Q
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }
 
+cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const DepthwiseDesc& d,
+                            const QEpilogue& e, cudaStream_t stream) {
+  const int64_t n = static_cast<int64_t>(d.n) * d.oh * d.ow * d.c;
+  if (n <= 0) return cudaSuccess;
+  if (d.c % 4 != 0 || n / 4 >= (int64_t{1} << 31) || !aligned_to(x, 4) || !aligned_to(w, 4) ||
+      e.cols != d.c || !epilogue4_ok(e))
+    return cudaErrorNotSupported;
+  const int32_t n4 = static_cast<int32_t>(n / 4);
+  const auto* x4 = static_cast<const uint32_t*>(x);
+  const auto* w4 = static_cast<const uint32_t*>(w);
+  if (x_unsigned) {
+    qconv_depthwise_kernel<true><<<blocks_for(n4), kThreads, 0, stream>>>(x4, w4, d, e, n4);
+  } else {
+    qconv_depthwise_kernel<false><<<blocks_for(n4), kThreads, 0, stream>>>(x4, w4, d, e, n4);
+  }
+  return cudaGetLastError();
+}
+
 cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
   if (e.y_t != DataType::kFloat32 && !quantizable_out(e.y_t)) return cudaErrorNotSupported;
   const int64_t n = e.rows * e.cols;
   if (n <= 0) return cudaSuccess;
+  if (env_switch_device_x4() && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
   const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
   // 32-bit indices while i + the grid stride (< 2^28) cannot overflow.
   const bool small = n < (int64_t{1} << 30);

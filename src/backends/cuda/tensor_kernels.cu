@@ -1,5 +1,7 @@
 // Data-movement kernels (by element size): strided copy (Transpose, Slice, Expand), Gather, Pad,
 // and the byte im2cols of the quantized convolutions (channels-last: vectorised chunks).
+#include <cstring>
+
 #include "backends/cuda/device_util.cuh"
 
 namespace trtutils::cuda::k {
@@ -205,7 +207,114 @@ size_t widest(const Broadcast& c, size_t esz, int64_t offset, const void* x, con
   return esz;
 }
 
+template <typename U>
+__global__ void resize_nearest_kernel(const U* x, U* y, ResizeNearestDesc d, U fill, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    bool outside = false;
+#pragma unroll
+    for (int a = kMaxRank - 1; a >= 0; --a) {
+      if (a >= d.rank) continue;
+      const int64_t o = rem % d.out[a];
+      rem /= d.out[a];
+      const int64_t t = d.table[a][o];
+      outside = outside || t < 0;
+      off += t;
+    }
+    y[i] = outside ? fill : x[off];
+  }
+}
+
+// Element i of the linear resize, in the CPU kernel's (ONNX Runtime's) order: corners of the
+// outer resized axes enumerated innermost-fastest, weights multiplied innermost first, the last
+// axis' two taps inside each corner. Round-to-nearest products and sums (no FMA contraction),
+// as the CPU computes them.
+template <typename T>
+__global__ void resize_linear_kernel(const T* x, T* y, ResizeLinearDesc d, int64_t n) {
+  TRT_GRID_STRIDE(i, n) {
+    const int last = d.rank - 1;
+    int64_t rem = i, base = 0, o_idx[kMaxRank] = {};
+    bool outside = false;
+    for (int a = last; a >= 0; --a) {
+      const int64_t o = rem % d.out[a];
+      rem /= d.out[a];
+      o_idx[a] = o;
+      if (!d.resized[a]) {
+        if (a != last) base += o * d.in_strides[a];
+      } else {
+        outside = outside || d.outside[a][o] != 0;
+      }
+    }
+    if (outside) {
+      y[i] = from_float<T>(d.extrapolation);
+      continue;
+    }
+    int outer[3];
+    int kr = 0;
+    for (int a = 0; a < last; ++a)
+      if (d.resized[a] && kr < 3) outer[kr++] = a;
+    const int combos = 1 << kr;
+    float acc = 0.0f;
+    const int64_t xo = o_idx[last];
+    for (int c = 0; c < combos; ++c) {
+      int64_t off = base;
+      float wc[3];
+      for (int j = 0; j < kr; ++j) {  // j = 0: the innermost outer axis
+        const int a = outer[kr - 1 - j];
+        const bool second = (c >> j) & 1;
+        const int64_t o = o_idx[a];
+        wc[j] = second ? d.w2[a][o] : d.w1[a][o];
+        off += (second ? d.i2[a][o] : d.i1[a][o]) * d.in_strides[a];
+      }
+      if (!d.resized[last]) {
+        float w = kr > 0 ? wc[0] : 1.0f;
+        for (int j = 1; j < kr; ++j) w = __fmul_rn(w, wc[j]);
+        const float v = to_float(x[off + xo]);
+        if (kr == 0) {
+          acc = v;
+        } else {
+          acc = c == 0 ? __fmul_rn(w, v) : __fadd_rn(acc, __fmul_rn(w, v));
+        }
+        continue;
+      }
+      float wa = d.w1[last][xo], wb = d.w2[last][xo];
+      for (int j = 0; j < kr; ++j) {
+        wa = __fmul_rn(wa, wc[j]);
+        wb = __fmul_rn(wb, wc[j]);
+      }
+      const float ta = __fmul_rn(wa, to_float(x[off + d.i1[last][xo]]));
+      acc = c == 0 ? ta : __fadd_rn(acc, ta);
+      acc = __fadd_rn(acc, __fmul_rn(wb, to_float(x[off + d.i2[last][xo]])));
+    }
+    y[i] = from_float<T>(acc);
+  }
+}
+
 }  // namespace
+
+cudaError_t resize_nearest(size_t esz, const void* x, void* y, const ResizeNearestDesc& d,
+                           int64_t numel, uint64_t fill, cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  const bool ok = dispatch_size(esz, [&](auto tag) {
+    using U = decltype(tag);
+    U f;
+    memcpy(&f, &fill, sizeof(U));
+    resize_nearest_kernel<U><<<blocks_for(numel), kThreads, 0, stream>>>(
+        static_cast<const U*>(x), static_cast<U*>(y), d, f, numel);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t resize_linear(DataType dt, const void* x, void* y, const ResizeLinearDesc& d,
+                          int64_t numel, cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    resize_linear_kernel<T><<<blocks_for(numel), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), d, numel);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
 
 cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc, int64_t offset,
                          int64_t numel, cudaStream_t stream) {

@@ -318,6 +318,67 @@ TEST(CudaQConvNhwc, Float8MatchesCpu) {
   }
 }
 
+// Depthwise int8 / uint8 convolutions (MobileNet, EfficientNet) through our channels-last
+// kernel with the epilogue fused: stride 1 and 2, dilation, ReLU6, per-channel scales, an X
+// zero point, an int8 residual; 10 channels (not a multiple of 4) take the float path.
+TEST(CudaQConvNhwc, DepthwiseInt8MatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  struct Case {
+    std::string name;
+    int64_t c;
+    DataType xt;
+    std::vector<ir::Attribute> geo;
+    bool residual;
+    const char* path;
+  };
+  const std::vector<Case> cases = {
+      {"3x3 s1 int8", 32, DataType::kInt8, {ais("pads", {1, 1, 1, 1})}, false, "depthwise"},
+      {"3x3 s2 uint8 zp",
+       16,
+       DataType::kUInt8,
+       {ais("pads", {1, 1, 1, 1}), ais("strides", {2, 2})},
+       false,
+       "depthwise"},
+      {"5x5 s1 dilated residual",
+       12,
+       DataType::kInt8,
+       {ais("kernel_shape", {5, 5}), ais("pads", {4, 4, 4, 4}), ais("dilations", {2, 2})},
+       true,
+       "depthwise"},
+      {"3x3 C=10 (float path)",
+       10,
+       DataType::kInt8,
+       {ais("pads", {1, 1, 1, 1})},
+       false,
+       "dequantize"},
+  };
+  for (const Case& cs : cases) {
+    const int64_t c = cs.c, kh = cs.name.rfind("5x5", 0) == 0 ? 5 : 3;
+    const bool s2 = cs.name.find("s2") != std::string::npos;
+    const int64_t oh = s2 ? 6 : 11, ow = s2 ? 7 : 13;
+    std::map<size_t, In> in;
+    const bool u = cs.xt == DataType::kUInt8;
+    in[kX] = feed(random_tensor(cs.xt, {2, 11, 13, c}, 100, u ? 0 : -128, u ? 255 : 127));
+    in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+    if (u) in[kXZeroPoint] = weight(scalar<uint8_t>(DataType::kUInt8, 120));
+    in[kW] = weight(random_tensor(DataType::kInt8, {c, 1, kh, kh}, 101, -127, 127));
+    in[kWScale] = weight(random_tensor(DataType::kFloat32, {c}, 102, 0.001f, 0.004f));
+    in[kBias] = weight(random_tensor(DataType::kFloat32, {c}, 103));
+    in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
+    in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+    if (cs.residual) {
+      in[kResidual] = feed(random_tensor(DataType::kInt8, {2, oh, ow, c}, 104, -128, 127));
+      in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+    }
+    std::vector<ir::Attribute> attrs = cs.geo;
+    attrs.push_back(ai("group", c));
+    attrs.push_back(ai("channels_last", 1));
+    attrs.push_back(as("activation", "Clip"));
+    attrs.push_back(afs("activation_params", {0.0f, 6.0f}));
+    check(qconv(in, attrs), "depthwise " + cs.name, cs.path);
+  }
+}
+
 // float8 output written by cuBLASLt (scales, float16 bias, float16-dequantized float8
 // residual and ReLU in its epilogue) or float16 products + our epilogue; per-channel and
 // per-tensor weight scales.

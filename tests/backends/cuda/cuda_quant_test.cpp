@@ -239,7 +239,7 @@ TEST(CudaQuant, QConvChannelsLast) {
                          {kWScale, weight(per_channel(16, 0.001f, 0.004f, 67))},
                          {kResidual, feed(random_tensor(DataType::kFloat32, {1, 9, 9, 16}, 68))}},
                         {ai("group", 16), ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
-                  "QConv depthwise channels-last (float path)", "float32");
+                  "QConv depthwise channels-last", "depthwise");
 }
 
 TEST(CudaQuant, QMatMul) {
