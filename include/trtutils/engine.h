@@ -65,6 +65,15 @@ struct IoTimes {
   double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
 };
 
+// Device memory the caller owns (ExecutionContext::enqueue): an input's pointer, dtype and
+// shape, or an output buffer of `bytes` bytes whose dtype and shape enqueue writes back.
+struct DeviceBuffer {
+  void* data = nullptr;
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+  size_t bytes = 0;
+};
+
 struct LayerTiming {
   std::string name;
   std::string op;
@@ -118,6 +127,16 @@ class ExecutionContext {
   // Bytes of weights resident for this context (device copies on the GPU backend).
   uint64_t weight_bytes() const;
   IoTimes last_io_times() const;
+  // TensorRT's enqueueV3 counterpart for engines that run on the GPU: inputs and outputs in
+  // device memory, work ordered on the caller's CUDA stream (`cuda_stream` is a cudaStream_t;
+  // nullptr = the legacy default stream) and no host wait: synchronise that stream (or an event
+  // recorded on it) before reading the outputs. The first call with new input shapes plans
+  // (the host blocks once); later ones replay a CUDA graph. Inputs are checked like execute()'s;
+  // every output needs a buffer (too small: Error(kInvalidArgument), nothing written). One call
+  // at a time per context (other contexts of the engine run concurrently). Error(kNotSupported)
+  // on the CPU backend: use execute().
+  void enqueue(const std::map<std::string, DeviceBuffer>& inputs,
+               std::map<std::string, DeviceBuffer>& outputs, void* cuda_stream);
 
   struct Impl;
   explicit ExecutionContext(std::unique_ptr<Impl> impl);

@@ -212,14 +212,14 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
 ExecutionContext::ExecutionContext(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ExecutionContext::~ExecutionContext() = default;
 
-std::map<std::string, Tensor> ExecutionContext::execute(
-    const std::map<std::string, Tensor>& inputs) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  // The optimization profile bounds every input (the graph's dims check the rest).
-  for (const auto& in : impl_->engine->inputs) {
-    auto it = inputs.find(in.name);
-    if (it == inputs.end() || in.min_shape.empty() || in.max_shape.empty()) continue;
-    const Shape& s = it->second.shape();
+namespace {
+
+// The optimization profile bounds every input (the graph's dims check the rest).
+void check_profile(const Engine::Impl& engine, const std::map<std::string, Shape>& shapes) {
+  for (const auto& in : engine.inputs) {
+    auto it = shapes.find(in.name);
+    if (it == shapes.end() || in.min_shape.empty() || in.max_shape.empty()) continue;
+    const Shape& s = it->second;
     bool ok = s.size() == in.min_shape.size() && s.size() == in.max_shape.size();
     for (size_t d = 0; ok && d < s.size(); ++d)
       ok = s[d] >= in.min_shape[d] && s[d] <= in.max_shape[d];
@@ -228,6 +228,16 @@ std::map<std::string, Tensor> ExecutionContext::execute(
                   "max {}): rebuild with --min_shapes/--max_shapes covering it",
                   in.name, shape_str(s), shape_str(in.min_shape), shape_str(in.max_shape));
   }
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> ExecutionContext::execute(
+    const std::map<std::string, Tensor>& inputs) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, t] : inputs) shapes[name] = t.shape();
+  check_profile(*impl_->engine, shapes);
   if (impl_->gpu) {
     auto out = impl_->gpu->run(inputs);
     const cuda::RunTimes rt = impl_->gpu->last_run_times();
@@ -248,6 +258,27 @@ std::map<std::string, Tensor> ExecutionContext::execute(
   for (size_t i = 0; i < prof.size(); ++i)
     impl_->profile[i] = {prof[i].name, prof[i].op_type, prof[i].total_ms, prof[i].calls};
   return out;
+}
+
+void ExecutionContext::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
+                               std::map<std::string, DeviceBuffer>& outputs, void* cuda_stream) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  TRT_CHECK(impl_->gpu != nullptr, ErrorCode::kNotSupported,
+            "enqueue needs an engine running on the CUDA backend with a GPU (this context runs "
+            "on the {} backend): use execute()",
+            impl_->engine->runtime_backend);
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, b] : inputs) shapes[name] = b.shape;
+  check_profile(*impl_->engine, shapes);
+  std::map<std::string, cuda::DeviceBuffer> in, out;
+  for (const auto& [name, b] : inputs) in[name] = {b.data, b.dtype, b.shape, b.bytes};
+  for (const auto& [name, b] : outputs) out[name] = {b.data, b.dtype, b.shape, b.bytes};
+  impl_->gpu->enqueue(in, out, cuda_stream);
+  for (auto& [name, b] : outputs) {
+    const cuda::DeviceBuffer& r = out.at(name);
+    b.dtype = r.dtype;
+    b.shape = r.shape;
+  }
 }
 
 const std::vector<LayerTiming>& ExecutionContext::profile() const {

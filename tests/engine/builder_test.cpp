@@ -229,6 +229,22 @@ TEST_F(BuilderTest, Fp32EngineMatchesTheModel) {
   }
 }
 
+// enqueue (device buffers on a CUDA stream) is for engines running on the GPU; a CPU context
+// says so and points at execute().
+TEST_F(BuilderTest, EnqueueOnCpuEngineSaysUseExecute) {
+  build_engine(onnx_, path("cpu_enqueue.engine"), {});
+  auto ctx = Engine::load(path("cpu_enqueue.engine"))->create_execution_context();
+  std::map<std::string, DeviceBuffer> in{{"input", {nullptr, DataType::kFloat32, {3, 3, 16, 16}}}};
+  std::map<std::string, DeviceBuffer> out;
+  try {
+    ctx->enqueue(in, out, nullptr);
+    FAIL() << "enqueue ran on a CPU engine";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kNotSupported);
+    EXPECT_NE(std::string(err.what()).find("use execute()"), std::string::npos) << err.what();
+  }
+}
+
 TEST_F(BuilderTest, ProfileBoundsInputs) {
   BuildConfig c;
   c.min_shapes = {{"input", {1, 3, 16, 16}}};

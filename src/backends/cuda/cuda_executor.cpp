@@ -85,6 +85,8 @@ struct Executor::Impl {
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     for (cudaEvent_t e : io_events)
       if (e) cudaEventDestroy(e);
+    if (user_ready) cudaEventDestroy(user_ready);
+    if (done) cudaEventDestroy(done);
     if (stream) cudaStreamSynchronize(stream);
     lt_workspace.reset();
     if (lt) cublasLtDestroy(lt);
@@ -117,6 +119,13 @@ struct Executor::Impl {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
   std::map<std::string, Tensor> run_eager(const std::map<std::string, Tensor>& feeds);
   void upload_inputs(const std::map<std::string, Tensor>& feeds, RunContext& ctx);
+  void enqueue(const std::map<std::string, DeviceBuffer>& inputs,
+               std::map<std::string, DeviceBuffer>& outputs, cudaStream_t user);
+  void bind_device_inputs(const std::map<std::string, DeviceBuffer>& inputs, RunContext& ctx,
+                          bool own_copies);
+  void copy_outputs(std::map<std::string, DeviceBuffer>& outputs, bool check_only);
+  bool capture_graph(RunContext& ctx);
+  cudaEvent_t user_ready = nullptr, done = nullptr;
   void run_nodes(RunContext& ctx);
   std::map<std::string, Tensor> collect_outputs(bool download = true);
   void mark(int k) {
@@ -505,31 +514,7 @@ std::map<std::string, Tensor> Executor::Impl::run(const std::map<std::string, Te
   if (!graph_exec && !graph_failed) {
     RunContext ctx = context(nullptr);
     upload_inputs(feeds, ctx);
-    for (size_t id : input_ids) graph_inputs.push_back(values[id].ptr);
-    TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    TRT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-    capturing = ctx.capturing = true;
-    std::string why;
-    try {
-      run_nodes(ctx);
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    capturing = false;
-    cudaGraph_t graph = nullptr;
-    cudaError_t e = cudaStreamEndCapture(stream, &graph);
-    if (why.empty() && e == cudaSuccess) e = cudaGraphInstantiate(&graph_exec, graph, 0);
-    if (graph) cudaGraphDestroy(graph);
-    if (!why.empty() || e != cudaSuccess) {
-      (void)cudaGetLastError();
-      if (why.empty()) why = cudaGetErrorString(e);
-      TRT_LOG_WARN("CUDA graph capture failed, running eagerly: {}", why);
-      graph_exec = nullptr;
-      graph_failed = true;
-      graph_inputs.clear();
-      reset_activations();
-      return run_eager(feeds);
-    }
+    if (!capture_graph(ctx)) return run_eager(feeds);
   }
   if (graph_failed) return run_eager(feeds);
   // The buffers still hold the previous run's inputs when the shapes are the same (the graph's
@@ -546,6 +531,159 @@ std::map<std::string, Tensor> Executor::Impl::run(const std::map<std::string, Te
   mark(1);
   TRT_CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));
   return collect_outputs(!options.no_data_transfers);
+}
+
+// Captures run_nodes into graph_exec with the inputs already in values (their buffers become
+// graph_inputs); false (and the executor eager from now on) when capture fails.
+bool Executor::Impl::capture_graph(RunContext& ctx) {
+  for (size_t id : input_ids) graph_inputs.push_back(values[id].ptr);
+  TRT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  TRT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  capturing = ctx.capturing = true;
+  std::string why;
+  try {
+    run_nodes(ctx);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  capturing = ctx.capturing = false;
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamEndCapture(stream, &graph);
+  if (why.empty() && e == cudaSuccess) e = cudaGraphInstantiate(&graph_exec, graph, 0);
+  if (graph) cudaGraphDestroy(graph);
+  if (why.empty() && e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  if (why.empty()) why = cudaGetErrorString(e);
+  TRT_LOG_WARN("CUDA graph capture failed, running eagerly: {}", why);
+  graph_exec = nullptr;
+  graph_failed = true;
+  graph_inputs.clear();
+  reset_activations();
+  return false;
+}
+
+// The graph inputs as Values over the caller's device memory (an eager run reads it in place)
+// or, with own_copies, over executor buffers filled by device-to-device copies (graph capture:
+// the graph keeps reading those buffers).
+void Executor::Impl::bind_device_inputs(const std::map<std::string, DeviceBuffer>& inputs,
+                                        RunContext& ctx, bool own_copies) {
+  for (size_t k = 0; k < input_ids.size(); ++k) {
+    const DeviceBuffer& b = inputs.at(input_names[k]);
+    Value& v = values[input_ids[k]];
+    v = Value{};
+    v.dtype = b.dtype;
+    v.shape = b.shape;
+    if (own_copies) {
+      void* dst = ctx.make(v, b.dtype, b.shape);
+      if (v.nbytes())
+        TRT_CUDA_CHECK(cudaMemcpyAsync(dst, b.data, v.nbytes(), cudaMemcpyDeviceToDevice, stream));
+    } else {
+      v.ptr = b.data;
+    }
+  }
+}
+
+// Every graph output into its caller buffer (device to device, or host to device for values
+// known on the host), dtype and shape written back; check_only: the sizes alone.
+void Executor::Impl::copy_outputs(std::map<std::string, DeviceBuffer>& outputs, bool check_only) {
+  const ir::Graph& g = model.graph;
+  for (size_t k = 0; k < output_ids.size(); ++k) {
+    const std::string& name = g.outputs[k].name;
+    Value& v = values[output_ids[k]];
+    auto it = outputs.find(name);
+    TRT_CHECK_ARG(it != outputs.end(), "enqueue: no buffer for output '{}'", name);
+    TRT_CHECK(v.defined(), ErrorCode::kInternal, "graph output '{}' was not computed", name);
+    DeviceBuffer& b = it->second;
+    TRT_CHECK_ARG(b.bytes >= v.nbytes(),
+                  "enqueue: the buffer for output '{}' holds {} bytes, the output {} {} needs {}",
+                  name, b.bytes, dtype_name(v.dtype), shape_str(v.shape), v.nbytes());
+    if (check_only) continue;
+    b.dtype = v.dtype;
+    b.shape = v.shape;
+    if (!v.nbytes()) continue;
+    if (v.ptr) {
+      TRT_CUDA_CHECK(cudaMemcpyAsync(b.data, v.ptr, v.nbytes(), cudaMemcpyDeviceToDevice, stream));
+    } else {
+      TRT_CUDA_CHECK(
+          cudaMemcpyAsync(b.data, v.host.raw(), v.nbytes(), cudaMemcpyHostToDevice, stream));
+    }
+  }
+}
+
+void Executor::Impl::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
+                             std::map<std::string, DeviceBuffer>& outputs, cudaStream_t user) {
+  // The checks of run(): names, dtypes, ranks and static dims (as shapes only).
+  for (const auto& name : input_names) {
+    auto it = inputs.find(name);
+    TRT_CHECK_ARG(it != inputs.end(), "missing input '{}'", name);
+    TRT_CHECK_ARG(it->second.data || shape_numel(it->second.shape) == 0,
+                  "enqueue: input '{}' has no device pointer", name);
+  }
+  std::string sig;
+  for (const auto& name : input_names) {
+    const DeviceBuffer& b = inputs.at(name);
+    sig += fmt::format("{}:{}{};", name, static_cast<int>(b.dtype), shape_str(b.shape));
+    const ir::ValueInfo* vi = nullptr;
+    for (const auto& in : model.graph.inputs)
+      if (in.name == name) vi = &in;
+    if (!vi) continue;
+    TRT_CHECK_ARG(vi->dtype == DataType::kUndefined || b.dtype == vi->dtype,
+                  "input '{}' has dtype {}, expected {}", name, dtype_name(b.dtype),
+                  dtype_name(vi->dtype));
+    if (!vi->shape) continue;
+    TRT_CHECK_ARG(b.shape.size() == vi->shape->size(), "input '{}' has shape {}, expected {}", name,
+                  shape_str(b.shape), ir::sym_shape_str(*vi->shape));
+    for (size_t d = 0; d < b.shape.size(); ++d)
+      TRT_CHECK_ARG(!(*vi->shape)[d].is_static() || (*vi->shape)[d].value == b.shape[d],
+                    "input '{}' has shape {}, expected {}", name, shape_str(b.shape),
+                    ir::sym_shape_str(*vi->shape));
+  }
+  if (!user_ready) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&user_ready, cudaEventDisableTiming));
+  if (!done) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  TRT_CUDA_CHECK(cudaEventRecord(user_ready, user));
+  TRT_CUDA_CHECK(cudaStreamWaitEvent(stream, user_ready, 0));
+  const bool use_graph = options.cuda_graph && !options.profile;
+  auto eager = [&] {
+    struct Reset {
+      Impl* impl;
+      ~Reset() { impl->reset_activations(); }
+    } reset{this};
+    RunContext ctx = context(nullptr);
+    bind_device_inputs(inputs, ctx, false);
+    run_nodes(ctx);
+    copy_outputs(outputs, true);  // all sizes checked before any output copy
+    copy_outputs(outputs, false);
+  };
+  if (!use_graph || sig != graph_signature) {
+    if (use_graph) {
+      destroy_graph();
+      graph_signature = sig;
+      graph_failed = false;
+    }
+    eager();
+  } else {
+    if (!graph_exec && !graph_failed) {
+      RunContext ctx = context(nullptr);
+      bind_device_inputs(inputs, ctx, true);
+      capture_graph(ctx);
+    }
+    if (graph_exec) {
+      copy_outputs(outputs, true);
+      for (size_t k = 0; k < input_ids.size(); ++k) {
+        const DeviceBuffer& b = inputs.at(input_names[k]);
+        const size_t bytes = dtype_storage_bytes(b.dtype, shape_numel(b.shape));
+        if (bytes)
+          TRT_CUDA_CHECK(
+              cudaMemcpyAsync(graph_inputs[k], b.data, bytes, cudaMemcpyDeviceToDevice, stream));
+      }
+      TRT_CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));
+      copy_outputs(outputs, false);
+    } else {
+      eager();
+    }
+  }
+  TRT_CUDA_CHECK(cudaEventRecord(done, stream));
+  TRT_CUDA_CHECK(cudaStreamWaitEvent(user, done, 0));
 }
 
 std::vector<std::string> unsupported_nodes(const ir::Model& model) {
@@ -601,6 +739,11 @@ Executor::~Executor() = default;
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   return impl_->run(feeds);
+}
+
+void Executor::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
+                       std::map<std::string, DeviceBuffer>& outputs, void* stream) {
+  impl_->enqueue(inputs, outputs, static_cast<cudaStream_t>(stream));
 }
 
 const std::vector<LayerTime>& Executor::profile() const {

@@ -85,6 +85,15 @@ std::vector<std::string> supported_ops();
 // problems that only show at run time are not found here.
 std::vector<std::string> unsupported_nodes(const ir::Model& model);
 
+// Device memory the caller owns, for Executor::enqueue: an input's data, dtype and shape, or an
+// output buffer of `bytes` bytes (its dtype and shape are written back).
+struct DeviceBuffer {
+  void* data = nullptr;
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+  size_t bytes = 0;
+};
+
 class Executor {
  public:
   Executor(const ir::Model& model, const ExecutorOptions& options);
@@ -92,6 +101,18 @@ class Executor {
   // Feeds are checked against the graph inputs (dtype, rank, static dims) like Session::run.
   // One run at a time per Executor (not thread safe).
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
+  // Asynchronous run on the caller's CUDA stream (`stream` is a cudaStream_t; nullptr = the
+  // legacy default stream): ordered after the work already on it, inputs read from and outputs
+  // written to the caller's device buffers (every graph output needs one), and `stream` waits
+  // for completion
+  // through an event: the host does not wait. Input shapes seen for the first time run the
+  // planning pass (cudnnFind, cuBLASLt timing: the host blocks once); with cuda_graph the second
+  // call with them is captured and later calls replay the graph. An output buffer too small is
+  // Error(kInvalidArgument) with nothing written to the caller's buffers. The caller keeps the
+  // buffers alive and unchanged until its stream has passed this point. Fills outputs' dtype
+  // and shape.
+  void enqueue(const std::map<std::string, DeviceBuffer>& inputs,
+               std::map<std::string, DeviceBuffer>& outputs, void* stream);
   // One entry per node in execution order (empty unless options.profile); host-run nodes are
   // timed on the host.
   const std::vector<LayerTime>& profile() const;

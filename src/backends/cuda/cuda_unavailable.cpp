@@ -28,6 +28,10 @@ Executor::~Executor() = default;
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>&) {
   TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
 }
+void Executor::enqueue(const std::map<std::string, DeviceBuffer>&,
+                       std::map<std::string, DeviceBuffer>&, void*) {
+  TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
+}
 const std::vector<LayerTime>& Executor::profile() const {
   static const std::vector<LayerTime> none;
   return none;
