@@ -77,6 +77,11 @@ struct QuantizeOptions {
   // per input channel during calibration, is subtracted from the layer's bias. auto: on for fp8
   // and int8 (needs calibration_data), off for int4.
   std::string bias_correction = "auto";
+  // "auto" | "rtn" | "gptq". Weight rounding of MatMul / Gemm weights: round to nearest, or GPTQ
+  // (each weight column's rounding error is compensated by the columns not yet rounded, using
+  // E[x x^T] of the layer input measured during calibration; Conv weights stay round to
+  // nearest). auto: gptq when calibration_data is given, rtn otherwise.
+  std::string weight_rounding = "auto";
   int num_threads = 0;         // CPU threads; 0: all cores
   bool write_report = true;    // <output_path>.report.json
   std::filesystem::path plot;  // non-empty: PNG of per-tensor SQNR (implies report_per_tensor)
@@ -103,6 +108,7 @@ struct QuantizeResult {
   int64_t num_qdq_pairs = 0;  // QuantizeLinear nodes inserted (weights are stored quantized)
   int64_t num_weights_quantized = 0;
   int64_t num_bias_corrected = 0;  // layers whose bias absorbed the weight error's mean
+  int64_t num_gptq_rounded = 0;    // weights rounded by GPTQ
   int64_t calibration_samples = 0;
   int64_t eval_samples = 0;
   std::vector<QuantizeOutputMetrics> outputs;

@@ -1,6 +1,7 @@
 #include "quantize/calibration.h"
 
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -285,6 +286,46 @@ std::vector<double> ChannelStats::mean() const {
   if (rows_ > 0)
     for (size_t k = 0; k < m.size(); ++k) m[k] = sum_[k] / static_cast<double>(rows_);
   return m;
+}
+
+void HessianStats::add(const Tensor& t) {
+  if (t.numel() == 0) return;
+  const int64_t k = t.rank() == 0 ? 1 : t.dim(t.rank() - 1);
+  if (k_ == 0) {
+    k_ = k;
+    sum_.assign(static_cast<size_t>(k * k), 0.0f);
+  }
+  TRT_CHECK_ARG(k == k_,
+                "Hessian statistics: {} values along the last axis, earlier batches had {}", k, k_);
+  const int64_t rows = t.numel() / k;
+  std::vector<float> tmp;
+  const float* x = nullptr;
+  if (t.dtype() == DataType::kFloat32) {
+    x = t.data<float>();
+  } else {
+    tmp = t.to_float_vector();
+    x = tmp.data();
+  }
+  bool finite = true;
+  for (int64_t i = 0; i < t.numel() && finite; ++i) finite = std::isfinite(x[i]);
+  if (!finite) {
+    if (tmp.empty()) tmp.assign(x, x + t.numel());
+    for (float& v : tmp)
+      if (!std::isfinite(v)) v = 0.0f;
+    x = tmp.data();
+  }
+  // sum += X^T X (row-major: op(A) = X^T is K x rows).
+  const dnnl_status_t st = dnnl_sgemm('T', 'N', k, k, rows, 1.0f, x, k, x, k, 1.0f, sum_.data(), k);
+  TRT_CHECK(st == dnnl_success, ErrorCode::kInternal, "Hessian statistics: sgemm failed ({})",
+            static_cast<int>(st));
+  rows_ += rows;
+}
+
+std::vector<float> HessianStats::mean_outer() const {
+  std::vector<float> r = sum_;
+  if (rows_ > 0)
+    for (float& v : r) v = static_cast<float>(static_cast<double>(v) / static_cast<double>(rows_));
+  return r;
 }
 
 std::vector<double> ChannelStats::mean_square() const {

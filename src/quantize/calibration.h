@@ -77,6 +77,23 @@ class ChannelStats {
   int64_t rows_ = 0;
 };
 
+// E[x x^T] over the last axis (K) of a tensor viewed as [rows, K], streamed batch by batch: the
+// Hessian of a MatMul/Gemm layer's output error with respect to its weights (GPTQ). Accumulated
+// in float32 (K x K, row-major) with one sgemm per batch; non-finite values count as 0.
+class HessianStats {
+ public:
+  // Throws Error(kInvalidArgument) when K changes between batches.
+  void add(const Tensor& t);
+  int64_t dim() const { return k_; }
+  int64_t rows() const { return rows_; }
+  // sum x x^T / rows (zeros before any data), K x K row-major.
+  std::vector<float> mean_outer() const;
+
+ private:
+  int64_t k_ = 0, rows_ = 0;
+  std::vector<float> sum_;
+};
+
 // Streams `num_batches` batches through the float model (copied, with `tensors` marked as
 // extra outputs so that no pass removes them) on the CPU backend and calls visit(name, value)
 // once per tensor and batch, batches in order. Graph inputs among `tensors` come from the feeds.

@@ -200,6 +200,15 @@ Placement place_qdq(const ir::Graph& g, const PlacementOptions& o) {
         skip(n, "GEMV-shaped (K or N is 1)");
         continue;
       }
+      if (!forced && !int4 && o.skip_single_row && !n.outputs.empty()) {
+        auto so = static_shape(g, n.outputs[0]);
+        bool one_row = so && !so->empty();
+        for (size_t d = 0; one_row && d + 1 < so->size(); ++d) one_row = (*so)[d] == 1;
+        if (one_row) {
+          skip(n, "GEMV-shaped (a single output row, M = 1)");
+          continue;
+        }
+      }
       const bool a_w = is_float_weight(g, n.inputs[0]);
       const bool b_w = is_float_weight(g, n.inputs[1]);
       const bool a_act = is_float_activation(g, n.inputs[0]);

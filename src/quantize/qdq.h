@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <set>
@@ -36,6 +38,11 @@ struct PlacementOptions {
   std::vector<std::regex> nodes_to_exclude;    // matched at the start of the node name (re.match)
   std::set<std::string> nodes_excluded_exact;  // e.g. the sensitivity fallback's choices
   int64_t min_channels = 16;
+  // int8/fp8: also skip a MatMul/Gemm whose output has a single row (M = 1: every output dim but
+  // the last is statically 1, e.g. a classifier head at batch 1), as nvidia-modelopt's ONNX
+  // quantizer skips GEMV-shaped MatMuls: no Tensor Core gain, and a layer in front of the
+  // output whose rounding error nothing downstream averages out.
+  bool skip_single_row = false;
   int64_t block_size = 128;  // int4
 };
 
@@ -91,12 +98,33 @@ struct ApplyOptions {
   // inputs (Nagel et al. 2019, "Data-Free Quantization", bias correction; OpenVINO NNCF's
   // FastBiasCorrection). Nodes without an entry, a 2-D weight or such a bias are left as is.
   std::map<std::string, std::vector<double>> input_mean{};
+  // Weight rounding: round to nearest (RTN), or GPTQ for the weights of MatMul/Gemm uses listed
+  // in `hessian` (consumer node name -> E[x x^T] of its activation input over the K axis, K x K
+  // row-major); other weights (Conv, no entry, not 2-D) are rounded to nearest. Scales are those
+  // of RTN (awq_clip included): GPTQ only changes which grid point each weight takes.
+  bool gptq = false;
+  std::map<std::string, std::shared_ptr<const std::vector<float>>> hessian{};
 };
 struct ApplyStats {
   int64_t qdq_pairs = 0;
   int64_t weights = 0;
   int64_t bias_corrected = 0;  // nodes whose bias absorbed the weight error's mean
+  int64_t gptq_rounded = 0;    // weights rounded by GPTQ
 };
+
+// GPTQ (Frantar et al. 2022, "GPTQ: Accurate Post-Training Quantization for Generative
+// Pre-trained Transformers"): rounds w [n, k] (row-major, row = output channel, k = the
+// reduction axis) column by column, each column's rounding error spread over the columns not
+// yet rounded so that ||X (W - Q)^T||^2 is minimised for inputs X with E[x x^T] = hessian
+// (k x k). Columns are visited in decreasing order of the Hessian's diagonal (act order), the
+// Hessian is damped by damp * its mean diagonal, and updates are applied in blocks of 128
+// columns (sgemm). round(v, row, col) maps a value of w[row, col] to its nearest grid point
+// (dequantized), e.g. fp8 at that row's scale. Returns the rounded matrix; falls back to
+// round-to-nearest when the Hessian is zero or not positive definite even after more damping.
+using GridRound = std::function<float(float value, int64_t row, int64_t col)>;
+std::vector<float> gptq_round(const std::vector<float>& w, int64_t n, int64_t k,
+                              const std::vector<float>& hessian, const GridRound& round,
+                              double damp = 0.01);
 
 // The activation input and its channel axis (for ChannelStats) that bias correction needs for
 // a weight use: Conv -> (X, 1), Gemm -> (A, transA ? 0 : 1), MatMul -> (A, -1); nullopt for

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <set>
@@ -365,6 +366,9 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   TRT_CHECK_ARG(
       o.bias_correction == "auto" || o.bias_correction == "on" || o.bias_correction == "off",
       "invalid bias_correction '{}': choose one of auto, on, off", o.bias_correction);
+  TRT_CHECK_ARG(
+      o.weight_rounding == "auto" || o.weight_rounding == "rtn" || o.weight_rounding == "gptq",
+      "invalid weight_rounding '{}': choose one of auto, rtn, gptq", o.weight_rounding);
   TRT_CHECK_ARG(o.high_precision_dtype == "fp32" || o.high_precision_dtype == "fp16",
                 "invalid high_precision_dtype '{}': choose one of fp32, fp16",
                 o.high_precision_dtype);
@@ -383,6 +387,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   po.op_types_to_quantize = {o.op_types_to_quantize.begin(), o.op_types_to_quantize.end()};
   po.op_types_to_exclude = {o.op_types_to_exclude.begin(), o.op_types_to_exclude.end()};
   po.block_size = o.block_size;
+  po.skip_single_row = true;
   for (const auto& r : o.nodes_to_exclude) {
     try {
       po.nodes_to_exclude.emplace_back(r, std::regex::ECMAScript);
@@ -479,17 +484,50 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
       corrected_input[wq.node] = in->first;
     }
   }
+  // GPTQ: E[x x^T] over K of the activation input of each MatMul / Gemm weight use, measured in
+  // the same pass.
+  TRT_CHECK_ARG(o.weight_rounding != "gptq" || have_data,
+                "weight_rounding gptq needs calibration_data (E[x x^T] of each layer's input)");
+  const bool gptq = o.weight_rounding == "gptq" || (o.weight_rounding == "auto" && have_data);
+  std::map<std::string, HessianStats> hessian_stats;  // activation -> E[x x^T]
+  std::map<std::string, std::string> gptq_input;      // node -> its activation input
+  if (gptq && have_data && calib_batches > 0) {
+    std::map<std::string, const ir::Node*> by_name;
+    for (const auto& n : model.graph.nodes) by_name[n.name] = &n;
+    for (const auto& wq : placement.weights) {
+      auto it = by_name.find(wq.node);
+      if (it == by_name.end() || wq.input != 1) continue;
+      const ir::Node& n = *it->second;
+      const bool matmul =
+          n.op_type == "MatMul" || (n.op_type == "Gemm" && n.attr_int("transA", 0) == 0);
+      const Tensor* w = model.graph.initializer(wq.tensor);
+      if (!matmul || !w || w->rank() != 2 || !n.has_input(0)) continue;
+      hessian_stats.try_emplace(n.inputs[0]);
+      gptq_input[n.name] = n.inputs[0];
+    }
+  }
   // Calibrates `tensors` (streaming over the calibration batches) into the table; with
-  // `channels`, also accumulates those tensors' per-channel statistics in the same pass.
+  // `channels` / `hessians`, also accumulates those tensors' per-channel statistics / E[x x^T]
+  // in the same pass.
   auto calibrate = [&](const std::vector<std::string>& tensors,
-                       std::map<std::string, ChannelStats>* channels = nullptr) {
+                       std::map<std::string, ChannelStats>* channels = nullptr,
+                       std::map<std::string, HessianStats>* hessians = nullptr) {
     std::vector<std::string> streamed = tensors;
+    std::set<std::string> listed(tensors.begin(), tensors.end());
     if (channels) {
-      const std::set<std::string> calibrated(tensors.begin(), tensors.end());
       for (auto& [x, st] : *channels) {
         if (const Tensor* c = model.graph.initializer(x)) {
           st.add(*c);  // a constant input: its own values, once
-        } else if (!calibrated.count(x)) {
+        } else if (listed.insert(x).second) {
+          streamed.push_back(x);
+        }
+      }
+    }
+    if (hessians) {
+      for (auto& [x, st] : *hessians) {
+        if (const Tensor* c = model.graph.initializer(x)) {
+          st.add(*c);
+        } else if (listed.insert(x).second) {
           streamed.push_back(x);
         }
       }
@@ -503,6 +541,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
         {.num_threads = o.num_threads, .per_node = o.calibrate_per_node},
         [&](const std::string& name, const Tensor& t) {
           if (auto s = stats.find(name); s != stats.end()) s->second.add(t);
+          if (hessians)
+            if (auto h = hessians->find(name); h != hessians->end()) h->second.add(t);
           if (!channels) return;
           if (auto c = channels->find(name); c != channels->end()) c->second.add(t);
         });
@@ -528,9 +568,19 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     return v;
   };
   calibrate(mode != QuantMode::kInt4 ? uncalibrated(placement) : std::vector<std::string>{},
-            input_stats.empty() ? nullptr : &input_stats);
+            input_stats.empty() ? nullptr : &input_stats,
+            hessian_stats.empty() ? nullptr : &hessian_stats);
 
   ApplyOptions ao{.mode = mode, .awq_clip = awq};
+  ao.gptq = gptq;
+  {
+    std::map<std::string, std::shared_ptr<const std::vector<float>>> by_input;
+    for (auto& [x, st] : hessian_stats)
+      if (st.rows() > 0) by_input[x] = std::make_shared<const std::vector<float>>(st.mean_outer());
+    hessian_stats.clear();
+    for (const auto& [node, x] : gptq_input)
+      if (auto h = by_input.find(x); h != by_input.end()) ao.hessian[node] = h->second;
+  }
   for (const auto& [node, x] : corrected_input) {
     const ChannelStats& st = input_stats.at(x);
     if (st.rows() > 0) ao.input_mean[node] = st.mean();
@@ -672,6 +722,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   result.num_qdq_pairs = ast.qdq_pairs;
   result.num_weights_quantized = ast.weights;
   result.num_bias_corrected = ast.bias_corrected;
+  result.num_gptq_rounded = ast.gptq_rounded;
   if (ast.bias_corrected > 0)
     TRT_LOG_INFO("bias correction: {} of {} layer(s) with quantized weights", ast.bias_corrected,
                  ao.input_mean.size());

@@ -166,8 +166,9 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
                    r.calibration_samples, r.eval_samples);
   s += fmt::format(
       "  \"quantized_nodes\": {},\n  \"qdq_pairs\": {},\n  \"quantized_weights\": {},\n"
-      "  \"bias_corrected\": {},\n",
-      r.num_quantized_nodes, r.num_qdq_pairs, r.num_weights_quantized, r.num_bias_corrected);
+      "  \"bias_corrected\": {},\n  \"gptq_rounded\": {},\n",
+      r.num_quantized_nodes, r.num_qdq_pairs, r.num_weights_quantized, r.num_bias_corrected,
+      r.num_gptq_rounded);
   s += "  \"outputs\": [";
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const auto& m = r.outputs[i];

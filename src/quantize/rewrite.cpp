@@ -81,8 +81,12 @@ struct QuantizedWeight {
 // Scale groups of w: per tensor (axis -1), per channel along axis, or blocks of `block` along
 // axis. w viewed as [outer, axis_len, inner].
 // awq_clip: see ApplyOptions; `importance` (null: all 1) is indexed along `axis`.
+// gptq_hessian (non-null, w 2-D): the weight is rounded by gptq_round with that K x K Hessian,
+// K being w's axis k_axis.
 QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, QuantMode mode,
-                                bool awq_clip, const std::vector<double>* importance) {
+                                bool awq_clip, const std::vector<double>* importance,
+                                const std::vector<float>* gptq_hessian = nullptr,
+                                int64_t k_axis = 0) {
   const DataType qt = quant_mode_dtype(mode);
   const double qmax = quant_mode_qmax(mode);
   const std::vector<float> x = w.to_float_vector();
@@ -155,14 +159,42 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, Qu
     }
     std::copy(best.begin(), best.end(), sc);
   }
+  // The values to store: w itself (round to nearest), or GPTQ's choice of grid points.
+  std::vector<float> target;
+  if (gptq_hessian && s.size() == 2) {
+    std::vector<float> scale_of(x.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t a = 0; a < alen; ++a)
+        for (int64_t i = 0; i < inner; ++i) scale_of[eidx(o, a, i)] = sc[sidx(o, a, i)];
+    const int64_t kk = s[k_axis], nn = s[1 - k_axis];
+    TRT_CHECK(static_cast<int64_t>(gptq_hessian->size()) == kk * kk, ErrorCode::kInternal,
+              "gptq: Hessian of {} values for K = {}", gptq_hessian->size(), kk);
+    // Element of w for (row = output channel, col = K index).
+    auto at = [&](int64_t row, int64_t col) {
+      return k_axis == 0 ? col * nn + row : row * kk + col;
+    };
+    std::vector<float> wnk(x.size());
+    for (int64_t row = 0; row < nn; ++row)
+      for (int64_t col = 0; col < kk; ++col) wnk[row * kk + col] = x[at(row, col)];
+    const std::vector<float> qnk =
+        gptq_round(wnk, nn, kk, *gptq_hessian, [&](float v, int64_t row, int64_t col) {
+          const float scl = scale_of[at(row, col)];
+          return dequant_value(qt, v / scl) * scl;
+        });
+    target.resize(x.size());
+    for (int64_t row = 0; row < nn; ++row)
+      for (int64_t col = 0; col < kk; ++col) target[at(row, col)] = qnk[row * kk + col];
+  }
+  const std::vector<float>& values = target.empty() ? x : target;
   r.error.resize(x.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t a = 0; a < alen; ++a)
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t e = eidx(o, a, i);
         const float scl = sc[sidx(o, a, i)];
-        store_quantized(r.q, e, x[e] / scl);
-        r.error[e] = dequant_value(qt, x[e] / scl) * scl - x[e];  // as DequantizeLinear computes
+        store_quantized(r.q, e, values[e] / scl);
+        // As DequantizeLinear computes, against the original weight.
+        r.error[e] = dequant_value(qt, values[e] / scl) * scl - x[e];
       }
   return r;
 }
@@ -323,9 +355,30 @@ ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
     const Tensor* w = g.initializer(wq.tensor);
     TRT_CHECK(w != nullptr, ErrorCode::kInternal, "weight '{}' is not an initializer", wq.tensor);
     auto imp = options.awq_importance.find(wq.tensor);
+    // GPTQ: the Hessians of the uses that have one, summed (one K for all of them).
+    std::vector<float> hsum;
+    int64_t k_axis = -1;
+    if (options.gptq && w->rank() == 2 && w->dtype() == DataType::kFloat32) {
+      for (const WeightQuant* use : uses) {
+        auto h = options.hessian.find(use->node);
+        auto ni = node_index.find(use->node);
+        if (h == options.hessian.end() || !h->second || ni == node_index.end() || use->input != 1)
+          continue;
+        const ir::Node& n = g.nodes[ni->second];
+        const int64_t ka = n.op_type == "Gemm" && n.attr_int("transB", 0) != 0 ? 1 : 0;
+        if ((n.op_type != "MatMul" && n.op_type != "Gemm") || (k_axis >= 0 && ka != k_axis) ||
+            static_cast<int64_t>(h->second->size()) != w->dim(ka) * w->dim(ka))
+          continue;
+        k_axis = ka;
+        if (hsum.empty()) hsum.assign(h->second->size(), 0.0f);
+        for (size_t i = 0; i < hsum.size(); ++i) hsum[i] += (*h->second)[i];
+      }
+    }
     QuantizedWeight qw =
         quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip,
-                        imp == options.awq_importance.end() ? nullptr : &imp->second);
+                        imp == options.awq_importance.end() ? nullptr : &imp->second,
+                        hsum.empty() ? nullptr : &hsum, std::max<int64_t>(k_axis, 0));
+    if (!hsum.empty()) ++st.gptq_rounded;
     const Shape wshape = w->shape();
     const std::string qn = name(wq.tensor + "_quantized");
     const std::string sn = name(wq.tensor + "_scale");

@@ -37,6 +37,8 @@ void run(QuantizeCliOptions o) {
              r.num_quantized_nodes, o.q.quantize_mode, o.q.calibration_method, r.num_qdq_pairs,
              r.num_weights_quantized);
   if (r.num_bias_corrected > 0) fmt::print("bias correction: {} layer(s)\n", r.num_bias_corrected);
+  if (r.num_gptq_rounded > 0)
+    fmt::print("gptq weight rounding: {} weight(s)\n", r.num_gptq_rounded);
   fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
              r.eval_samples);
   if (!r.outputs.empty()) {
@@ -98,6 +100,12 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--bias_correction", o->q.bias_correction,
                   "auto | on | off: subtract the mean output shift of weight rounding from each "
                   "quantized layer's bias (auto: on for int8/fp8)")
+      ->capture_default_str();
+  sub->add_option(
+         "--weight_rounding", o->q.weight_rounding,
+         "auto | rtn | gptq: MatMul/Gemm weights rounded to nearest, or by GPTQ (rounding "
+         "errors compensated using E[x x^T] of each layer's input; Conv: nearest). auto: "
+         "gptq with calibration_data (measured on ViT-B/16: fp8 +2.6 dB, int4 +14 dB output SQNR)")
       ->capture_default_str();
   sub->add_option("--threads", o->q.num_threads, "CPU threads (0: all cores)")
       ->capture_default_str();
