@@ -4,14 +4,20 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cuda/cuda_executor.h"
 #include "core/check.h"
 #include "engine/session.h"
+#include "passes/passes.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::quantize {
@@ -428,6 +434,51 @@ size_t run_per_node(const Session& session, const std::set<std::string>& wanted,
   return peak;
 }
 
+// The batches on the GPU (the CUDA executor, float32 with TF32 off, the same optimized graph
+// as the Session's), when one is usable and the model has CUDA kernels for every op;
+// std::nullopt when it cannot (then the CPU runs them). TRTUTILS_CALIBRATION_DEVICE=cpu keeps
+// the CPU.
+std::optional<size_t> stream_on_gpu(ir::Model m, const std::set<std::string>& wanted,
+                                    int64_t num_batches, const BatchFn& feed_batch,
+                                    const TensorVisitor& visit) {
+  const char* env = std::getenv("TRTUTILS_CALIBRATION_DEVICE");
+  if (env && std::string(env) == "cpu") return std::nullopt;
+  if (!cuda::device_status().usable || num_batches <= 0) return std::nullopt;
+  passes::run_pipeline(m.graph, m.opset());
+  std::unique_ptr<cuda::Executor> ex;
+  std::map<std::string, Tensor> first;
+  try {
+    ex = std::make_unique<cuda::Executor>(m, cuda::ExecutorOptions{});
+    first = ex->run(feed_batch(0));
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotSupported) throw;
+    TRT_LOG_INFO("calibration runs on the CPU: {}", e.what());
+    return std::nullopt;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t b = 0; b < num_batches; ++b) {
+    std::map<std::string, Tensor> feeds = b == 0 ? std::map<std::string, Tensor>{} : feed_batch(b);
+    const std::map<std::string, Tensor> outs = b == 0 ? std::move(first) : ex->run(feeds);
+    if (b == 0) feeds = feed_batch(0);
+    for (const auto& name : wanted) {
+      auto it = outs.find(name);
+      if (it != outs.end()) {
+        visit(name, it->second);
+        continue;
+      }
+      auto f = feeds.find(name);
+      TRT_CHECK(f != feeds.end(), ErrorCode::kInternal, "calibration: tensor '{}' was not computed",
+                name);
+      visit(name, f->second);
+    }
+    TRT_LOG_VERBOSE("calibration batch {}/{} (GPU)", b + 1, num_batches);
+  }
+  TRT_LOG_INFO("calibration: {} batch(es) on the GPU ({}) in {:.1f} s", num_batches,
+               cuda::device_status().name,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return static_cast<size_t>(ex->device_activation_bytes());
+}
+
 }  // namespace
 
 size_t stream_tensors(const ir::Model& model, const std::vector<std::string>& tensors,
@@ -445,8 +496,11 @@ size_t stream_tensors(const ir::Model& model, const std::vector<std::string>& te
     m.graph.outputs.push_back(vi);
     outputs.insert(t);
   }
-  Session session(std::move(m), {.num_threads = options.num_threads});
   const std::set<std::string> wanted(tensors.begin(), tensors.end());
+  if (!options.per_node && options.allow_gpu) {
+    if (auto peak = stream_on_gpu(m, wanted, num_batches, feed_batch, visit)) return *peak;
+  }
+  Session session(std::move(m), {.num_threads = options.num_threads});
   if (options.per_node)
     return run_per_node(session, wanted, num_batches, feed_batch, options.num_threads, visit);
   for (int64_t b = 0; b < num_batches; ++b) {

@@ -95,8 +95,9 @@ class HessianStats {
 };
 
 // Streams `num_batches` batches through the float model (copied, with `tensors` marked as
-// extra outputs so that no pass removes them) on the CPU backend and calls visit(name, value)
-// once per tensor and batch, batches in order. Graph inputs among `tensors` come from the feeds.
+// extra outputs so that no pass removes them) on the GPU or the CPU backend and calls visit(name,
+// value) once per tensor and batch, batches in order. Graph inputs among `tensors` come from the
+// feeds.
 //   per_node = false: one Session::run per batch; every tensor in `tensors` stays alive (as a
 //     graph output) until the whole batch has run, then they are visited.
 //   per_node = true (--calibrate_per_node): the optimized graph is executed node by node here;
@@ -104,9 +105,13 @@ class HessianStats {
 //     intermediate, so the peak is that of plain inference. Same kernels, same values.
 using BatchFn = std::function<std::map<std::string, Tensor>(int64_t)>;
 using TensorVisitor = std::function<void(const std::string&, const Tensor&)>;
+//   allow_gpu (per_node = false): the batches run on the GPU when one is usable and every op
+//     has a CUDA kernel (float32, TF32 off: the statistics of the CPU run up to summation
+//     order); TRTUTILS_CALIBRATION_DEVICE=cpu keeps them on the CPU.
 struct StreamOptions {
   int num_threads = 0;
   bool per_node = false;
+  bool allow_gpu = true;
 };
 // Returns the most bytes of activations (feeds, intermediates, kept tensors) alive at once.
 size_t stream_tensors(const ir::Model& model, const std::vector<std::string>& tensors,
