@@ -345,9 +345,6 @@ class LtMatmul {
            float alpha = 1.0f, float beta = 0.0f, const void* bias = nullptr,
            const float* a_scale = nullptr, const float* b_scale = nullptr,
            const LtRequant* rq = nullptr, const LtFp8Out* f8 = nullptr);
-  // Plans whose algorithm was chosen by timing, and those where it beat the heuristic's first.
-  int timed() const { return timed_; }
-  int improved() const { return improved_; }
 
  private:
   struct Plan;
@@ -369,7 +366,6 @@ class LtMatmul {
                                const LtRequant* rq, const LtFp8Out* f8);
   static bool timing_enabled();
   std::map<std::string, std::shared_ptr<Plan>> plans_;
-  int timed_ = 0, improved_ = 0;
   // The last plan used and what it was made for (problem, tf32, pointer alignments).
   MatmulProblem last_p_;
   bool last_tf32_ = false;

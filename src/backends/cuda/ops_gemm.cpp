@@ -144,9 +144,6 @@ class MatMulBiasOp : public GpuOp {
     void* py = ctx.make(*out.at(0), dt, ys);
     const int64_t total = shape_numel(ys);
     if (total == 0) return;
-    if (k == 0) {
-      TRT_CUDA_CHECK(cudaMemsetAsync(py, 0, out[0]->nbytes(), ctx.stream));
-    }
     MatmulProblem p;
     p.a_t = p.b_t = p.d_t = dt;
     p.m = total / n;
