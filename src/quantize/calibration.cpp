@@ -434,6 +434,22 @@ size_t run_per_node(const Session& session, const std::set<std::string>& wanted,
   return peak;
 }
 
+// Visits each wanted tensor of one batch: from the run's outputs, or a graph input from the feeds.
+void visit_batch(const std::set<std::string>& wanted, const std::map<std::string, Tensor>& outs,
+                 const std::map<std::string, Tensor>& feeds, const TensorVisitor& visit) {
+  for (const auto& name : wanted) {
+    auto it = outs.find(name);
+    if (it != outs.end()) {
+      visit(name, it->second);
+      continue;
+    }
+    auto f = feeds.find(name);
+    TRT_CHECK(f != feeds.end(), ErrorCode::kInternal, "calibration: tensor '{}' was not computed",
+              name);
+    visit(name, f->second);
+  }
+}
+
 // The batches on the GPU (the CUDA executor, float32 with TF32 off, the same optimized graph
 // as the Session's), when one is usable and the model has CUDA kernels for every op;
 // std::nullopt when it cannot (then the CPU runs them). TRTUTILS_CALIBRATION_DEVICE=cpu keeps
@@ -446,10 +462,11 @@ std::optional<size_t> stream_on_gpu(ir::Model m, const std::set<std::string>& wa
   if (!cuda::device_status().usable || num_batches <= 0) return std::nullopt;
   passes::run_pipeline(m.graph, m.opset());
   std::unique_ptr<cuda::Executor> ex;
-  std::map<std::string, Tensor> first;
+  std::map<std::string, Tensor> first_feeds, first;
   try {
     ex = std::make_unique<cuda::Executor>(m, cuda::ExecutorOptions{});
-    first = ex->run(feed_batch(0));
+    first_feeds = feed_batch(0);
+    first = ex->run(first_feeds);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kNotSupported) throw;
     TRT_LOG_INFO("calibration runs on the CPU: {}", e.what());
@@ -457,20 +474,9 @@ std::optional<size_t> stream_on_gpu(ir::Model m, const std::set<std::string>& wa
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t b = 0; b < num_batches; ++b) {
-    std::map<std::string, Tensor> feeds = b == 0 ? std::map<std::string, Tensor>{} : feed_batch(b);
-    const std::map<std::string, Tensor> outs = b == 0 ? std::move(first) : ex->run(feeds);
-    if (b == 0) feeds = feed_batch(0);
-    for (const auto& name : wanted) {
-      auto it = outs.find(name);
-      if (it != outs.end()) {
-        visit(name, it->second);
-        continue;
-      }
-      auto f = feeds.find(name);
-      TRT_CHECK(f != feeds.end(), ErrorCode::kInternal, "calibration: tensor '{}' was not computed",
-                name);
-      visit(name, f->second);
-    }
+    const auto feeds = b == 0 ? std::move(first_feeds) : feed_batch(b);
+    const auto outs = b == 0 ? std::move(first) : ex->run(feeds);
+    visit_batch(wanted, outs, feeds, visit);
     TRT_LOG_VERBOSE("calibration batch {}/{} (GPU)", b + 1, num_batches);
   }
   TRT_LOG_INFO("calibration: {} batch(es) on the GPU ({}) in {:.1f} s", num_batches,
@@ -504,19 +510,8 @@ size_t stream_tensors(const ir::Model& model, const std::vector<std::string>& te
   if (options.per_node)
     return run_per_node(session, wanted, num_batches, feed_batch, options.num_threads, visit);
   for (int64_t b = 0; b < num_batches; ++b) {
-    auto feeds = feed_batch(b);
-    auto outs = session.run(feeds);
-    for (const auto& name : wanted) {
-      auto it = outs.find(name);
-      if (it != outs.end()) {
-        visit(name, it->second);
-        continue;
-      }
-      auto f = feeds.find(name);
-      TRT_CHECK(f != feeds.end(), ErrorCode::kInternal, "calibration: tensor '{}' was not computed",
-                name);
-      visit(name, f->second);
-    }
+    const auto feeds = feed_batch(b);
+    visit_batch(wanted, session.run(feeds), feeds, visit);
     TRT_LOG_VERBOSE("calibration batch {}/{}", b + 1, num_batches);
   }
   return session.peak_activation_bytes();
