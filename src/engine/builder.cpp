@@ -382,6 +382,42 @@ void apply_io_formats(ir::Graph& g, const BuildConfig& c, json& io) {
   }
 }
 
+// What the CUDA executor will run a layer with (inspect's kernel column for GPU engines),
+// predicted from the op, dtypes and groups by the executor's own rules (src/backends/cuda):
+// quantized convolutions and products go through cuBLASLt on int8 / fp8 (the depthwise int8
+// ones through our kernel), grouped ones and QMatMul through dequantize + float32.
+std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
+  auto dtype_of = [&](size_t i) {
+    if (!n.has_input(i)) return DataType::kUndefined;
+    if (const Tensor* t = g.initializer(n.inputs[i])) return t->dtype();
+    const auto vi = g.find_value_info(n.inputs[i]);
+    return vi ? vi->dtype : DataType::kUndefined;
+  };
+  const bool q = n.domain == "com.trtutils";
+  const std::string& op = n.op_type;
+  if (q && (op == "QConv" || op == "QGemm")) {
+    const DataType x = dtype_of(0), w = dtype_of(3);
+    const bool int8 = (x == DataType::kInt8 || x == DataType::kUInt8) && w == DataType::kInt8;
+    const bool fp8 = (x == DataType::kFloat8E4M3FN || x == DataType::kFloat8E5M2) &&
+                     (w == DataType::kFloat8E4M3FN || w == DataType::kFloat8E5M2);
+    const int64_t group = op == "QConv" ? n.attr_int("group", 1) : 1;
+    if (group > 1) {
+      const Tensor* wt = n.has_input(3) ? g.initializer(n.inputs[3]) : nullptr;
+      const bool depthwise = wt && wt->rank() == 4 && wt->dim(1) == 1 && wt->dim(0) == group;
+      if (int8 && depthwise && n.attr_int("channels_last", 0) != 0)
+        return "cuda." + op + " (int8 depthwise)";
+      return "cudnn." + op + " (dequantized float32)";
+    }
+    if (int8) return "cublasLt." + op + " (int8)";
+    if (fp8) return "cublasLt." + op + " (fp8)";
+    return (op == "QConv" ? "cudnn." : "cublasLt.") + op + " (dequantized float32)";
+  }
+  if (q && op == "QMatMul") return "cublasLt.QMatMul (dequantized float32)";
+  static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "ConvTranspose"};
+  static const std::set<std::string> kLt = {"Gemm", "MatMul"};
+  return (kCudnn.count(op) ? "cudnn." : kLt.count(op) ? "cublasLt." : "cuda.") + op;
+}
+
 }  // namespace
 
 BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& c) {
@@ -674,12 +710,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     r.device = "cpu";
     if (backend == "cuda") {
       r.device = "gpu";
-      static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "QConv", "ConvTranspose"};
-      static const std::set<std::string> kLt = {"Gemm", "MatMul", "QGemm", "QMatMul"};
-      r.kernel = (kCudnn.count(n.op_type) ? "cudnn."
-                  : kLt.count(n.op_type)  ? "cublasLt."
-                                          : "cuda.") +
-                 n.op_type;
+      r.kernel = cuda_kernel_label(g, n);
     }
     r.tactic = n.attr_string("tactic", "");
     ed.layers.push_back(r);
