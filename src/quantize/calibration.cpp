@@ -45,13 +45,20 @@ std::string calibration_method_name(CalibrationMethod m) {
   return "?";
 }
 
+namespace {
+
+// t's values as float32: its own data, or a converted copy kept in tmp.
+const float* float_values(const Tensor& t, std::vector<float>& tmp) {
+  if (t.dtype() == DataType::kFloat32) return t.data<float>();
+  tmp = t.to_float_vector();
+  return tmp.data();
+}
+
+}  // namespace
+
 void TensorStats::add(const Tensor& t) {
-  if (t.dtype() == DataType::kFloat32) {
-    add(t.data<float>(), t.numel());
-    return;
-  }
-  std::vector<float> v = t.to_float_vector();
-  add(v.data(), static_cast<int64_t>(v.size()));
+  std::vector<float> tmp;
+  add(float_values(t, tmp), t.numel());
 }
 
 void TensorStats::add(const float* x, int64_t n) {
@@ -260,13 +267,7 @@ void ChannelStats::add(const Tensor& t) {
                 "channel statistics: {} channels along axis {}, earlier batches had {}", c, axis,
                 sum_sq_.size());
   std::vector<float> tmp;
-  const float* x = nullptr;
-  if (t.dtype() == DataType::kFloat32) {
-    x = t.data<float>();
-  } else {
-    tmp = t.to_float_vector();
-    x = tmp.data();
-  }
+  const float* x = float_values(t, tmp);
   // Channels split over threads: each sums its own channels over all rows (no reduction).
 #pragma omp parallel for schedule(static) if (t.numel() >= (1 << 16))
   for (int64_t k = 0; k < c; ++k) {
@@ -305,13 +306,7 @@ void HessianStats::add(const Tensor& t) {
                 "Hessian statistics: {} values along the last axis, earlier batches had {}", k, k_);
   const int64_t rows = t.numel() / k;
   std::vector<float> tmp;
-  const float* x = nullptr;
-  if (t.dtype() == DataType::kFloat32) {
-    x = t.data<float>();
-  } else {
-    tmp = t.to_float_vector();
-    x = tmp.data();
-  }
+  const float* x = float_values(t, tmp);
   bool finite = true;
   for (int64_t i = 0; i < t.numel() && finite; ++i) finite = std::isfinite(x[i]);
   if (!finite) {

@@ -133,10 +133,17 @@ struct Executor::Impl {
     TRT_CUDA_CHECK(cudaEventRecord(io_events[k], stream));
   }
   void read_times();
-  std::string signature(const std::map<std::string, Tensor>& feeds) const;
+  // What the checks and the graph signature need of a feed (host tensor or device buffer).
+  struct FeedSpec {
+    DataType dtype;
+    Shape shape;
+  };
+  using FeedSpecs = std::map<std::string, FeedSpec>;
+  static FeedSpecs specs_of(const std::map<std::string, Tensor>& feeds);
+  std::string signature(const FeedSpecs& feeds) const;
   void destroy_graph();
   void run_host_node(size_t i, RunContext& ctx);
-  void check_feeds(const std::map<std::string, Tensor>& feeds) const;
+  void check_feeds(const FeedSpecs& feeds) const;
   void reset_activations();
   Value& in_layout(RunContext& ctx, Value& v, bool nhwc);
 };
@@ -292,30 +299,36 @@ RunContext Executor::Impl::context(const ir::Node* node) {
   return c;
 }
 
-void Executor::Impl::check_feeds(const std::map<std::string, Tensor>& feeds) const {
+Executor::Impl::FeedSpecs Executor::Impl::specs_of(const std::map<std::string, Tensor>& feeds) {
+  FeedSpecs r;
+  for (const auto& [name, t] : feeds) r[name] = {t.dtype(), t.shape()};
+  return r;
+}
+
+void Executor::Impl::check_feeds(const FeedSpecs& feeds) const {
   const ir::Graph& g = model.graph;
   std::map<std::string, int64_t> symbols;
   for (const auto& in : g.inputs) {
     if (g.is_initializer(in.name)) continue;
     auto it = feeds.find(in.name);
     TRT_CHECK_ARG(it != feeds.end(), "missing input '{}'", in.name);
-    const Tensor& t = it->second;
-    TRT_CHECK_ARG(in.dtype == DataType::kUndefined || t.dtype() == in.dtype,
-                  "input '{}' has dtype {}, expected {}", in.name, dtype_name(t.dtype()),
+    const FeedSpec& t = it->second;
+    TRT_CHECK_ARG(in.dtype == DataType::kUndefined || t.dtype == in.dtype,
+                  "input '{}' has dtype {}, expected {}", in.name, dtype_name(t.dtype),
                   dtype_name(in.dtype));
     if (!in.shape) continue;
     const ir::SymShape& s = *in.shape;
-    TRT_CHECK_ARG(t.rank() == s.size(), "input '{}' has shape {}, expected {}", in.name,
-                  shape_str(t.shape()), ir::sym_shape_str(s));
+    TRT_CHECK_ARG(t.shape.size() == s.size(), "input '{}' has shape {}, expected {}", in.name,
+                  shape_str(t.shape), ir::sym_shape_str(s));
     for (size_t d = 0; d < s.size(); ++d) {
       if (s[d].is_static()) {
-        TRT_CHECK_ARG(t.dim(d) == s[d].value, "input '{}' has shape {}, expected {}", in.name,
-                      shape_str(t.shape()), ir::sym_shape_str(s));
+        TRT_CHECK_ARG(t.shape[d] == s[d].value, "input '{}' has shape {}, expected {}", in.name,
+                      shape_str(t.shape), ir::sym_shape_str(s));
       } else if (!s[d].param.empty()) {
-        auto [pos, fresh] = symbols.emplace(s[d].param, t.dim(d));
-        TRT_CHECK_ARG(fresh || pos->second == t.dim(d),
+        auto [pos, fresh] = symbols.emplace(s[d].param, t.shape[d]);
+        TRT_CHECK_ARG(fresh || pos->second == t.shape[d],
                       "input '{}' dim {} ('{}') is {}, but another input bound '{}' to {}", in.name,
-                      d, s[d].param, t.dim(d), s[d].param, pos->second);
+                      d, s[d].param, t.shape[d], s[d].param, pos->second);
       }
     }
   }
@@ -477,11 +490,11 @@ std::map<std::string, Tensor> Executor::Impl::run_eager(
   return result;
 }
 
-std::string Executor::Impl::signature(const std::map<std::string, Tensor>& feeds) const {
+std::string Executor::Impl::signature(const FeedSpecs& feeds) const {
   std::string s;
   for (const auto& name : input_names) {
-    const Tensor& t = feeds.at(name);
-    s += fmt::format("{}:{}{};", name, static_cast<int>(t.dtype()), shape_str(t.shape()));
+    const FeedSpec& t = feeds.at(name);
+    s += fmt::format("{}:{}{};", name, static_cast<int>(t.dtype), shape_str(t.shape));
   }
   return s;
 }
@@ -502,9 +515,10 @@ void Executor::Impl::destroy_graph() {
 // change); later runs copy the inputs into the captured buffers and launch the graph. A graph
 // that cannot be captured (host values uploaded mid-run, ...) leaves the executor eager.
 std::map<std::string, Tensor> Executor::Impl::run(const std::map<std::string, Tensor>& feeds) {
-  check_feeds(feeds);
+  const FeedSpecs specs = specs_of(feeds);
+  check_feeds(specs);
   if (!options.cuda_graph || options.profile) return run_eager(feeds);
-  const std::string sig = signature(feeds);
+  const std::string sig = signature(specs);
   if (sig != graph_signature) {
     destroy_graph();
     graph_signature = sig;
@@ -612,32 +626,15 @@ void Executor::Impl::copy_outputs(std::map<std::string, DeviceBuffer>& outputs, 
 
 void Executor::Impl::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
                              std::map<std::string, DeviceBuffer>& outputs, cudaStream_t user) {
-  // The checks of run(): names, dtypes, ranks and static dims (as shapes only).
-  for (const auto& name : input_names) {
-    auto it = inputs.find(name);
-    TRT_CHECK_ARG(it != inputs.end(), "missing input '{}'", name);
-    TRT_CHECK_ARG(it->second.data || shape_numel(it->second.shape) == 0,
-                  "enqueue: input '{}' has no device pointer", name);
+  // The checks of run() (names, dtypes, ranks, static and symbolic dims), on the buffers.
+  FeedSpecs specs;
+  for (const auto& [name, b] : inputs) {
+    TRT_CHECK_ARG(b.data || shape_numel(b.shape) == 0, "enqueue: input '{}' has no device pointer",
+                  name);
+    specs[name] = {b.dtype, b.shape};
   }
-  std::string sig;
-  for (const auto& name : input_names) {
-    const DeviceBuffer& b = inputs.at(name);
-    sig += fmt::format("{}:{}{};", name, static_cast<int>(b.dtype), shape_str(b.shape));
-    const ir::ValueInfo* vi = nullptr;
-    for (const auto& in : model.graph.inputs)
-      if (in.name == name) vi = &in;
-    if (!vi) continue;
-    TRT_CHECK_ARG(vi->dtype == DataType::kUndefined || b.dtype == vi->dtype,
-                  "input '{}' has dtype {}, expected {}", name, dtype_name(b.dtype),
-                  dtype_name(vi->dtype));
-    if (!vi->shape) continue;
-    TRT_CHECK_ARG(b.shape.size() == vi->shape->size(), "input '{}' has shape {}, expected {}", name,
-                  shape_str(b.shape), ir::sym_shape_str(*vi->shape));
-    for (size_t d = 0; d < b.shape.size(); ++d)
-      TRT_CHECK_ARG(!(*vi->shape)[d].is_static() || (*vi->shape)[d].value == b.shape[d],
-                    "input '{}' has shape {}, expected {}", name, shape_str(b.shape),
-                    ir::sym_shape_str(*vi->shape));
-  }
+  check_feeds(specs);
+  const std::string sig = signature(specs);
   if (!user_ready) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&user_ready, cudaEventDisableTiming));
   if (!done) TRT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   TRT_CUDA_CHECK(cudaEventRecord(user_ready, user));
