@@ -230,6 +230,33 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
+void copy_strided(RunContext& ctx, size_t esz, const void* src, void* dst,
+                  const std::vector<std::pair<int64_t, int64_t>>& dims, int64_t offset) {
+  const ir::Node& node = *ctx.node;
+  int64_t n = 1;
+  // Size-1 dims dropped; a dim merged into its outer neighbour when contiguous in the source.
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& d : dims) {
+    n *= d.first;
+    if (d.first == 1) continue;
+    if (!merged.empty() && merged.back().second == d.first * d.second) {
+      merged.back() = {merged.back().first * d.first, d.second};
+    } else {
+      merged.push_back(d);
+    }
+  }
+  TRT_CHECK(merged.size() <= static_cast<size_t>(k::kMaxRank), ErrorCode::kNotSupported,
+            "{}: {} non-mergeable dims exceed the CUDA kernels' {}", node.describe(), merged.size(),
+            k::kMaxRank);
+  k::Broadcast bc;
+  bc.rank = static_cast<int>(merged.size());
+  for (size_t i = 0; i < merged.size(); ++i) {
+    bc.dims[i] = merged[i].first;
+    bc.strides[0][i] = merged[i].second;
+  }
+  ctx.check(k::strided_copy(esz, src, dst, bc, offset, n, ctx.stream), node.op_type.c_str());
+}
+
 k::Broadcast make_broadcast(const ir::Node& node, const Shape& out,
                             const std::vector<const Shape*>& ins) {
   const size_t n = ins.size();
@@ -286,6 +313,7 @@ const OpTable& op_table() {
     register_gemm_ops(*table);
     register_quant_ops(*table);
     register_resize_ops(*table);
+    register_attention_ops(*table);
     return table;
   }();
   return *t;

@@ -169,7 +169,7 @@ Value& Executor::Impl::in_layout(RunContext& ctx, Value& v, bool nhwc) {
 void Executor::Impl::build() {
   ir::Graph& g = model.graph;
   opset = model.opset();
-  if (env_switch("TRTUTILS_CUDA_FUSION", true)) fuse_for_gpu(g);
+  if (env_switch("TRTUTILS_CUDA_FUSION", true)) fuse_for_gpu(g, opset);
   TRT_CUDA_CHECK(cudaSetDevice(options.device));
   TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   TRT_CUDNN_CHECK(cudnnCreate(&cudnn));

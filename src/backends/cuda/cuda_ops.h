@@ -200,6 +200,7 @@ void register_nn_ops(OpTable& t);
 void register_gemm_ops(OpTable& t);
 void register_quant_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
+void register_attention_ops(OpTable& t);
 
 // A switch from the environment for A/B measurements on the device: "0" / "off" / "false" turn
 // it off, any other value on; unset: `def`. Read once per process.
@@ -218,6 +219,11 @@ k::Broadcast make_broadcast(const ir::Node& node, const Shape& out,
                             const std::vector<const Shape*>& ins);
 // Strides of a C-order shape.
 std::vector<int64_t> strides_of(const Shape& s);
+// dst (dense, the dims' sizes outer first) = src read at offset + sum coord * stride, with
+// dims = (size, source stride) pairs; merges contiguous dims before the kernel's kMaxRank limit
+// (Error kNotSupported naming ctx.node beyond it). The caller checks require_indexable.
+void copy_strided(RunContext& ctx, size_t esz, const void* src, void* dst,
+                  const std::vector<std::pair<int64_t, int64_t>>& dims, int64_t offset);
 
 // Convolution through cuDNN: descriptors and the algorithm (cudnnFind, once per problem) cached
 // by problem. Float32 (FMA, or TF32 when allowed), float16 and bfloat16 (float accumulation),
@@ -375,12 +381,15 @@ class LtMatmul {
 };
 
 // The executor's own ops (never in engine files): com.trtutils.cuda::MatMulBias (A, B 2-D,
-// bias [N]; attribute gelu 0/1: the exact erf GELU after the bias) and com.trtutils.cuda::Gelu.
+// bias [N]; attribute gelu 0/1: the exact erf GELU after the bias), com.trtutils.cuda::Gelu and
+// com.trtutils.cuda::Attention (ops_attention.cpp).
 inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
 // Rewrites the executor's copy of the graph: MatMul + bias Add (+ the exporters' erf GELU chain)
-// into MatMulBias, lone GELU chains into Gelu (graph_fusion.cpp). Returns the fusions made.
-// TRTUTILS_CUDA_FUSION=0 turns it off.
-size_t fuse_for_gpu(ir::Graph& graph);
+// into MatMulBias, lone GELU chains into Gelu, MatMul -> (scalar Mul / Div) -> Softmax -> MatMul
+// into Attention, absorbing the Transposes and scalar scalings around it (graph_fusion.cpp).
+// Returns the fusions made. TRTUTILS_CUDA_FUSION=0 turns it off; TRTUTILS_CUDA_ATTENTION=0 keeps
+// the attention ops as they are.
+size_t fuse_for_gpu(ir::Graph& graph, int64_t opset);
 
 // numpy matmul's output shape (1-D operands promoted and squeezed back).
 Shape matmul_shape(const ir::Node& node, const Shape& a, const Shape& b);

@@ -3,6 +3,10 @@
 //   MatMul(A, B 2-D) -> Add(bias of B's N columns)         => com.trtutils.cuda::MatMulBias
 //   ... -> x * 0.5 * (1 + Erf(x / sqrt(2)))  (exact GELU)  => the same node with gelu = 1, or
 //                                                             com.trtutils.cuda::Gelu alone
+//   MatMul(Q, KT) -> Mul / Div by scalars -> Softmax(last axis) -> MatMul(., V)
+//                                                          => com.trtutils.cuda::Attention
+//     with the scalar Mul / Div on Q and on KT folded into its scale, and the Transposes /
+//     Reshapes feeding Q, KT or V (and a Transpose reading the output) absorbed as views.
 // The MatMul's bias rides in cuBLASLt's epilogue and the GELU runs as one exact (erf) pass, where
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
@@ -23,10 +27,12 @@ bool default_domain(const ir::Node& n) {
 
 class Fuser {
  public:
-  explicit Fuser(ir::Graph& g) : g_(g) {
+  Fuser(ir::Graph& g, int64_t opset, bool attention) : g_(g), opset_(opset), attention_(attention) {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       for (const auto& in : g_.nodes[i].inputs)
         if (!in.empty()) readers_[in].push_back(i);
+      for (const auto& o : g_.nodes[i].outputs)
+        if (!o.empty()) producer_[o] = i;
     }
     for (const auto& o : g_.outputs) graph_outputs_.insert(o.name);
     removed_.assign(g_.nodes.size(), false);
@@ -39,7 +45,8 @@ class Fuser {
       const ir::Node& n = g_.nodes[i];
       if (!default_domain(n)) continue;
       if (n.op_type == "MatMul") {
-        fused += fuse_matmul(i);
+        const size_t a = attention_ ? fuse_attention(i) : 0;
+        fused += a ? a : fuse_matmul(i);
       } else if (n.op_type == "Div" || n.op_type == "Mul") {
         fused += fuse_gelu_alone(i);
       }
@@ -166,6 +173,153 @@ class Fuser {
     return 1;
   }
 
+  // A Mul / Div of v by a scalar constant (v * c, c * v, v / c) as the factor, else NaN.
+  float scalar_factor(const ir::Node& n, const std::string& v) const {
+    if (!default_domain(n) || n.inputs.size() != 2 || n.outputs.size() != 1) return NAN;
+    if (n.op_type == "Mul") {
+      const std::string* c = other(n, v);
+      return c ? scalar(*c) : NAN;
+    }
+    if (n.op_type == "Div" && n.inputs[0] == v) {
+      const float c = scalar(n.inputs[1]);
+      return c != 0.0f ? 1.0f / c : NAN;
+    }
+    return NAN;
+  }
+  // An explicit perm of a Transpose (none: the reversal needs the rank; left alone).
+  static std::vector<int64_t> perm_of(const ir::Node& t) {
+    auto it = t.attributes.find("perm");
+    if (it == t.attributes.end()) return {};
+    return it->second.ints;
+  }
+  // Walks back from operand v of the attention through scalar Mul / Div (folded into scale)
+  // and up to four Transposes / Reshapes (constant shape), each read only by the next; marks
+  // them in `chain`. Returns the source; `view` gets the view ops from the source on, encoded
+  // as in ops_attention.cpp: {0, rank, perm...} or {1 + allowzero, rank, shape...}.
+  std::string operand_source(std::string v, float& scale, std::vector<int64_t>& view,
+                             std::vector<size_t>& chain, bool allow_scale) const {
+    std::vector<std::vector<int64_t>> ops;  // nearest the MatMul first
+    for (int guard = 0; guard < 8; ++guard) {
+      auto it = producer_.find(v);
+      if (it == producer_.end() || removed_[it->second] || only_reader(v) == SIZE_MAX) break;
+      const ir::Node& n = g_.nodes[it->second];
+      if (!default_domain(n) || n.outputs.size() != 1) break;
+      if (allow_scale && (n.op_type == "Mul" || n.op_type == "Div") && n.inputs.size() == 2) {
+        const std::string& x =
+            n.op_type == "Div" || !g_.initializer(n.inputs[0]) ? n.inputs[0] : n.inputs[1];
+        const float f = scalar_factor(n, x);
+        if (std::isnan(f) || g_.initializer(x)) break;
+        scale *= f;
+        chain.push_back(it->second);
+        v = x;
+        continue;
+      }
+      if (ops.size() >= 4) break;
+      if (n.op_type == "Transpose" && n.inputs.size() == 1) {
+        const auto perm = perm_of(n);
+        if (perm.empty()) break;
+        std::vector<int64_t> op{0, static_cast<int64_t>(perm.size())};
+        op.insert(op.end(), perm.begin(), perm.end());
+        ops.push_back(std::move(op));
+      } else if (n.op_type == "Reshape" && n.inputs.size() == 2) {
+        const Tensor* shape = g_.initializer(n.inputs[1]);
+        if (!shape || shape->dtype() != DataType::kInt64 || shape->rank() != 1) break;
+        std::vector<int64_t> op{1 + n.attr_int("allowzero", 0), shape->numel()};
+        for (int64_t i = 0; i < shape->numel(); ++i) op.push_back(shape->data<int64_t>()[i]);
+        ops.push_back(std::move(op));
+      } else {
+        break;
+      }
+      chain.push_back(it->second);
+      v = n.inputs[0];
+    }
+    for (size_t i = ops.size(); i-- > 0;) view.insert(view.end(), ops[i].begin(), ops[i].end());
+    return v;
+  }
+  // The rank of value v from the graph's value infos, or -1.
+  int64_t rank_of(const std::string& v) const {
+    auto it = g_.value_info.find(v);
+    if (it == g_.value_info.end() || !it->second.shape) return -1;
+    return static_cast<int64_t>(it->second.shape->size());
+  }
+
+  size_t fuse_attention(size_t i) {
+    const ir::Node& mm1 = g_.nodes[i];
+    if (mm1.inputs.size() != 2 || mm1.outputs.size() != 1) return 0;
+    std::vector<size_t> chain{i};
+    float scale = 1.0f;
+    // Scalar scalings of the scores, then the Softmax over the last axis.
+    std::string x = mm1.outputs[0];
+    size_t r = only_reader(x);
+    for (int guard = 0; guard < 4 && r != SIZE_MAX; ++guard) {
+      const float f = scalar_factor(g_.nodes[r], x);
+      if (std::isnan(f)) break;
+      scale *= f;
+      chain.push_back(r);
+      x = g_.nodes[r].outputs[0];
+      r = only_reader(x);
+    }
+    if (r == SIZE_MAX) return 0;
+    const ir::Node& sm = g_.nodes[r];
+    if (sm.op_type != "Softmax" || !default_domain(sm) || sm.outputs.size() != 1) return 0;
+    const int64_t rank = rank_of(x);
+    const auto ax = sm.attributes.find("axis");
+    const int64_t axis = ax != sm.attributes.end() ? ax->second.i : (opset_ >= 13 ? -1 : 1);
+    // The last axis: -1 or rank - 1 (before opset 13 the softmax coerced to 2-D at that axis
+    // is the same).
+    if (axis != -1 && !(rank > 0 && axis == rank - 1)) return 0;
+    chain.push_back(r);
+    const size_t mm2 = only_reader(sm.outputs[0]);
+    if (mm2 == SIZE_MAX || g_.nodes[mm2].op_type != "MatMul" || !default_domain(g_.nodes[mm2]) ||
+        g_.nodes[mm2].inputs.size() != 2 || g_.nodes[mm2].inputs[0] != sm.outputs[0])
+      return 0;
+    chain.push_back(mm2);
+    // Operands, through their scalings and Transposes.
+    std::vector<int64_t> vq, vk, vv, po;
+    const std::string q = operand_source(mm1.inputs[0], scale, vq, chain, true);
+    const std::string kt = operand_source(mm1.inputs[1], scale, vk, chain, true);
+    const std::string v = operand_source(g_.nodes[mm2].inputs[1], scale, vv, chain, false);
+    if (std::isnan(scale) || std::isinf(scale)) return 0;
+    std::string out = g_.nodes[mm2].outputs[0];
+    size_t last = mm2;
+    const size_t t = only_reader(out);
+    if (t != SIZE_MAX && g_.nodes[t].op_type == "Transpose" && default_domain(g_.nodes[t]) &&
+        g_.nodes[t].outputs.size() == 1 && !perm_of(g_.nodes[t]).empty()) {
+      po = perm_of(g_.nodes[t]);
+      chain.push_back(t);
+      out = g_.nodes[t].outputs[0];
+      last = t;
+    }
+    ir::Node f;
+    f.name = g_.nodes[mm2].name.empty() ? mm1.name : g_.nodes[mm2].name;
+    f.op_type = "Attention";
+    f.domain = kGpuDomain;
+    f.inputs = {q, kt, v};
+    f.outputs = {out};
+    auto set_ints = [&](const char* name, const std::vector<int64_t>& p) {
+      if (p.empty()) return;
+      ir::Attribute a;
+      a.name = name;
+      a.kind = ir::Attribute::Kind::kInts;
+      a.ints = p;
+      f.attributes[a.name] = a;
+    };
+    set_ints("view_q", vq);
+    set_ints("view_k", vk);
+    set_ints("view_v", vv);
+    set_ints("perm_o", po);
+    ir::Attribute sa;
+    sa.name = "scale";
+    sa.kind = ir::Attribute::Kind::kFloat;
+    sa.f = scale;
+    f.attributes[sa.name] = sa;
+    for (size_t c : chain) removed_[c] = true;
+    // The fused node takes the place of the chain's last node: every operand exists by then.
+    g_.nodes[last] = std::move(f);
+    removed_[last] = false;
+    return 1;
+  }
+
   size_t fuse_gelu_alone(size_t i) {
     const ir::Node& d = g_.nodes[i];
     if (d.inputs.size() != 2 || d.outputs.size() != 1) return 0;
@@ -187,16 +341,19 @@ class Fuser {
   }
 
   ir::Graph& g_;
+  int64_t opset_;
+  bool attention_;
   std::unordered_map<std::string, std::vector<size_t>> readers_;
+  std::unordered_map<std::string, size_t> producer_;
   std::unordered_set<std::string> graph_outputs_;
   std::vector<bool> removed_;
 };
 
 }  // namespace
 
-size_t fuse_for_gpu(ir::Graph& graph) {
-  const size_t n = Fuser(graph).run();
-  if (n) TRT_LOG_VERBOSE("cuda fusion: {} MatMul bias / GELU chain(s) fused", n);
+size_t fuse_for_gpu(ir::Graph& graph, int64_t opset) {
+  const size_t n = Fuser(graph, opset, env_switch("TRTUTILS_CUDA_ATTENTION", true)).run();
+  if (n) TRT_LOG_VERBOSE("cuda fusion: {} MatMul bias / GELU / attention chain(s) fused", n);
   return n;
 }
 

@@ -184,6 +184,25 @@ cudaError_t layer_norm(DataType dt, const void* x, const void* scale, const void
                        int64_t rows, int64_t d, float eps, float* mean, float* inv_std,
                        cudaStream_t stream);
 
+// Fused attention O[b, i, :] = sum_j softmax_j(scale * Q[b, i, :] . K[b, j, :]) V[b, j, :] for
+// float16 / bfloat16 (tensor cores, float accumulation and softmax). Every operand is read or
+// written through element strides {batch, row, column}: Q [batch, sq, d], K [batch, sk, d] (a
+// K^T tensor [.., d, sk] is K with its strides swapped), V [batch, sk, dv], O [batch, sq, dv].
+constexpr int64_t kAttentionMaxHead = 128;
+struct AttentionDesc {
+  int64_t batch = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  int64_t q_st[3] = {}, k_st[3] = {}, v_st[3] = {}, o_st[3] = {};
+  float scale = 1.0f;
+};
+// dt float16 / bfloat16 with head sizes d, dv in [1, kAttentionMaxHead].
+bool attention_supported(DataType dt, int64_t d, int64_t dv);
+// cudaErrorNotSupported when !attention_supported, sk < 1, or the device lacks the shared memory.
+cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream);
+
 enum class Reduce : int { kSum, kMean, kMax, kMin, kSumSquare, kL1, kL2, kProd, kLogSumExp };
 // y[o, i] = reduce_r x[o, r, i] for x viewed as [outer, r, inner]; float types accumulate in
 // float (int32/int64 supported for sum/max/min/prod).

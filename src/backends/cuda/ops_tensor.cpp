@@ -38,34 +38,11 @@ void view_at(Value& out, const Value& x, int64_t offset, Shape shape) {
 // y = x read through per-dim (size, stride) pairs (outermost first) from `offset`.
 void strided(RunContext& ctx, Value& x, Value& out, const Shape& out_shape,
              const std::vector<std::pair<int64_t, int64_t>>& dims, int64_t offset) {
-  const ir::Node& node = *ctx.node;
-  const size_t esz = element_size(node, x.dtype);
-  const int64_t n = shape_numel(out_shape);
-  require_indexable(node, n);
-  k::Broadcast bc;
-  std::vector<std::pair<int64_t, int64_t>> kept;
-  for (const auto& d : dims)
-    if (d.first != 1) kept.push_back(d);
-  // Merge a dim into its outer neighbour when they are contiguous in the source.
-  std::vector<std::pair<int64_t, int64_t>> merged;
-  for (const auto& d : kept) {
-    if (!merged.empty() && merged.back().second == d.first * d.second) {
-      merged.back() = {merged.back().first * d.first, d.second};
-    } else {
-      merged.push_back(d);
-    }
-  }
-  TRT_CHECK(merged.size() <= static_cast<size_t>(k::kMaxRank), ErrorCode::kNotSupported,
-            "{}: {} non-mergeable dims exceed the CUDA kernels' {}", node.describe(), merged.size(),
-            k::kMaxRank);
-  bc.rank = static_cast<int>(merged.size());
-  for (size_t i = 0; i < merged.size(); ++i) {
-    bc.dims[i] = merged[i].first;
-    bc.strides[0][i] = merged[i].second;
-  }
+  const size_t esz = element_size(*ctx.node, x.dtype);
+  require_indexable(*ctx.node, shape_numel(out_shape));
   const void* px = ctx.dev(x);
   void* py = ctx.make(out, x.dtype, out_shape);
-  ctx.check(k::strided_copy(esz, px, py, bc, offset, n, ctx.stream), node.op_type.c_str());
+  copy_strided(ctx, esz, px, py, dims, offset);
 }
 
 // ---- views ----------------------------------------------------------------------------------

@@ -173,6 +173,37 @@ __global__ void softmax_rows_kernel(const T* x, T* y, int64_t rows, int64_t n, S
   }
 }
 
+// Rows of at most 32 * kPer elements: each lane keeps its kPer values in registers, so x is
+// read once (the general kernel above reads it three times).
+template <typename T, int kPer>
+__global__ void softmax_rows_reg_kernel(const T* x, T* y, int64_t rows, int n, Soft kind) {
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const T* xr = x + row * n;
+  T* yr = y + row * n;
+  float v[kPer];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int j = lane + i * kWarp;
+    v[i] = j < n ? to_float(xr[j]) : -INFINITY;
+    mx = fmaxf(mx, v[i]);
+  }
+  mx = warp_max(mx);
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) sum += lane + i * kWarp < n ? expf(v[i] - mx) : 0.0f;
+  sum = warp_sum(sum);
+  const float inv = 1.0f / sum, ls = logf(sum);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int j = lane + i * kWarp;
+    if (j < n)
+      yr[j] = from_float<T>(kind == Soft::kSoftmax ? expf(v[i] - mx) * inv : v[i] - mx - ls);
+  }
+}
+
 template <typename T>
 __global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
                                     Soft kind) {
@@ -406,9 +437,22 @@ cudaError_t softmax(DataType dt, Soft kind, const void* x, void* y, int64_t oute
   if (outer * n * inner <= 0) return cudaSuccess;
   const bool ok = dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    if (inner == 1)
-      softmax_rows_kernel<T><<<warp_blocks(outer), kWarpsPerBlock * kWarp, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), outer, n, kind);
+    const unsigned blocks = warp_blocks(outer), threads = kWarpsPerBlock * kWarp;
+    const T* xt = static_cast<const T*>(x);
+    T* yt = static_cast<T*>(y);
+    const int ni = static_cast<int>(n);
+    if (inner == 1 && n <= kWarp)
+      softmax_rows_reg_kernel<T, 1><<<blocks, threads, 0, stream>>>(xt, yt, outer, ni, kind);
+    else if (inner == 1 && n <= 2 * kWarp)
+      softmax_rows_reg_kernel<T, 2><<<blocks, threads, 0, stream>>>(xt, yt, outer, ni, kind);
+    else if (inner == 1 && n <= 4 * kWarp)
+      softmax_rows_reg_kernel<T, 4><<<blocks, threads, 0, stream>>>(xt, yt, outer, ni, kind);
+    else if (inner == 1 && n <= 8 * kWarp)
+      softmax_rows_reg_kernel<T, 8><<<blocks, threads, 0, stream>>>(xt, yt, outer, ni, kind);
+    else if (inner == 1 && n <= 32 * kWarp)
+      softmax_rows_reg_kernel<T, 32><<<blocks, threads, 0, stream>>>(xt, yt, outer, ni, kind);
+    else if (inner == 1)
+      softmax_rows_kernel<T><<<blocks, threads, 0, stream>>>(xt, yt, outer, n, kind);
     else
       softmax_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
           static_cast<const T*>(x), static_cast<T*>(y), outer, n, inner, kind);

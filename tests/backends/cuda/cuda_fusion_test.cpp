@@ -62,7 +62,7 @@ int count(const ir::Graph& g, const std::string& op) {
 
 TEST(GpuFusion, MatMulBiasGeluAndLoneGelu) {
   ir::Model m = mlp(DataType::kFloat32);
-  EXPECT_EQ(cuda::fuse_for_gpu(m.graph), 3u);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 3u);
   EXPECT_EQ(count(m.graph, "MatMulBias"), 2);
   EXPECT_EQ(count(m.graph, "Gelu"), 1);
   EXPECT_EQ(m.graph.nodes.size(), 3u);  // everything else was fused
@@ -85,7 +85,7 @@ TEST(GpuFusion, LeavesSharedValuesAndOtherConstantsAlone) {
     b.output(b.node("Add", {h, b.initializer("b", random_tensor(DataType::kFloat32, {8}, 2))})[0]);
     b.output(h);  // the MatMul's output is a graph output
     ir::Model m = b.build(17);
-    EXPECT_EQ(cuda::fuse_for_gpu(m.graph), 0u);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 0u);
   }
   {
     ir::GraphBuilder b("not_gelu");
@@ -98,7 +98,7 @@ TEST(GpuFusion, LeavesSharedValuesAndOtherConstantsAlone) {
     const std::string mm = b.node("Mul", {x, a})[0];
     b.output(b.node("Mul", {mm, b.initializer("h", scalar_of(DataType::kFloat32, 0.6f))})[0]);
     ir::Model m = b.build(17);
-    EXPECT_EQ(cuda::fuse_for_gpu(m.graph), 0u);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 0u);
     EXPECT_EQ(m.graph.nodes.size(), 5u);
   }
 }

@@ -146,7 +146,9 @@ TEST(CudaSoftmax, RowsAndColumns) {
   TRT_REQUIRE_CUDA();
   uint32_t seed = 300;
   const std::vector<std::pair<Shape, int64_t>> cases = {
-      {{3, 1}, -1}, {{5, 33}, -1}, {{2, 12, 197, 197}, -1}, {{2, 5, 7}, 1}, {{4, 1025}, 1}};
+      // Rows held in registers up to 1024 (1, 2, 4, 8 or 32 per lane), longer rows re-read.
+      {{3, 1}, -1},    {{5, 33}, -1},   {{2, 12, 197, 197}, -1}, {{2, 64}, -1}, {{3, 100}, -1},
+      {{2, 1000}, -1}, {{2, 3000}, -1}, {{2, 5, 7}, 1},          {{4, 1025}, 1}};
   for (const auto& [s, axis] : cases)
     for (DataType dt : kFloatTypes)
       for (const char* op : {"Softmax", "LogSoftmax"})

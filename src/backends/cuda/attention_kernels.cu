@@ -1,0 +1,318 @@
+// Fused attention O = softmax(scale * Q K^T) V for float16 / bfloat16 on tensor cores
+// (mma.sync m16n8k16, float accumulation), one pass over the keys with the running (online)
+// softmax, so that the [Sq, Sk] score matrix never reaches global memory (the FlashAttention-2
+// scheme).
+//
+// A block takes 64 query rows of one batch entry, four warps of 16 rows each; the warp keeps
+// its Q fragments, its scores and its output rows in registers. Per block of 64 keys: K and V
+// tiles go to shared memory (zero-filled past Sk and past the head size); each warp computes
+// its 16 x 64 scores, masks the keys past Sk, updates each row's running max (a quad of lanes
+// shares a row: two shuffles) and rescales its output rows, turns the probabilities into the
+// A fragments of the next product (the accumulator layout of m16n8 is the A layout of
+// m16n8k16) and multiplies them with V. Key subtiles wholly past Sk are skipped, and so are
+// warps whose rows are all past Sq. Row sums stay per lane until the end.
+// Operands are read through (batch, row, column) strides, so transposed views need no copy:
+// 16-byte loads when the column stride is 1 and everything is 16-byte aligned, else one element
+// at a time with the row index fastest (coalesced for K^T stored [D, Sk]).
+#include <cfloat>
+
+#include "backends/cuda/device_util.cuh"
+
+namespace trtutils::cuda::k {
+
+namespace {
+
+constexpr int kRowsPerWarp = 16;
+constexpr int kWarps = 4;
+constexpr int kBlockM = kRowsPerWarp * kWarps;  // query rows per block
+constexpr int kBlockN = 64;                     // keys per iteration
+constexpr int kAttnThreads = kWarps * 32;
+
+template <int DP>
+struct Smem {
+  static constexpr int ldh = DP + 8;  // elements per Q / K / V tile row (16-byte pad: no bank
+                                      // conflicts for ldmatrix)
+  static constexpr size_t q = size_t{kBlockM} * ldh * 2;
+  static constexpr size_t kv = size_t{kBlockN} * ldh * 2;
+  static constexpr size_t bytes = q + 2 * kv;
+};
+
+// rows x DP tile of src (rows from row0, all columns < cols, zero elsewhere) into dst (ld ldh).
+template <typename T, int DP>
+__device__ void load_tile(T* dst, const T* src, const int64_t st[3], int64_t batch_off,
+                          int64_t row0, int64_t rows_total, int64_t cols, bool vec, int rows) {
+  constexpr int ldh = Smem<DP>::ldh;
+  const T zero = from_float<T>(0.0f);
+  if (vec) {
+    constexpr int chunks = DP / 8;
+    for (int e = threadIdx.x; e < rows * chunks; e += kAttnThreads) {
+      const int r = e / chunks, c = (e % chunks) * 8;
+      const int64_t gr = row0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (gr < rows_total && c < cols)
+        v = *reinterpret_cast<const uint4*>(src + batch_off + gr * st[1] + c);
+      *reinterpret_cast<uint4*>(dst + r * ldh + c) = v;
+    }
+  } else {
+    for (int e = threadIdx.x; e < rows * DP; e += kAttnThreads) {
+      const int r = e % rows, c = e / rows;
+      const int64_t gr = row0 + r;
+      dst[r * ldh + c] =
+          (gr < rows_total && c < cols) ? src[batch_off + gr * st[1] + c * st[2]] : zero;
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p))
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p))
+               : "memory");
+}
+// d += a (16x16, row) * b (16x8, col), float accumulators.
+template <typename T>
+__device__ __forceinline__ void mma16816(float d[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+// Two floats as a T pair in one register (lower column in the low half).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+template <typename T>
+__device__ __forceinline__ float2 unpack2(uint32_t v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&v));
+  } else {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+  }
+}
+
+template <typename T, int DP>
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_kernel(AttentionDesc a, int64_t q_blocks, bool vq, bool vk, bool vv) {
+  using S = Smem<DP>;
+  constexpr int ldh = S::ldh;
+  constexpr int kSteps = DP / 16;   // k-steps of Q K^T
+  constexpr int kNT = kBlockN / 8;  // score n-tiles per key block
+  constexpr int kOT = DP / 8;       // output n-tiles
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* qs = reinterpret_cast<T*>(smem);
+  T* ks = reinterpret_cast<T*>(smem + S::q);
+  T* vs = reinterpret_cast<T*>(smem + S::q + S::kv);
+
+  const int64_t qb = static_cast<int64_t>(blockIdx.x) % q_blocks;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) / q_blocks;
+  const int64_t q0 = qb * kBlockM;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const T* qp = static_cast<const T*>(a.q);
+  const T* kp = static_cast<const T*>(a.k);
+  const T* vp = static_cast<const T*>(a.v);
+
+  load_tile<T, DP>(qs, qp, a.q_st, b * a.q_st[0], q0, a.sq, a.d, vq, kBlockM);
+  __syncthreads();
+  const bool active = q0 + warp * kRowsPerWarp < a.sq;
+  // This warp's Q rows as A fragments, kept for the whole key loop.
+  uint32_t qf[kSteps][4];
+  {
+    const int r = warp * kRowsPerWarp + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+      ldmatrix_x4(qf[kk], qs + r * ldh + kk * 16 + (lane / 16) * 8);
+  }
+  float o[kOT][4];
+#pragma unroll
+  for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+  // Rows lane / 4 and lane / 4 + 8 of the warp's 16: running max (shared by the quad) and
+  // this lane's part of the running sum.
+  float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
+  const float scale2 = a.scale * 1.4426950408889634f;  // exp(x) = exp2(x * log2 e)
+
+  for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN) {
+    __syncthreads();  // the previous block's K / V tiles are no longer read
+    load_tile<T, DP>(ks, kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, vk, kBlockN);
+    load_tile<T, DP>(vs, vp, a.v_st, b * a.v_st[0], k0, a.sk, a.dv, vv, kBlockN);
+    __syncthreads();
+    if (!active) continue;
+    const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
+    const int pairs = (valid + 15) / 16;  // 16-key steps with at least one valid key
+    // Scores S[16, 64] = Q[16, DP] K^T[DP, 64]: n-tiles (8 keys) in pairs, one ldmatrix.x4
+    // giving both tiles' B fragments.
+    float s[kNT][4];
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+    for (int np = 0; np < kNT / 2; ++np) {
+      if (np < pairs) {
+        const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
+#pragma unroll
+        for (int kk = 0; kk < kSteps; ++kk) {
+          uint32_t bf[4];
+          ldmatrix_x4(bf, ks + key * ldh + kk * 16 + ((lane / 8) % 2) * 8);
+          mma16816<T>(s[2 * np], qf[kk], bf[0], bf[1]);
+          mma16816<T>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+        }
+      }
+    }
+    // Online softmax. Element (t, e): row lane / 4 (+ 8 for e >= 2), key t * 8 + (lane % 4) * 2
+    // + (e & 1).
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = t * 8 + (lane % 4) * 2 + (e & 1);
+        const float v = key < valid ? s[t][e] * scale2 : -INFINITY;
+        s[t][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+    }
+    float corr[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float nm = fmaxf(run_max[h], mx[h]);
+      corr[h] = exp2f(run_max[h] - nm);  // 0 on the first block (run_max = -inf)
+      run_max[h] = nm;
+      run_sum[h] *= corr[h];
+    }
+#pragma unroll
+    for (int t = 0; t < kOT; ++t) {
+      o[t][0] *= corr[0];
+      o[t][1] *= corr[0];
+      o[t][2] *= corr[1];
+      o[t][3] *= corr[1];
+    }
+    // P = exp2(s - max) as A fragments (two n-tiles per 16-key step), then O += P V.
+#pragma unroll
+    for (int kk = 0; kk < kNT / 2; ++kk) {
+      if (kk < pairs) {
+        uint32_t pf[4];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {  // n-tile 2 kk + j -> registers {0, 1} or {2, 3}
+          const float* st = s[2 * kk + j];
+          const float p0 = exp2f(st[0] - run_max[0]), p1 = exp2f(st[1] - run_max[0]);
+          const float p2 = exp2f(st[2] - run_max[1]), p3 = exp2f(st[3] - run_max[1]);
+          pf[2 * j] = pack2<T>(p0, p1);
+          pf[2 * j + 1] = pack2<T>(p2, p3);
+          // The sums use the rounded probabilities, as the product does.
+          const float2 r01 = unpack2<T>(pf[2 * j]), r23 = unpack2<T>(pf[2 * j + 1]);
+          run_sum[0] += r01.x + r01.y;
+          run_sum[1] += r23.x + r23.y;
+        }
+        // A-fragment order: a0 (rows 0-7, k 0-7) = tile 2kk rows 0-7, a1 (rows 8-15, k 0-7),
+        // a2 (rows 0-7, k 8-15) = tile 2kk+1, a3 (rows 8-15, k 8-15).
+        const uint32_t af[4] = {pf[0], pf[1], pf[2], pf[3]};
+        const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+        for (int dp = 0; dp < kOT / 2; ++dp) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
+          mma16816<T>(o[2 * dp], af, bf[0], bf[1]);
+          mma16816<T>(o[2 * dp + 1], af, bf[2], bf[3]);
+        }
+      }
+    }
+  }
+  if (!active) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 1);
+    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 2);
+  }
+  T* op = static_cast<T*>(a.o) + b * a.o_st[0];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t gr = q0 + warp * kRowsPerWarp + lane / 4 + h * 8;
+    if (gr >= a.sq) continue;
+    const float inv = run_sum[h] > 0.0f ? 1.0f / run_sum[h] : 0.0f;
+    T* orow = op + gr * a.o_st[1];
+#pragma unroll
+    for (int t = 0; t < kOT; ++t) {
+      const int c = t * 8 + (lane % 4) * 2;
+      if (c < a.dv) orow[c * a.o_st[2]] = from_float<T>(o[t][2 * h] * inv);
+      if (c + 1 < a.dv) orow[(c + 1) * a.o_st[2]] = from_float<T>(o[t][2 * h + 1] * inv);
+    }
+  }
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// 16-byte loads: unit column stride, the other strides and the column count multiples of 8.
+bool vector_ok(const void* p, const int64_t st[3], int64_t cols) {
+  return aligned16(p) && st[2] == 1 && st[1] % 8 == 0 && st[0] % 8 == 0 && cols % 8 == 0;
+}
+
+template <typename T, int DP>
+cudaError_t launch_attention(const AttentionDesc& a, cudaStream_t stream) {
+  constexpr size_t bytes = Smem<DP>::bytes;
+  int dev = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e != cudaSuccess) return e;
+  if (static_cast<size_t>(optin) < bytes) return cudaErrorNotSupported;
+  e = cudaFuncSetAttribute(attention_kernel<T, DP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes));
+  if (e != cudaSuccess) return e;
+  const int64_t q_blocks = (a.sq + kBlockM - 1) / kBlockM;
+  const int64_t blocks = q_blocks * a.batch;
+  if (blocks > 0x7fffffff) return cudaErrorNotSupported;
+  attention_kernel<T, DP><<<static_cast<unsigned>(blocks), kAttnThreads, bytes, stream>>>(
+      a, q_blocks, vector_ok(a.q, a.q_st, a.d), vector_ok(a.k, a.k_st, a.d),
+      vector_ok(a.v, a.v_st, a.dv));
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
+  const int64_t d = a.d > a.dv ? a.d : a.dv;
+  if (d <= 32) return launch_attention<T, 32>(a, stream);
+  if (d <= 64) return launch_attention<T, 64>(a, stream);
+  return launch_attention<T, 128>(a, stream);
+}
+
+}  // namespace
+
+bool attention_supported(DataType dt, int64_t d, int64_t dv) {
+  return (dt == DataType::kFloat16 || dt == DataType::kBFloat16) && d >= 1 && dv >= 1 &&
+         d <= kAttentionMaxHead && dv <= kAttentionMaxHead;
+}
+
+cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream) {
+  if (!attention_supported(dt, a.d, a.dv) || a.sk < 1) return cudaErrorNotSupported;
+  if (a.batch * a.sq == 0) return cudaSuccess;
+  if (dt == DataType::kFloat16) return attention_t<__half>(a, stream);
+  return attention_t<__nv_bfloat16>(a, stream);
+}
+
+}  // namespace trtutils::cuda::k

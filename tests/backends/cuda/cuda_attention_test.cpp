@@ -1,0 +1,300 @@
+// The fused attention of the CUDA executor (graph_fusion.cpp, ops_attention.cpp,
+// attention_kernels.cu). GpuAttentionFusion.* check the rewrite of the two shapes torch.onnx
+// exports (no device needed):
+//   legacy multi-head attention, sequence first: Transpose(q) -> Div(sqrt d) -> MatMul with
+//   Transpose(k, [1, 2, 0]) -> Softmax -> MatMul with Transpose(v) -> Transpose;
+//   scaled_dot_product_attention: Mul(q, s) -> MatMul with Mul(Transpose(k, last two), s) ->
+//   Softmax -> MatMul(v);
+// and the values that must stop it. CudaAttention.* run both on the GPU against the CPU session
+// at sizes around the kernel's 64-row / 64-key / 16-column tiles, float16 and bfloat16 (fused
+// kernel), float32 and a head size over 128 (the unfused fallback).
+#include <cmath>
+#include <functional>
+#include <iostream>
+
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/cuda_test_util.h"
+#include "engine/session.h"
+#include "passes/passes.h"
+
+namespace trtutils {
+namespace {
+
+using namespace cuda_testing;  // NOLINT
+
+Tensor scalar_of(DataType dt, float v) {
+  Tensor t(dt, {});
+  if (dt == DataType::kFloat16) {
+    t.data<half>()[0] = float_to_half(v);
+  } else if (dt == DataType::kBFloat16) {
+    t.data<bfloat16>()[0] = float_to_bfloat16(v);
+  } else {
+    t.data<float>()[0] = v;
+  }
+  return t;
+}
+
+// Legacy export: q, k [sq|sk, n, d], v [sk, n, dv] sequence first; y [sq, n, dv].
+ir::Model legacy(DataType dt, int64_t n, int64_t sq, int64_t sk, int64_t d, int64_t dv) {
+  ir::GraphBuilder b("legacy_mha");
+  const std::string q = b.input("q", dt, {sq, n, d});
+  const std::string k = b.input("k", dt, {sk, n, d});
+  const std::string v = b.input("v", dt, {sk, n, dv});
+  const std::string qt = b.node("Transpose", {q}, {ir::attr_ints("perm", {1, 0, 2})})[0];
+  const std::string qs =
+      b.node("Div", {qt, b.initializer("c", scalar_of(dt, std::sqrt(static_cast<float>(d))))})[0];
+  const std::string kt = b.node("Transpose", {k}, {ir::attr_ints("perm", {1, 2, 0})})[0];
+  const std::string vt = b.node("Transpose", {v}, {ir::attr_ints("perm", {1, 0, 2})})[0];
+  const std::string s = b.node("MatMul", {qs, kt})[0];
+  const std::string p = b.node("Softmax", {s}, {ir::attr_int("axis", -1)})[0];
+  const std::string o = b.node("MatMul", {p, vt})[0];
+  b.output(b.node("Transpose", {o}, {ir::attr_ints("perm", {1, 0, 2})})[0]);
+  return b.build(17);
+}
+
+// scaled_dot_product_attention export: q [b, h, sq, d], k [b, h, sk, d], v [b, h, sk, dv].
+// kt_input: k is given as K^T [b, h, d, sk] (no Transpose; the kernel's element-wise loads).
+ir::Model sdpa(DataType dt, int64_t bn, int64_t h, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+               bool kt_input = false) {
+  ir::GraphBuilder b("sdpa");
+  const float s = 1.0f / std::sqrt(std::sqrt(static_cast<float>(d)));
+  const std::string q = b.input("q", dt, {bn, h, sq, d});
+  const std::string k =
+      kt_input ? b.input("k", dt, {bn, h, d, sk}) : b.input("k", dt, {bn, h, sk, d});
+  const std::string v = b.input("v", dt, {bn, h, sk, dv});
+  const std::string qs = b.node("Mul", {q, b.initializer("sq", scalar_of(dt, s))})[0];
+  const std::string kt =
+      kt_input ? k : b.node("Transpose", {k}, {ir::attr_ints("perm", {0, 1, 3, 2})})[0];
+  const std::string ks = b.node("Mul", {b.initializer("sk", scalar_of(dt, s)), kt})[0];
+  const std::string sc = b.node("MatMul", {qs, ks})[0];
+  const std::string p = b.node("Softmax", {sc}, {ir::attr_int("axis", -1)})[0];
+  b.output(b.node("MatMul", {p, v})[0]);
+  return b.build(17);
+}
+
+// torch 2.x nn.MultiheadAttention export: q, k, v [s, b * h, d] (sequence first) ->
+// Transpose(1, 0, 2) -> Reshape [b, h, s, d] -> scaled_dot_product_attention -> Transpose
+// (2, 0, 1, 3) -> y [s, b, h, d].
+ir::Model sdpa_seq_first(DataType dt, int64_t bn, int64_t h, int64_t s, int64_t d) {
+  ir::GraphBuilder b("sdpa_seq_first");
+  const float c = 1.0f / std::sqrt(std::sqrt(static_cast<float>(d)));
+  const Tensor shape4 = [&] {
+    Tensor t(DataType::kInt64, {4});
+    const int64_t v[4] = {bn, h, s, -1};
+    for (int i = 0; i < 4; ++i) t.data<int64_t>()[i] = v[i];
+    return t;
+  }();
+  const std::string sh = b.initializer("shape4", shape4);
+  auto heads = [&](const std::string& name) {
+    const std::string x = b.input(name, dt, {s, bn * h, d});
+    const std::string t = b.node("Transpose", {x}, {ir::attr_ints("perm", {1, 0, 2})})[0];
+    return b.node("Reshape", {t, sh})[0];
+  };
+  const std::string q = heads("q"), k = heads("k"), v = heads("v");
+  const std::string qs = b.node("Mul", {q, b.initializer("cq", scalar_of(dt, c))})[0];
+  const std::string kt = b.node("Transpose", {k}, {ir::attr_ints("perm", {0, 1, 3, 2})})[0];
+  const std::string ks = b.node("Mul", {kt, b.initializer("ck", scalar_of(dt, c))})[0];
+  const std::string sc = b.node("MatMul", {qs, ks})[0];
+  const std::string p = b.node("Softmax", {sc}, {ir::attr_int("axis", -1)})[0];
+  const std::string o = b.node("MatMul", {p, v})[0];
+  b.output(b.node("Transpose", {o}, {ir::attr_ints("perm", {2, 0, 1, 3})})[0]);
+  return b.build(17);
+}
+
+// Q [b, s, h, d] -> Transpose(0, 2, 1, 3) -> Reshape [b, 1, h * s, d]: merging the h and s axes
+// of the transposed view is not a stride pattern (the operand is copied once); K and V plain.
+ir::Model merged_heads(DataType dt, int64_t bn, int64_t h, int64_t s, int64_t d,
+                       int64_t axis = -1) {
+  ir::GraphBuilder b("merged_heads");
+  Tensor shape(DataType::kInt64, {4});
+  const int64_t v4[4] = {bn, 1, h * s, d};
+  for (int i = 0; i < 4; ++i) shape.data<int64_t>()[i] = v4[i];
+  const std::string q = b.input("q", dt, {bn, s, h, d});
+  const std::string qt = b.node("Transpose", {q}, {ir::attr_ints("perm", {0, 2, 1, 3})})[0];
+  const std::string qr = b.node("Reshape", {qt, b.initializer("shape", shape)})[0];
+  const std::string kt = b.input("kt", dt, {bn, 1, d, h * s});
+  const std::string v = b.input("v", dt, {bn, 1, h * s, d});
+  const std::string sc = b.node("MatMul", {qr, kt})[0];
+  const std::string p = b.node("Softmax", {sc}, {ir::attr_int("axis", axis)})[0];
+  b.output(b.node("MatMul", {p, v})[0]);
+  return b.build(17);
+}
+
+const ir::Node* find(const ir::Graph& g, const std::string& op) {
+  for (const auto& n : g.nodes)
+    if (n.op_type == op) return &n;
+  return nullptr;
+}
+
+TEST(GpuAttentionFusion, LegacyExportBecomesOneNode) {
+  ir::Model m = legacy(DataType::kFloat32, 6, 197, 197, 64, 64);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 1u);
+  const ir::Node& a = m.graph.nodes[0];
+  EXPECT_EQ(a.op_type, "Attention");
+  EXPECT_EQ(a.domain, cuda::kGpuDomain);
+  EXPECT_EQ(a.inputs, (std::vector<std::string>{"q", "k", "v"}));
+  // Views: {0 (Transpose), rank, perm...}.
+  EXPECT_EQ(a.attr_ints("view_q"), (std::vector<int64_t>{0, 3, 1, 0, 2}));
+  EXPECT_EQ(a.attr_ints("view_k"), (std::vector<int64_t>{0, 3, 1, 2, 0}));
+  EXPECT_EQ(a.attr_ints("view_v"), (std::vector<int64_t>{0, 3, 1, 0, 2}));
+  EXPECT_EQ(a.attr_ints("perm_o"), (std::vector<int64_t>{1, 0, 2}));
+  EXPECT_NEAR(a.attr_float("scale", 0), 0.125, 1e-6);
+  ASSERT_EQ(m.graph.outputs.size(), 1u);
+  EXPECT_EQ(a.outputs, std::vector<std::string>{m.graph.outputs[0].name});
+}
+
+TEST(GpuAttentionFusion, SdpaExportReadsKAsIs) {
+  ir::Model m = sdpa(DataType::kFloat32, 2, 3, 10, 12, 16, 16);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 1u);
+  const ir::Node* a = find(m.graph, "Attention");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(m.graph.nodes.size(), 1u);
+  EXPECT_TRUE(a->attr_ints("view_q").empty());
+  EXPECT_EQ(a->attr_ints("view_k"), (std::vector<int64_t>{0, 4, 0, 1, 3, 2}));
+  EXPECT_NEAR(a->attr_float("scale", 0), 0.25, 1e-6);  // (16^-1/4)^2
+}
+
+TEST(GpuAttentionFusion, AbsorbsTransposeReshapeChains) {
+  ir::Model m = sdpa_seq_first(DataType::kFloat32, 2, 3, 10, 8);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 1u);
+  const ir::Node& a = m.graph.nodes[0];
+  EXPECT_EQ(a.inputs, (std::vector<std::string>{"q", "k", "v"}));
+  // Transpose, then Reshape {1 (allowzero 0), rank, shape...}; K's last Transpose too.
+  EXPECT_EQ(a.attr_ints("view_q"), (std::vector<int64_t>{0, 3, 1, 0, 2, 1, 4, 2, 3, 10, -1}));
+  EXPECT_EQ(a.attr_ints("view_k"),
+            (std::vector<int64_t>{0, 3, 1, 0, 2, 1, 4, 2, 3, 10, -1, 0, 4, 0, 1, 3, 2}));
+  EXPECT_EQ(a.attr_ints("perm_o"), (std::vector<int64_t>{2, 0, 1, 3}));
+  // Softmax(axis = 3) of a rank-4 score tensor is over the last axis too (the rank comes from
+  // shape inference, which engine graphs carry).
+  ir::Model mh = merged_heads(DataType::kFloat32, 2, 3, 20, 32, 3);
+  EXPECT_EQ(cuda::fuse_for_gpu(mh.graph, 17), 0u);
+  mh = merged_heads(DataType::kFloat32, 2, 3, 20, 32, 3);
+  passes::infer_shapes(mh.graph, 17);
+  EXPECT_EQ(cuda::fuse_for_gpu(mh.graph, 17), 1u);
+}
+
+TEST(GpuAttentionFusion, StopsAtSharedValuesMasksAndOtherAxes) {
+  {  // the probabilities are also a graph output
+    ir::Model m = sdpa(DataType::kFloat32, 1, 2, 4, 4, 8, 8);
+    for (const auto& n : m.graph.nodes)
+      if (n.op_type == "Softmax")
+        m.graph.outputs.push_back(ir::ValueInfo{n.outputs[0], {}, {}, {}});
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 0u);
+  }
+  {  // softmax over the queries (axis 2 of 4)
+    ir::Model m = sdpa(DataType::kFloat32, 1, 2, 4, 4, 8, 8);
+    for (auto& n : m.graph.nodes)
+      if (n.op_type == "Softmax") n.attributes["axis"] = ir::attr_int("axis", 2);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 0u);
+  }
+  {  // an additive mask between the scores and the softmax
+    ir::GraphBuilder b("masked");
+    const std::string q = b.input("q", DataType::kFloat32, {2, 4, 8});
+    const std::string k = b.input("k", DataType::kFloat32, {2, 8, 4});
+    const std::string v = b.input("v", DataType::kFloat32, {2, 4, 8});
+    const std::string s = b.node("MatMul", {q, k})[0];
+    const std::string sm =
+        b.node("Add", {s, b.initializer("mask", random_tensor(DataType::kFloat32, {4, 4}, 1))})[0];
+    const std::string p = b.node("Softmax", {sm}, {ir::attr_int("axis", -1)})[0];
+    b.output(b.node("MatMul", {p, v})[0]);
+    ir::Model m = b.build(17);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 0u);
+  }
+}
+
+struct Case {
+  const char* what;
+  std::function<ir::Model(DataType)> make;
+  std::vector<std::pair<std::string, Shape>> inputs;
+  bool fused;
+};
+
+Tensor to_float32(const Tensor& t) {
+  Tensor f(DataType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) f.data<float>()[i] = static_cast<float>(t.at_double(i));
+  return f;
+}
+
+// The GPU's dt model against the CPU session: the same model (float_ref = false), or the float32
+// model on the same (dt-rounded) inputs, so that the fused kernel's error is measured against
+// the exact result rather than a reference that also rounds its scores to dt.
+void run_case(const Case& c, DataType dt, Tolerance tol, bool float_ref) {
+  std::map<std::string, Tensor> feeds, ref_feeds;
+  uint32_t seed = 11;
+  for (const auto& [name, shape] : c.inputs) {
+    feeds[name] = random_tensor(dt, shape, seed++, -2.0f, 2.0f);
+    ref_feeds[name] = float_ref ? to_float32(feeds[name]) : feeds[name];
+  }
+  const ir::Model m = c.make(dt);
+  Session cpu(float_ref ? c.make(DataType::kFloat32) : m);
+  const auto want = cpu.run(ref_feeds);
+  cuda::Executor gpu(m, {});
+  const auto got = gpu.run(feeds);
+  const std::string what = std::string(c.what) + " " + std::string(dtype_name(dt));
+  for (const auto& [n, t] : want)
+    expect_close(float_ref ? to_float32(got.at(n)) : got.at(n), t, tol, what);
+  const auto kernels = gpu.node_kernels();
+  ASSERT_EQ(kernels.size(), 1u) << what;
+  std::cout << "[ kernel   ] " << what << ": " << kernels[0] << std::endl;
+  EXPECT_EQ(kernels[0].find("fused attention") != std::string::npos, c.fused)
+      << what << ": " << kernels[0];
+}
+
+TEST(CudaAttention, MatchesCpuAroundTileEdges) {
+  TRT_REQUIRE_CUDA();
+  using D = DataType;
+  const std::vector<Case> fused = {
+      // ViT-B/16's shape (197 tokens, head 64) with 6 heads; odd sizes around 16 / 64.
+      {"legacy 197x197 d64",
+       [](D t) { return legacy(t, 6, 197, 197, 64, 64); },
+       {{"q", {197, 6, 64}}, {"k", {197, 6, 64}}, {"v", {197, 6, 64}}},
+       true},
+      {"legacy 65x17 d40 dv24",
+       [](D t) { return legacy(t, 3, 65, 17, 40, 24); },
+       {{"q", {65, 3, 40}}, {"k", {17, 3, 40}}, {"v", {17, 3, 24}}},
+       true},
+      {"sdpa 1x130 d128",
+       [](D t) { return sdpa(t, 2, 2, 1, 130, 128, 128); },
+       {{"q", {2, 2, 1, 128}}, {"k", {2, 2, 130, 128}}, {"v", {2, 2, 130, 128}}},
+       true},
+      {"sdpa 64x64 d16",
+       [](D t) { return sdpa(t, 1, 3, 64, 64, 16, 16); },
+       {{"q", {1, 3, 64, 16}}, {"k", {1, 3, 64, 16}}, {"v", {1, 3, 64, 16}}},
+       true},
+      {"sdpa K^T input 33x47 d7",
+       [](D t) { return sdpa(t, 2, 1, 33, 47, 7, 5, true); },
+       {{"q", {2, 1, 33, 7}}, {"k", {2, 1, 7, 47}}, {"v", {2, 1, 47, 5}}},
+       true},
+      {"torch 2 export 197 d64",
+       [](D t) { return sdpa_seq_first(t, 2, 3, 197, 64); },
+       {{"q", {197, 6, 64}}, {"k", {197, 6, 64}}, {"v", {197, 6, 64}}},
+       true},
+      {"merged heads (copied view)",
+       [](D t) { return merged_heads(t, 2, 3, 20, 32); },
+       {{"q", {2, 20, 3, 32}}, {"kt", {2, 1, 32, 60}}, {"v", {2, 1, 60, 32}}},
+       true},
+  };
+  // Against the exact (float32) result: float16 rounds the probabilities and the output to 11
+  // significant bits, bfloat16 to 8.
+  for (const Case& c : fused) {
+    run_case(c, D::kFloat16, Tolerance{6e-3, 6e-3}, true);
+    run_case(c, D::kBFloat16, Tolerance{4e-2, 3e-2}, true);
+  }
+  // The unfused fallback: float32 (TF32 off), and a head size over the kernel's 128 (against
+  // the float16 CPU session, which rounds its scores to float16 as the fallback does).
+  run_case({"legacy float32 70x70 d32",
+            [](D t) { return legacy(t, 2, 70, 70, 32, 32); },
+            {{"q", {70, 2, 32}}, {"k", {70, 2, 32}}, {"v", {70, 2, 32}}},
+            false},
+           D::kFloat32, kFp32, false);
+  run_case({"sdpa d160",
+            [](D t) { return sdpa(t, 1, 2, 20, 30, 160, 160); },
+            {{"q", {1, 2, 20, 160}}, {"k", {1, 2, 30, 160}}, {"v", {1, 2, 30, 160}}},
+            false},
+           D::kFloat16, kFp16, false);
+}
+
+}  // namespace
+}  // namespace trtutils
