@@ -5,7 +5,8 @@
 //
 // A block takes 64 query rows of one batch entry, four warps of 16 rows each; the warp keeps
 // its Q fragments, its scores and its output rows in registers. Per block of 64 keys: K and V
-// tiles go to shared memory (zero-filled past Sk and past the head size); each warp computes
+// tiles go to shared memory (zero-filled past Sk and past the head size; cp.async into a double
+// buffer, the next block's copy overlapping this block's products); each warp computes
 // its 16 x 64 scores, masks the keys past Sk, updates each row's running max (a quad of lanes
 // shares a row: two shuffles) and rescales its output rows, turns the probabilities into the
 // A fragments of the next product (the accumulator layout of m16n8 is the A layout of
@@ -34,24 +35,40 @@ struct Smem {
                                       // conflicts for ldmatrix)
   static constexpr size_t q = size_t{kBlockM} * ldh * 2;
   static constexpr size_t kv = size_t{kBlockN} * ldh * 2;
-  static constexpr size_t bytes = q + 2 * kv;
+  static constexpr size_t bytes = q + 4 * kv;  // K and V double-buffered
 };
 
-// rows x DP tile of src (rows from row0, all columns < cols, zero elsewhere) into dst (ld ldh).
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared without a register round trip (zeros when !valid).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// rows x DP tile of src (rows from row0, all columns < cols, zero elsewhere) into dst (ld ldh):
+// cp.async 16-byte copies when vec, else element by element.
 template <typename T, int DP>
 __device__ void load_tile(T* dst, const T* src, const int64_t st[3], int64_t batch_off,
                           int64_t row0, int64_t rows_total, int64_t cols, bool vec, int rows) {
   constexpr int ldh = Smem<DP>::ldh;
   const T zero = from_float<T>(0.0f);
-  if (vec) {
+  if (vec) {  // asynchronous: the caller commits and waits
     constexpr int chunks = DP / 8;
     for (int e = threadIdx.x; e < rows * chunks; e += kAttnThreads) {
       const int r = e / chunks, c = (e % chunks) * 8;
       const int64_t gr = row0 + r;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (gr < rows_total && c < cols)
-        v = *reinterpret_cast<const uint4*>(src + batch_off + gr * st[1] + c);
-      *reinterpret_cast<uint4*>(dst + r * ldh + c) = v;
+      const bool valid = gr < rows_total && c < cols;
+      cp_async16(dst + r * ldh + c, valid ? src + batch_off + gr * st[1] + c : src, valid);
     }
   } else {
     for (int e = threadIdx.x; e < rows * DP; e += kAttnThreads) {
@@ -63,9 +80,6 @@ __device__ void load_tile(T* dst, const T* src, const int64_t st[3], int64_t bat
   }
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -124,8 +138,9 @@ __global__ void __launch_bounds__(kAttnThreads)
   constexpr int kOT = DP / 8;       // output n-tiles
   extern __shared__ __align__(128) unsigned char smem[];
   T* qs = reinterpret_cast<T*>(smem);
-  T* ks = reinterpret_cast<T*>(smem + S::q);
-  T* vs = reinterpret_cast<T*>(smem + S::q + S::kv);
+  // Buffer i: K at q + 2 i kv, V right after it.
+  auto kbuf = [&](int i) { return reinterpret_cast<T*>(smem + S::q + 2 * i * S::kv); };
+  auto vbuf = [&](int i) { return reinterpret_cast<T*>(smem + S::q + (2 * i + 1) * S::kv); };
 
   const int64_t qb = static_cast<int64_t>(blockIdx.x) % q_blocks;
   const int64_t b = static_cast<int64_t>(blockIdx.x) / q_blocks;
@@ -136,6 +151,13 @@ __global__ void __launch_bounds__(kAttnThreads)
   const T* vp = static_cast<const T*>(a.v);
 
   load_tile<T, DP>(qs, qp, a.q_st, b * a.q_st[0], q0, a.sq, a.d, vq, kBlockM);
+  auto load_kv = [&](int buf, int64_t k0) {
+    load_tile<T, DP>(kbuf(buf), kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, vk, kBlockN);
+    load_tile<T, DP>(vbuf(buf), vp, a.v_st, b * a.v_st[0], k0, a.sk, a.dv, vv, kBlockN);
+  };
+  load_kv(0, 0);
+  cp_async_commit();  // Q and the first K / V block
+  cp_async_wait<0>();
   __syncthreads();
   const bool active = q0 + warp * kRowsPerWarp < a.sq;
   // This warp's Q rows as A fragments, kept for the whole key loop.
@@ -154,12 +176,24 @@ __global__ void __launch_bounds__(kAttnThreads)
   float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
   const float scale2 = a.scale * 1.4426950408889634f;  // exp(x) = exp2(x * log2 e)
 
-  for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN) {
-    __syncthreads();  // the previous block's K / V tiles are no longer read
-    load_tile<T, DP>(ks, kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, vk, kBlockN);
-    load_tile<T, DP>(vs, vp, a.v_st, b * a.v_st[0], k0, a.sk, a.dv, vv, kBlockN);
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN, buf ^= 1) {
+    // Prefetch the next block into the other buffer (its last readers finished at the barrier
+    // that ended the previous iteration), then wait for this block.
+    if (k0 + kBlockN < a.sk) {
+      load_kv(buf ^ 1, k0 + kBlockN);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
     __syncthreads();
-    if (!active) continue;
+    const T* ks = kbuf(buf);
+    const T* vs = vbuf(buf);
+    if (!active) {
+      __syncthreads();
+      continue;
+    }
     const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
     const int pairs = (valid + 15) / 16;  // 16-key steps with at least one valid key
     // Scores S[16, 64] = Q[16, DP] K^T[DP, 64]: n-tiles (8 keys) in pairs, one ldmatrix.x4
@@ -240,6 +274,7 @@ __global__ void __launch_bounds__(kAttnThreads)
         }
       }
     }
+    __syncthreads();  // this block's buffers may be refilled
   }
   if (!active) return;
 #pragma unroll

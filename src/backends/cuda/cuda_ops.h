@@ -347,10 +347,12 @@ class LtMatmul {
   // B stored [n,k]); float8: a_scale/b_scale device pointers (float32, may be null).
   // p.requant: int8 -> int8 with rq (see LtRequant). Returns false (nothing enqueued) when
   // cuBLASLt has no algorithm for the problem.
+  // c: float products only, D = alpha * A B + beta * C (+ bias) with C in D's layout (null:
+  // C is D itself).
   bool run(RunContext& ctx, const MatmulProblem& p, const void* a, const void* b, void* d,
            float alpha = 1.0f, float beta = 0.0f, const void* bias = nullptr,
            const float* a_scale = nullptr, const float* b_scale = nullptr,
-           const LtRequant* rq = nullptr, const LtFp8Out* f8 = nullptr);
+           const LtRequant* rq = nullptr, const LtFp8Out* f8 = nullptr, const void* c = nullptr);
 
  private:
   struct Plan;
@@ -358,6 +360,7 @@ class LtMatmul {
     float falpha = 1, fbeta = 0;
     int32_t ialpha = 1, ibeta = 0;
     bool int_scale = false, with_c = false;
+    const void* c = nullptr;  // the float C operand (null: D)
   };
   static constexpr int kMaxCandidates = 8;
   static constexpr int kTimedRuns = 3;

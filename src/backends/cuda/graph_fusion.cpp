@@ -3,6 +3,11 @@
 //   MatMul(A, B 2-D) -> Add(bias of B's N columns)         => com.trtutils.cuda::MatMulBias
 //   ... -> x * 0.5 * (1 + Erf(x / sqrt(2)))  (exact GELU)  => the same node with gelu = 1, or
 //                                                             com.trtutils.cuda::Gelu alone
+//   Transpose(X, [1, 0, 2]) feeding that MatMul, or Reshape [R0, R1, N] -> Transpose([1, 0, 2])
+//   after it (also after a Gemm with a bias)                => the same node reading X / writing
+//                                                             the transposed rows (a_swap01,
+//                                                             y_grid: strided-batch products)
+//   ... -> Add(residual of the same shape)                  => the residual as the product's C
 //   MatMul(Q, KT) -> Mul / Div by scalars -> Softmax(last axis) -> MatMul(., V)
 //                                                          => com.trtutils.cuda::Attention
 //     with the scalar Mul / Div on Q and on KT folded into its scale, and the Transposes /
@@ -11,6 +16,7 @@
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -47,6 +53,8 @@ class Fuser {
       if (n.op_type == "MatMul") {
         const size_t a = attention_ ? fuse_attention(i) : 0;
         fused += a ? a : fuse_matmul(i);
+      } else if (n.op_type == "Gemm") {
+        fused += fuse_gemm_grid(i);
       } else if (n.op_type == "Div" || n.op_type == "Mul") {
         fused += fuse_gelu_alone(i);
       }
@@ -151,24 +159,135 @@ class Fuser {
     f.op_type = "MatMulBias";
     f.domain = kGpuDomain;
     f.inputs = {mm.inputs[0], mm.inputs[1], *bias};
+    // A = Transpose(X, [1, 0, 2]) read only here: the product reads X in place.
+    auto pa = producer_.find(mm.inputs[0]);
+    size_t swap = SIZE_MAX;
+    if (pa != producer_.end() && !removed_[pa->second] && only_reader(mm.inputs[0]) == i &&
+        swaps_leading(g_.nodes[pa->second])) {
+      swap = pa->second;
+      f.inputs[0] = g_.nodes[swap].inputs[0];
+      set_int(f, "a_swap01", 1);
+    }
     std::string out = g_.nodes[add].outputs[0];
     std::vector<size_t> chain;
     const std::string gelu = match_gelu(out, chain);
-    ir::Attribute a;
-    a.name = "gelu";
-    a.kind = ir::Attribute::Kind::kInt;
-    a.i = gelu.empty() ? 0 : 1;
-    f.attributes[a.name] = a;
+    set_int(f, "gelu", gelu.empty() ? 0 : 1);
     if (!gelu.empty()) {
       for (size_t c : chain) removed_[c] = true;
       out = gelu;
     }
+    if (swap == SIZE_MAX) out = match_grid(out, n, f, chain);
+    if (gelu.empty()) out = match_residual(out, f, chain);
     f.outputs = {out};
     removed_[add] = true;
+    if (swap != SIZE_MAX) removed_[swap] = true;
     const size_t last = chain.empty() ? add : chain.back();
     // The fused node takes the place of the chain's last node (its inputs exist by then).
     g_.nodes[last] = std::move(f);
     removed_[last] = false;
+    removed_[i] = true;
+    return 1;
+  }
+
+  static void set_int(ir::Node& f, const char* name, int64_t v) {
+    ir::Attribute a;
+    a.name = name;
+    a.kind = ir::Attribute::Kind::kInt;
+    a.i = v;
+    f.attributes[a.name] = a;
+  }
+  // A Transpose swapping the two leading axes of a rank-3 tensor.
+  static bool swaps_leading(const ir::Node& t) {
+    if (t.op_type != "Transpose" || !default_domain(t) || t.inputs.size() != 1 ||
+        t.outputs.size() != 1)
+      return false;
+    return perm_of(t) == std::vector<int64_t>{1, 0, 2};
+  }
+  // y (rows x n) -> Reshape [R0, R1, n] -> Transpose([1, 0, 2]), each read only by the next:
+  // sets f's y_grid = [R0, R1], appends both nodes to chain and returns the Transpose's output;
+  // else returns y.
+  std::string match_grid(const std::string& y, int64_t n, ir::Node& f,
+                         std::vector<size_t>& chain) const {
+    const size_t r = only_reader(y);
+    if (r == SIZE_MAX) return y;
+    const ir::Node& rs = g_.nodes[r];
+    if (rs.op_type != "Reshape" || !default_domain(rs) || rs.inputs.size() != 2 ||
+        rs.inputs[0] != y || rs.outputs.size() != 1 || rs.attr_int("allowzero", 0) != 0)
+      return y;
+    const Tensor* shape = g_.initializer(rs.inputs[1]);
+    if (!shape || shape->dtype() != DataType::kInt64 || shape->numel() != 3) return y;
+    const int64_t* v = shape->data<int64_t>();
+    // Grid sizes positive or one -1; the last axis the product's n columns.
+    if (v[2] != n || v[0] == 0 || v[1] == 0 || v[0] < -1 || v[1] < -1 || (v[0] < 0 && v[1] < 0))
+      return y;
+    const size_t t = only_reader(rs.outputs[0]);
+    if (t == SIZE_MAX || !swaps_leading(g_.nodes[t])) return y;
+    ir::Attribute a;
+    a.name = "y_grid";
+    a.kind = ir::Attribute::Kind::kInts;
+    a.ints = {v[0], v[1]};
+    f.attributes[a.name] = a;
+    chain.push_back(r);
+    chain.push_back(t);
+    return g_.nodes[t].outputs[0];
+  }
+
+  // The shape of value v from the value infos, the graph inputs or the initializers.
+  std::optional<ir::SymShape> shape_of(const std::string& v) const {
+    auto it = g_.value_info.find(v);
+    if (it != g_.value_info.end()) return it->second.shape;
+    for (const auto& in : g_.inputs)
+      if (in.name == v) return in.shape;
+    if (const Tensor* t = g_.initializer(v)) return ir::sym_shape_from_static(t->shape());
+    return std::nullopt;
+  }
+  // y -> Add(y, r) (either order) where r has y's shape (both known from shape inference):
+  // r becomes f's input 3 (the residual, cuBLASLt's C), the Add joins chain; returns its
+  // output, else y.
+  std::string match_residual(const std::string& y, ir::Node& f, std::vector<size_t>& chain) const {
+    const size_t r = only_reader(y);
+    if (r == SIZE_MAX) return y;
+    const ir::Node& add = g_.nodes[r];
+    if (add.op_type != "Add" || !default_domain(add) || add.outputs.size() != 1) return y;
+    const std::string* res = other(add, y);
+    if (!res || *res == y) return y;
+    const auto ys = shape_of(y), rs = shape_of(*res);
+    if (!ys || !rs || *ys != *rs) return y;
+    for (const ir::Dim& d : *ys)  // unknown dims could differ at run time
+      if (!d.is_static() && d.param.empty()) return y;
+    f.inputs.push_back(*res);
+    chain.push_back(r);
+    return add.outputs[0];
+  }
+
+  // Gemm(A, B, C = bias of N, alpha = beta = 1, transA = 0) -> Reshape [R0, R1, N] -> Transpose
+  // [1, 0, 2]  => MatMulBias with trans_b and y_grid (the attention's output projection).
+  size_t fuse_gemm_grid(size_t i) {
+    const ir::Node& gm = g_.nodes[i];
+    if (gm.inputs.size() != 3 || gm.outputs.size() != 1 || gm.attr_int("transA", 0) != 0 ||
+        gm.attr_float("alpha", 1.0f) != 1.0f || gm.attr_float("beta", 1.0f) != 1.0f)
+      return 0;
+    const Tensor* w = g_.initializer(gm.inputs[1]);
+    const Tensor* c = g_.initializer(gm.inputs[2]);
+    if (!w || w->rank() != 2 || !c || c->rank() != 1 || c->dtype() != w->dtype()) return 0;
+    const bool tb = gm.attr_int("transB", 0) != 0;
+    const int64_t n = tb ? w->dim(0) : w->dim(1);
+    if (c->numel() != n) return 0;
+    ir::Node f;
+    f.name = gm.name;
+    f.op_type = "MatMulBias";
+    f.domain = kGpuDomain;
+    f.inputs = gm.inputs;
+    set_int(f, "gelu", 0);
+    set_int(f, "trans_b", tb ? 1 : 0);
+    std::vector<size_t> chain;
+    std::string out = match_grid(gm.outputs[0], n, f, chain);
+    if (chain.empty()) return 0;
+    out = match_residual(out, f, chain);
+    f.outputs = {out};
+    for (size_t x : chain) removed_[x] = true;
+    g_.nodes[chain.back()] = std::move(f);
+    removed_[chain.back()] = false;
     removed_[i] = true;
     return 1;
   }
@@ -238,9 +357,8 @@ class Fuser {
   }
   // The rank of value v from the graph's value infos, or -1.
   int64_t rank_of(const std::string& v) const {
-    auto it = g_.value_info.find(v);
-    if (it == g_.value_info.end() || !it->second.shape) return -1;
-    return static_cast<int64_t>(it->second.shape->size());
+    const auto s = shape_of(v);
+    return s ? static_cast<int64_t>(s->size()) : -1;
   }
 
   size_t fuse_attention(size_t i) {

@@ -95,9 +95,9 @@ uint32_t alignment(const void* p) {
 
 bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, const void* b, void* d,
                    float alpha, float beta, const void* bias, const float* a_scale,
-                   const float* b_scale, const LtRequant* rq, const LtFp8Out* f8) {
+                   const float* b_scale, const LtRequant* rq, const LtFp8Out* f8, const void* c) {
   TRT_INTERNAL_CHECK(p0.requant == (rq != nullptr) && p0.fp8_out == (f8 != nullptr) &&
-                     (!p0.with_c || (rq && rq->c) || (f8 && f8->c)));
+                     (!p0.with_c || (rq && rq->c) || (f8 && f8->c)) && (!c || (!rq && !f8)));
   MatmulProblem p = p0;
   if (p.lda == 0) p.lda = p.trans_a ? p.m : p.k;
   if (p.ldb == 0) p.ldb = p.trans_b ? p.k : p.n;
@@ -215,7 +215,8 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
         np->algo = results[0].algo;
         np->ok = true;
         if (returned > 1 && !ctx.capturing && timing_enabled()) {
-          const Args args = call_args(*np, p, alpha, beta, rq, f8);
+          Args args = call_args(*np, p, alpha, beta, rq, f8);
+          args.c = c;
           np->algo = fastest(ctx, *np, results, returned, args, a, b, d, rq, f8);
         }
       } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED &&
@@ -244,7 +245,8 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
     if (b_scale) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, b_scale);
     if (f8) set_desc(pl->desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, f8->d_scale);
   }
-  const Args args = call_args(*pl, p, alpha, beta, rq, f8);
+  Args args = call_args(*pl, p, alpha, beta, rq, f8);
+  args.c = c;
   TRT_CUBLAS_CHECK(launch(ctx, *pl, pl->algo, args, a, b, d, rq, f8));
   return true;
 }
@@ -275,6 +277,7 @@ cublasStatus_t LtMatmul::launch(RunContext& ctx, Plan& pl, const cublasLtMatmulA
     if (args.with_c) c = rq->c;
   }
   if (f8 && args.with_c) c = f8->c;  // else C (float16) is not read: beta = 0
+  if (args.c) c = args.c;
   return cublasLtMatmul(ctx.lt, pl.desc, pa, b, pl.a, a, pl.b, pbeta, c, pl.c ? pl.c : pl.d, d,
                         pl.d, &algo, ctx.lt_workspace, ctx.lt_workspace_bytes, ctx.stream);
 }
@@ -291,7 +294,7 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(RunContext& ctx, Plan& pl,
                                        const LtRequant* rq, const LtFp8Out* f8) {
   // D also read (as C with a non-zero beta, or as an operand): candidates would compound.
   bool reads_d = rq ? (rq->beta != 0.0f && (!args.with_c || rq->c == d))
-                    : (args.fbeta != 0.0f || args.ibeta != 0);
+                    : ((args.fbeta != 0.0f || args.ibeta != 0) && (!args.c || args.c == d));
   if (f8) reads_d = f8->beta != 0.0f && (!args.with_c || f8->c == d);
   if (d == a || d == b || reads_d) return results[0].algo;
   cudaEvent_t ev[2];

@@ -2,6 +2,8 @@
 // product (M = batch * m), runs broadcast batches as one strided-batched call when each operand
 // is either whole or fully shared, and otherwise loops over the batch. Gemm's C is a bias
 // epilogue when it is a row vector with beta = 1, else broadcast into the output first.
+#include <algorithm>
+
 #include "backends/cuda/cuda_ops.h"
 #include "ops/op_registry.h"
 
@@ -114,13 +116,29 @@ class GemmOp : public GpuOp {
 };
 
 // com.trtutils.cuda::MatMulBias: Y = A x B + bias (cuBLASLt's bias epilogue, one product with
-// M = all of A's rows), then the exact GELU in one pass when gelu = 1.
+// M = all of A's rows), then the exact GELU in one pass when gelu = 1. trans_b = 1: B is [N, K]
+// (a Gemm with transB). Two axis swaps the fusion absorbed (rank-3 Transposes with perm
+// [1, 0, 2] around the product, graph_fusion.cpp):
+//   a_swap01 = 1: in 0 is X [R1, R0, K] and A = Transpose(X) [R0, R1, K]; Y is [R0, R1, N];
+//   y_grid = [R0, R1] (one may be -1): A is [R0 * R1, K] and Y = Transpose(A x B + bias viewed
+//     [R0, R1, N]) = [R1, R0, N].
+// Either way the rows form an R0 x R1 grid that A and Y walk in different orders, which one
+// strided-batched cuBLASLt call covers (the larger grid axis as the rows of each product).
+// Optional input 3: a residual added to Y (gelu = 0): cuBLASLt's C with beta = 1 when it has
+// Y's shape, else a broadcast Add after the product.
 class MatMulBiasOp : public GpuOp {
  public:
-  explicit MatMulBiasOp(bool gelu) : gelu_(gelu) {}
+  explicit MatMulBiasOp(const ir::Node& node)
+      : gelu_(node.attr_int("gelu", 0) != 0),
+        trans_b_(node.attr_int("trans_b", 0) != 0),
+        a_swap01_(node.attr_int("a_swap01", 0) != 0),
+        y_grid_(node.attr_ints("y_grid")) {}
   std::string kernel() const override {
-    return gelu_ ? "cuBLASLt + bias + GELU (fused MatMul, Add, erf chain)"
-                 : "cuBLASLt + bias (fused MatMul, Add)";
+    std::string k = gelu_ ? "cuBLASLt + bias + GELU (fused MatMul, Add, erf chain)"
+                          : "cuBLASLt + bias (fused MatMul, Add)";
+    if (a_swap01_ || !y_grid_.empty()) k += " + Transpose (strided batch)";
+    if (residual_) k += " + residual Add";
+    return k;
   }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
@@ -133,37 +151,110 @@ class MatMulBiasOp : public GpuOp {
     TRT_CHECK_ARG(b.dtype == dt && bias.dtype == dt,
                   "{}: A, B and the bias must have the same dtype (got {}, {}, {})",
                   node.describe(), dtype_name(dt), dtype_name(b.dtype), dtype_name(bias.dtype));
-    TRT_CHECK_ARG(b.shape.size() == 2 && bias.numel() == b.shape[1],
-                  "{}: B {} must be 2-D with the bias' {} columns", node.describe(),
-                  shape_str(b.shape), bias.numel());
-    const Shape ys = matmul_shape(node, a.shape, b.shape);
-    const int64_t k = b.shape[0], n = b.shape[1];
+    TRT_CHECK_ARG(b.shape.size() == 2, "{}: B {} must be 2-D", node.describe(), shape_str(b.shape));
+    const int64_t k = trans_b_ ? b.shape[1] : b.shape[0], n = trans_b_ ? b.shape[0] : b.shape[1];
+    TRT_CHECK_ARG(bias.numel() == n, "{}: the bias has {} values for {} columns", node.describe(),
+                  bias.numel(), n);
+    // Logical A rows: an R0 x R1 grid (row r0 * R1 + r1); strides of A's and Y's rows.
+    int64_t r0 = 0, r1 = 0, a0 = 0, a1 = 0, d0 = 0, d1 = 0;
+    Shape ys;
+    if (a_swap01_) {
+      TRT_CHECK_ARG(a.shape.size() == 3 && a.shape[2] == k, "{}: X {} must be [R1, R0, {}]",
+                    node.describe(), shape_str(a.shape), k);
+      r0 = a.shape[1];
+      r1 = a.shape[0];
+      a0 = k;
+      a1 = r0 * k;
+      d0 = r1 * n;
+      d1 = n;
+      ys = {r0, r1, n};
+    } else {
+      TRT_CHECK_ARG(!a.shape.empty() && a.shape.back() == k,
+                    "{}: inner dimensions differ: A {} and B {}", node.describe(),
+                    shape_str(a.shape), shape_str(b.shape));
+      ys = trans_b_ ? Shape(a.shape.begin(), a.shape.end() - 1)
+                    : matmul_shape(node, a.shape, b.shape);
+      if (trans_b_) ys.push_back(n);
+      const int64_t rows = shape_numel(a.shape) / std::max<int64_t>(1, k);
+      r0 = rows;
+      r1 = 1;
+      if (!y_grid_.empty()) {
+        TRT_CHECK_ARG(y_grid_.size() == 2 && (y_grid_[0] > 0 || y_grid_[1] > 0), "{}: bad y_grid",
+                      node.describe());
+        r0 = y_grid_[0] > 0 ? y_grid_[0] : (y_grid_[1] > 0 ? rows / y_grid_[1] : 0);
+        r1 = y_grid_[1] > 0 ? y_grid_[1] : (r0 > 0 ? rows / r0 : 0);
+        TRT_CHECK_ARG(r0 * r1 == rows, "{}: {} rows do not make a {} x {} grid", node.describe(),
+                      rows, y_grid_[0], y_grid_[1]);
+        ys = {r1, r0, n};
+      }
+      a0 = r1 * k;
+      a1 = k;
+      d0 = y_grid_.empty() ? r1 * n : n;
+      d1 = y_grid_.empty() ? n : r0 * n;
+    }
+    Value* res = in.size() > 3 ? in[3] : nullptr;
+    residual_ = res != nullptr;
+    if (res)
+      TRT_CHECK_ARG(res->dtype == dt && !gelu_,
+                    "{}: the residual must have A's dtype ({}), and no GELU", node.describe(),
+                    dtype_name(dt));
     const void* pa = ctx.dev(a);
     const void* pb = ctx.dev(b);
     const void* pbias = ctx.dev(bias);
+    if (res)
+      TRT_CHECK(ops::broadcast_shapes(ys, res->shape, node) == ys, ErrorCode::kInternal,
+                "{}: the residual {} would broadcast the product {}", node.describe(),
+                shape_str(res->shape), shape_str(ys));
+    const void* pres = res ? ctx.dev(*res) : nullptr;
+    const bool res_as_c = res && res->shape == ys && k > 0;
     void* py = ctx.make(*out.at(0), dt, ys);
     const int64_t total = shape_numel(ys);
     if (total == 0) return;
     MatmulProblem p;
     p.a_t = p.b_t = p.d_t = dt;
-    p.m = total / n;
     p.n = n;
     p.k = k;
+    p.trans_b = trans_b_;
     p.epilogue = MatmulProblem::Epilogue::kBias;
+    if (!a_swap01_ && y_grid_.empty()) {
+      p.m = total / n;      // one product over every row
+    } else if (r1 >= r0) {  // rows r1 within a product, one product per r0
+      p.m = r1;
+      p.batch = r0;
+      p.lda = a1;
+      p.ldd = d1;
+      p.stride_a = a0;
+      p.stride_d = d0;
+    } else {
+      p.m = r0;
+      p.batch = r1;
+      p.lda = a0;
+      p.ldd = d0;
+      p.stride_a = a1;
+      p.stride_d = d1;
+    }
     if (k > 0) {
-      TRT_CHECK(lt_.run(ctx, p, pa, pb, py, 1.0f, 0.0f, pbias), ErrorCode::kNotSupported,
-                "{}: cuBLASLt has no algorithm for this {} product with bias ({}x{}x{})",
-                node.describe(), dtype_name(dt), p.m, p.n, p.k);
+      TRT_CHECK(lt_.run(ctx, p, pa, pb, py, 1.0f, res_as_c ? 1.0f : 0.0f, pbias, nullptr, nullptr,
+                        nullptr, nullptr, res_as_c ? pres : nullptr),
+                ErrorCode::kNotSupported,
+                "{}: cuBLASLt has no algorithm for this {} product with bias ({}x{}x{}, batch {})",
+                node.describe(), dtype_name(dt), p.m, p.n, p.k, p.batch);
     } else {
       const k::Broadcast bc = make_broadcast(node, ys, {&bias.shape});
       ctx.check(k::strided_copy(esize(dt), pbias, py, bc, 0, total, ctx.stream), "bias");
+    }
+    if (res && !res_as_c) {
+      const k::Broadcast bc = make_broadcast(node, ys, {&ys, &res->shape});
+      ctx.check(k::binary(k::Binary::kAdd, dt, py, pres, py, bc, total, ctx.stream), "residual");
     }
     if (gelu_)
       ctx.check(k::unary(k::Unary::kGelu, dt, py, py, total, 0.0f, 0.0f, ctx.stream), "GELU");
   }
 
  private:
-  bool gelu_;
+  bool gelu_, trans_b_, a_swap01_;
+  bool residual_ = false;
+  std::vector<int64_t> y_grid_;
   LtMatmul lt_;
 };
 
@@ -261,7 +352,7 @@ void register_gemm_ops(OpTable& t) {
   };
   t["Gemm"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> { return std::make_unique<GemmOp>(); };
   t[std::string(kGpuDomain) + "::MatMulBias"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
-    return std::make_unique<MatMulBiasOp>(b.node.attr_int("gelu", 0) != 0);
+    return std::make_unique<MatMulBiasOp>(b.node);
   };
   t[std::string(kGpuDomain) + "::Gelu"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
     return std::make_unique<GeluOp>();

@@ -32,6 +32,10 @@ __device__ __forceinline__ float warp_prod(float v) {
   return v;
 }
 
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
 unsigned warp_blocks(int64_t rows) {
   return blocks_for(rows * kWarp, kWarpsPerBlock * kWarp);
 }
@@ -253,6 +257,70 @@ __global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* 
   }
 }
 
+// Rows of 16-byte multiples (d * sizeof(T) % 16 == 0, 16-byte aligned), at most 32 * kChunks
+// chunks: each lane loads its chunks of x (and of scale / bias) with 16-byte loads once and
+// keeps x in registers; two-pass mean and variance from the registers.
+template <typename T, int kChunks>
+__global__ void layer_norm_vec_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t rows,
+                                      int d, float eps, float* mean_out, float* inv_out) {
+  constexpr int kV = 16 / sizeof(T);
+  union Chunk {
+    uint4 u;
+    T t[kV];
+  };
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const int chunks = d / kV;
+  const uint4* xr = reinterpret_cast<const uint4*>(x + row * d);
+  float v[kChunks][kV];
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int c = lane + i * kWarp;
+    Chunk ch;
+    ch.u = c < chunks ? xr[c] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      v[i][e] = c < chunks ? to_float(ch.t[e]) : 0.0f;
+      s += v[i][e];
+    }
+  }
+  const float mean = warp_sum(s) / static_cast<float>(d);
+  float q = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    if (lane + i * kWarp >= chunks) continue;
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      const float c = v[i][e] - mean;
+      q += c * c;
+    }
+  }
+  const float var = warp_sum(q) / static_cast<float>(d);
+  const float inv = rsqrtf(var + eps);
+  uint4* yr = reinterpret_cast<uint4*>(y + row * d);
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int c = lane + i * kWarp;
+    if (c >= chunks) continue;
+    Chunk sc, bc, out;
+    sc.u = reinterpret_cast<const uint4*>(scale)[c];
+    if (bias) bc.u = reinterpret_cast<const uint4*>(bias)[c];
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      float o = (v[i][e] - mean) * inv * to_float(sc.t[e]);
+      if (bias) o += to_float(bc.t[e]);
+      out.t[e] = from_float<T>(o);
+    }
+    yr[c] = out.u;
+  }
+  if (lane == 0) {
+    if (mean_out) mean_out[row] = mean;
+    if (inv_out) inv_out[row] = inv;
+  }
+}
+
 // ---- reductions ---------------------------------------------------------------------------------
 __device__ __forceinline__ float reduce_init(Reduce k) {
   return k == Reduce::kMax ? -INFINITY
@@ -466,9 +534,31 @@ cudaError_t layer_norm(DataType dt, const void* x, const void* scale, const void
   if (rows <= 0 || d <= 0) return cudaSuccess;
   const bool ok = dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    layer_norm_kernel<T><<<warp_blocks(rows), kWarpsPerBlock * kWarp, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<const T*>(bias),
-        static_cast<T*>(y), rows, d, eps, mean, inv_std);
+    const unsigned blocks = warp_blocks(rows), threads = kWarpsPerBlock * kWarp;
+    const T* xt = static_cast<const T*>(x);
+    const T* st = static_cast<const T*>(scale);
+    const T* bt = static_cast<const T*>(bias);
+    T* yt = static_cast<T*>(y);
+    const int di = static_cast<int>(d);
+    constexpr int kV = 16 / sizeof(T);
+    const bool vec = d % kV == 0 && aligned16(x) && aligned16(y) && aligned16(scale) &&
+                     (!bias || aligned16(bias));
+    const int64_t chunks = d / kV;
+    if (vec && chunks <= kWarp)
+      layer_norm_vec_kernel<T, 1>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
+    else if (vec && chunks <= 2 * kWarp)
+      layer_norm_vec_kernel<T, 2>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
+    else if (vec && chunks <= 4 * kWarp)
+      layer_norm_vec_kernel<T, 4>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
+    else if (vec && chunks <= 8 * kWarp)
+      layer_norm_vec_kernel<T, 8>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
+    else
+      layer_norm_kernel<T>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, d, eps, mean, inv_std);
   });
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }

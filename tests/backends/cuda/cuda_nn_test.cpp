@@ -173,6 +173,17 @@ TEST(CudaNorm, LayerNormalization) {
         {"LayerNormalization",
          {feed(random_tensor(dt, {4, 33}, seed++)), weight(random_tensor(dt, {33}, seed++))}},
         dt == DataType::kFloat32 ? kFp32 : kFp16, "LayerNorm no bias " + t);
+    // 16-byte chunks held in registers (768: 3 or 6 chunks per lane), a row length that is not a
+    // multiple of 16 bytes (1500 in float16), and rows too long for the registers (3000).
+    check_case(
+        {"LayerNormalization",
+         {feed(random_tensor(dt, {3, 1500}, seed++)), weight(random_tensor(dt, {1500}, seed++)),
+          weight(random_tensor(dt, {1500}, seed++))}},
+        dt == DataType::kFloat32 ? kFp32 : kFp16, "LayerNorm 1500 " + t);
+    check_case(
+        {"LayerNormalization",
+         {feed(random_tensor(dt, {2, 3000}, seed++)), weight(random_tensor(dt, {3000}, seed++))}},
+        dt == DataType::kFloat32 ? kFp32 : kFp16, "LayerNorm 3000 " + t);
   }
   check_case({"LayerNormalization",
               {feed(random_tensor(DataType::kFloat32, {2, 3, 4}, seed++)),
