@@ -1,8 +1,11 @@
 // GPU ops of the nn family: Conv and com.trtutils::FusedConv (cuDNN, with bias + residual +
 // ReLU / identity fused into the cuDNN call, other activations as one epilogue kernel), the pools,
 // Softmax/LogSoftmax, LayerNormalization and the reductions.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "backends/cuda/cuda_ops.h"
 #include "ops/nn_geometry.h"
@@ -49,6 +52,51 @@ bool patch_conv(const ConvGeometry& g) {
   return taps >= 4;
 }
 
+// A pointwise convolution (1x1..., stride 1, no padding, one group) is a matrix product: NHWC
+// Y [N H W, K] = X [N H W, C] W^T, NCHW Y[n] [K, H W] = W [K, C] X[n] [C, H W]. cuDNN is slow on
+// some of these shapes (ResNet-50 batch 1 NCHW: ~30 us a layer; MobileNetV2's narrow NHWC 1x1
+// layers at ~10% of the memory bandwidth), so the first eager run times both and keeps the
+// faster (TRTUTILS_CUDA_POINTWISE_GEMM=0: cuDNN only, as with TRTUTILS_CUDA_FUSED_CONV=force;
+// =force: the GEMM without timing). Read when the op is made.
+bool pointwise_conv(const ConvGeometry& g) {
+  if (g.group != 1) return false;
+  for (size_t i = 0; i < g.nspatial; ++i)
+    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.dilation[i] != 1 || g.pad_begin[i] != 0 ||
+        g.pad_end[i] != 0)
+      return false;
+  return true;
+}
+
+enum class PointwiseMode { kOff, kTimed, kForce };
+PointwiseMode pointwise_mode() {
+  const char* f = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
+  const char* g = std::getenv("TRTUTILS_CUDA_POINTWISE_GEMM");
+  if (g && std::string(g) == "force") return PointwiseMode::kForce;
+  if ((f && std::string(f) == "force") || (g && !env_switch("TRTUTILS_CUDA_POINTWISE_GEMM", true)))
+    return PointwiseMode::kOff;
+  return PointwiseMode::kTimed;
+}
+
+// Median of 3 timed runs of f on ctx.stream (after one warm-up run), in ms.
+float time_on_stream(RunContext& ctx, const std::function<void()>& f) {
+  f();
+  cudaEvent_t ev[2];
+  TRT_CUDA_CHECK(cudaEventCreate(&ev[0]));
+  TRT_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  float t[3] = {0, 0, 0};
+  for (float& ms : t) {
+    TRT_CUDA_CHECK(cudaEventRecord(ev[0], ctx.stream));
+    f();
+    TRT_CUDA_CHECK(cudaEventRecord(ev[1], ctx.stream));
+    TRT_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+    TRT_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+  }
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  std::sort(t, t + 3);
+  return t[1];
+}
+
 // [K, C/g, k...] -> [K, k..., C/g] bytes (KCRS -> KRSC).
 Tensor pack_krsc(const Tensor& w) {
   const int64_t k = w.dim(0), c = w.dim(1), rs = w.numel() / std::max<int64_t>(1, k * c);
@@ -68,6 +116,13 @@ class ConvOp : public GpuOp {
   explicit ConvOp(PostOps post) : post_(post) {}
   std::string kernel() const override {
     if (patch_) return "cuBLASLt (patch GEMM: kernel = stride)";
+    if (pw_.decided && pw_.gemm && pw_mode_ == PointwiseMode::kForce)
+      return fmt::format("cuBLASLt 1x1 conv as GEMM{} (forced)", pw_.nhwc ? " NHWC" : "");
+    if (pw_.decided && pw_.gemm)
+      return fmt::format(
+          "cuBLASLt 1x1 conv as GEMM{} ({:.3f} ms vs cuDNN {})", pw_.nhwc ? " NHWC" : "",
+          pw_.gemm_ms,
+          pw_.cudnn_ms < 0 ? std::string("refused") : fmt::format("{:.3f} ms", pw_.cudnn_ms));
     return conv_.how() + (nhwc_refused_.empty() ? "" : " (NHWC refused: " + nhwc_refused_ + ")");
   }
   void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
@@ -124,10 +179,12 @@ class ConvOp : public GpuOp {
     e.alpha = post_.alpha;
     e.beta = post_.beta;
     std::shared_ptr<void> x_back, r_back;  // NCHW copies for the run that finds out
+    const bool pointwise = pw_mode_ != PointwiseMode::kOff && pointwise_conv(g);
     if (cl) {
       try {
         std::shared_ptr<void> w_scratch;
         const void* pw = krsc_weights(ctx, w, w_scratch);
+        if (pointwise && pointwise_gemm(ctx, g, true, dt, px, pw, py, e)) return;
         conv_.run(ctx, g, ConvConfig{dt, dt, true}, px, pw, py, e);
         return;
       } catch (const Error& err) {
@@ -150,6 +207,7 @@ class ConvOp : public GpuOp {
       }
       out[0]->nhwc = false;
     }
+    if (pointwise && pointwise_gemm(ctx, g, false, dt, px, ctx.dev(w), py, e)) return;
     conv_.run(ctx, g, ConvConfig{dt, dt, false}, px, ctx.dev(w), py, e);
   }
 
@@ -172,6 +230,83 @@ class ConvOp : public GpuOp {
     convert_layout(ctx, static_cast<size_t>(dtype_bits(w.dtype) / 8), w.shape, src, scratch.get(),
                    true);
     return scratch.get();
+  }
+
+  // Runs the pointwise convolution as a GEMM when that was (or, on the first eager run with
+  // this geometry, is now measured to be) faster than cuDNN; false: the caller runs cuDNN.
+  bool pointwise_gemm(RunContext& ctx, const ConvGeometry& g, bool nhwc, DataType dt,
+                      const void* px, const void* pw, void* py, const ConvEpilogue& e) {
+    auto gemm = [&] { run_pointwise_gemm(ctx, g, nhwc, dt, px, pw, py, e); };
+    if (!pw_.decided || !(pw_.geometry == g) || pw_.nhwc != nhwc || pw_.dt != dt) {
+      if (ctx.capturing) return false;
+      pw_ = Pointwise{};
+      pw_.geometry = g;
+      pw_.nhwc = nhwc;
+      pw_.dt = dt;
+      if (pw_mode_ == PointwiseMode::kForce) {
+        pw_.decided = pw_.gemm = true;
+        gemm();
+        return true;
+      }
+      try {
+        pw_.gemm_ms = time_on_stream(ctx, gemm);
+      } catch (const Error&) {
+        (void)cudaGetLastError();
+        pw_.gemm_ms = -1;
+      }
+      try {
+        pw_.cudnn_ms = time_on_stream(ctx, [&] {
+          conv_.run(ctx, g, ConvConfig{dt, dt, nhwc}, px, pw, py, e);
+        });
+      } catch (const Error&) {
+        (void)cudaGetLastError();
+        pw_.cudnn_ms = -1;
+      }
+      pw_.decided = true;
+      pw_.gemm = pw_.gemm_ms >= 0 && (pw_.cudnn_ms < 0 || pw_.gemm_ms < pw_.cudnn_ms);
+    }
+    if (pw_.gemm) gemm();
+    return pw_.gemm;
+  }
+
+  void run_pointwise_gemm(RunContext& ctx, const ConvGeometry& g, bool nhwc, DataType dt,
+                          const void* px, const void* pw, void* py, const ConvEpilogue& e) {
+    int64_t hw = 1;
+    for (int64_t v : g.out) hw *= v;
+    const int64_t k = g.in_channels, n = g.out_channels, total = g.batch * hw * n;
+    if (total == 0) return;
+    if (k == 0) {
+      TRT_CUDA_CHECK(
+          cudaMemsetAsync(py, 0, static_cast<size_t>(total) * (dtype_bits(dt) / 8), ctx.stream));
+    } else if (nhwc) {
+      // Rows are pixels: bias (+ ReLU) in cuBLASLt's epilogue, the residual as its C.
+      MatmulProblem p;
+      p.a_t = p.b_t = p.d_t = dt;
+      p.m = g.batch * hw;
+      p.n = n;
+      p.k = k;
+      p.trans_b = true;  // W [K, C]
+      const bool relu = e.act == k::Act::kRelu;
+      if (e.bias)
+        p.epilogue = relu ? MatmulProblem::Epilogue::kReluBias : MatmulProblem::Epilogue::kBias;
+      else if (relu)
+        p.epilogue = MatmulProblem::Epilogue::kRelu;
+      TRT_CHECK(pw_lt_.run(ctx, p, px, pw, py, 1.0f, e.residual ? 1.0f : 0.0f, e.bias, nullptr,
+                           nullptr, nullptr, nullptr, e.residual),
+                ErrorCode::kNotSupported, "{}: cuBLASLt has no algorithm for this 1x1 product",
+                ctx.node->describe());
+      if (!relu && e.act != k::Act::kNone)
+        ctx.check(
+            k::bias_act(dt, py, nullptr, nullptr, total, n, 1, e.act, e.alpha, e.beta, ctx.stream),
+            "1x1 GEMM activation");
+      return;
+    } else {
+      matmul(ctx, pw_lt_, dt, {n, k}, {g.batch, k, hw}, pw, px, py);
+    }
+    if (!e.empty())
+      ctx.check(k::bias_act(dt, py, e.bias, e.residual, total, n, nhwc ? 1 : hw, e.act, e.alpha,
+                            e.beta, ctx.stream),
+                "1x1 GEMM epilogue");
   }
 
   void run_patch_gemm(RunContext& ctx, const ConvGeometry& g, Value& x, Value& w, Value* b,
@@ -207,8 +342,19 @@ class ConvOp : public GpuOp {
           "patch GEMM epilogue");
   }
 
+  // The pointwise GEMM-or-cuDNN decision for the last geometry seen.
+  struct Pointwise {
+    ConvGeometry geometry;
+    bool nhwc = false;
+    DataType dt = DataType::kUndefined;
+    bool decided = false, gemm = false;
+    float gemm_ms = -1, cudnn_ms = -1;
+  };
   PostOps post_;
   CudnnConv conv_;
+  Pointwise pw_;
+  PointwiseMode pw_mode_ = pointwise_mode();
+  LtMatmul pw_lt_;
   LtMatmul patch_lt_;
   bool patch_enabled_ = env_switch("TRTUTILS_CUDA_PATCH_GEMM", true);
   bool patch_ = false;

@@ -155,6 +155,53 @@ TEST(CudaConvFused, Float16MatchesCpu) {
   check_fused(DataType::kFloat16, {}, kFp16, "fp16");
 }
 
+// Pointwise convolutions as cuBLASLt GEMMs (TRTUTILS_CUDA_POINTWISE_GEMM=force), NCHW (batch
+// under the channels-last minimum) and NHWC, every epilogue: bias and ReLU in cuBLASLt's
+// epilogue and the residual as its C (NHWC), or one epilogue kernel (NCHW, other activations).
+TEST(CudaConvFused, PointwiseGemmMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_POINTWISE_GEMM", "force", 1);
+  cuda::ExecutorOptions nhwc;
+  nhwc.channels_last_min_batch = 1;
+  cuda::ExecutorOptions tf32 = nhwc;
+  tf32.allow_tf32 = true;
+  struct Layout {
+    const char* name;
+    DataType dt;
+    cuda::ExecutorOptions o;
+    Tolerance tol;
+    bool nhwc;
+  };
+  const std::vector<Layout> layouts = {{"NCHW fp32", DataType::kFloat32, {}, kFp32, false},
+                                       {"NCHW fp16", DataType::kFloat16, {}, kFp16, false},
+                                       {"NHWC fp16", DataType::kFloat16, nhwc, kFp16, true},
+                                       {"NHWC tf32", DataType::kFloat32, tf32, kTf32, true}};
+  uint32_t seed = 5000;
+  for (const Layout& l : layouts) {
+    for (const Epi& e : epilogues()) {
+      const Tensor x = random_tensor(l.dt, {3, 24, 7, 5}, seed++);
+      const Tensor w = random_tensor(l.dt, {20, 24, 1, 1}, seed++);
+      std::vector<In> ins{feed(x), weight(w)};
+      ins.push_back(e.bias ? weight(random_tensor(l.dt, {20}, seed++)) : omitted());
+      if (e.residual) ins.push_back(feed(random_tensor(l.dt, {3, 20, 7, 5}, seed++)));
+      while (!ins.empty() && ins.back().omitted) ins.pop_back();
+      std::vector<ir::Attribute> attrs;
+      if (*e.act) {
+        attrs.push_back(as("activation", e.act));
+        if (!e.params.empty()) attrs.push_back(afs("activation_params", e.params));
+      }
+      const NodeCase c{"FusedConv", ins, attrs, 1, "com.trtutils"};
+      const std::string what = std::string(l.name) + " / " + e.name;
+      const auto [y, kernel] = run_with_kernel(c, l.o);
+      std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
+      expect_close(y, run_cpu(c)[0], l.tol, what);
+      EXPECT_NE(kernel.find("1x1 conv as GEMM"), std::string::npos) << what << ": " << kernel;
+      EXPECT_EQ(kernel.find("NHWC") != std::string::npos, l.nhwc) << what << ": " << kernel;
+    }
+  }
+  ::unsetenv("TRTUTILS_CUDA_POINTWISE_GEMM");
+}
+
 // Plain ONNX Conv with a bias: the bias rides in the fused call (identity activation).
 TEST(CudaConvFused, ConvBiasIsFused) {
   TRT_REQUIRE_CUDA();
