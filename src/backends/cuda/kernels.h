@@ -295,6 +295,13 @@ struct DepthwiseDesc {
 };
 cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const DepthwiseDesc& d,
                             const QEpilogue& e, cudaStream_t stream);
+// Depthwise float32 / float16 / bfloat16 convolution, channels-last X [n, h, w, c] and Y, W of
+// dtype dt packed [kh * kw, c]; Y = act(conv + bias[c] + residual) with bias (c values) and
+// residual (Y's shape) of dt, each may be null. c a multiple of 16 bytes and 16-byte aligned
+// pointers, else cudaErrorNotSupported (nothing launched).
+cudaError_t conv_depthwise(DataType dt, const void* x, const void* w, const void* bias,
+                           const void* residual, void* y, const DepthwiseDesc& d, Act act,
+                           float alpha, float beta, cudaStream_t stream);
 
 // True when this process' device can run the kernels compiled into this build (the error of
 // a trivial launch otherwise).

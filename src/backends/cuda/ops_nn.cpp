@@ -57,7 +57,7 @@ bool patch_conv(const ConvGeometry& g) {
 // some of these shapes (ResNet-50 batch 1 NCHW: ~30 us a layer; MobileNetV2's narrow NHWC 1x1
 // layers at ~10% of the memory bandwidth), so the first eager run times both and keeps the
 // faster (TRTUTILS_CUDA_POINTWISE_GEMM=0: cuDNN only, as with TRTUTILS_CUDA_FUSED_CONV=force;
-// =force: the GEMM without timing). Read when the op is made.
+// =force: the GEMM without timing). Read when the op is made (alt_mode).
 bool pointwise_conv(const ConvGeometry& g) {
   if (g.group != 1) return false;
   for (size_t i = 0; i < g.nspatial; ++i)
@@ -67,14 +67,23 @@ bool pointwise_conv(const ConvGeometry& g) {
   return true;
 }
 
-enum class PointwiseMode { kOff, kTimed, kForce };
-PointwiseMode pointwise_mode() {
+// How an alternative to cuDNN is chosen: never, timed against cuDNN on the first eager run, or
+// always (env `name` = 0 / unset / force). TRTUTILS_CUDA_FUSED_CONV=force means cuDNN only.
+enum class AltMode { kOff, kTimed, kForce };
+AltMode alt_mode(const char* name) {
   const char* f = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
-  const char* g = std::getenv("TRTUTILS_CUDA_POINTWISE_GEMM");
-  if (g && std::string(g) == "force") return PointwiseMode::kForce;
-  if ((f && std::string(f) == "force") || (g && !env_switch("TRTUTILS_CUDA_POINTWISE_GEMM", true)))
-    return PointwiseMode::kOff;
-  return PointwiseMode::kTimed;
+  const char* g = std::getenv(name);
+  if (g && std::string(g) == "force") return AltMode::kForce;
+  if ((f && std::string(f) == "force") || (g && !env_switch(name, true))) return AltMode::kOff;
+  return AltMode::kTimed;
+}
+
+// A depthwise 2-D convolution (groups = channels, multiplier 1): on channels-last data our
+// kernel (depthwise_kernels.cu) is timed against cuDNN like the pointwise GEMM
+// (TRTUTILS_CUDA_DEPTHWISE=0 / force).
+bool depthwise_conv(const ConvGeometry& g) {
+  return g.nspatial == 2 && g.group > 1 && g.group == g.in_channels &&
+         g.out_channels == g.in_channels;
 }
 
 // Median of 3 timed runs of f on ctx.stream (after one warm-up run), in ms.
@@ -116,13 +125,13 @@ class ConvOp : public GpuOp {
   explicit ConvOp(PostOps post) : post_(post) {}
   std::string kernel() const override {
     if (patch_) return "cuBLASLt (patch GEMM: kernel = stride)";
-    if (pw_.decided && pw_.gemm && pw_mode_ == PointwiseMode::kForce)
-      return fmt::format("cuBLASLt 1x1 conv as GEMM{} (forced)", pw_.nhwc ? " NHWC" : "");
-    if (pw_.decided && pw_.gemm)
+    if (alt_.decided && alt_.chosen) {
+      const std::string what = std::string(alt_.label) + (alt_.nhwc ? " NHWC" : "");
+      if (alt_.forced) return what + " (forced)";
       return fmt::format(
-          "cuBLASLt 1x1 conv as GEMM{} ({:.3f} ms vs cuDNN {})", pw_.nhwc ? " NHWC" : "",
-          pw_.gemm_ms,
-          pw_.cudnn_ms < 0 ? std::string("refused") : fmt::format("{:.3f} ms", pw_.cudnn_ms));
+          "{} ({:.3f} ms vs cuDNN {})", what, alt_.alt_ms,
+          alt_.cudnn_ms < 0 ? std::string("refused") : fmt::format("{:.3f} ms", alt_.cudnn_ms));
+    }
     return conv_.how() + (nhwc_refused_.empty() ? "" : " (NHWC refused: " + nhwc_refused_ + ")");
   }
   void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
@@ -179,9 +188,21 @@ class ConvOp : public GpuOp {
     e.alpha = post_.alpha;
     e.beta = post_.beta;
     std::shared_ptr<void> x_back, r_back;  // NCHW copies for the run that finds out
-    const bool pointwise = pw_mode_ != PointwiseMode::kOff && pointwise_conv(g);
+    const bool pointwise = pw_mode_ != AltMode::kOff && pointwise_conv(g);
     if (cl) {
       try {
+        if (dw_mode_ != AltMode::kOff && depthwise_conv(g) && w.constant && w.host.defined()) {
+          const void* wd = depthwise_weights(ctx, w);
+          std::shared_ptr<void> w_scratch;
+          const void* pw = krsc_weights(ctx, w, w_scratch);
+          auto dw = [&] {
+            ctx.check(k::conv_depthwise(dt, px, wd, e.bias, e.residual, py, depthwise_desc(g),
+                                        e.act, e.alpha, e.beta, ctx.stream),
+                      "depthwise convolution");
+          };
+          if (alternative(ctx, g, true, dt, dw_mode_, "CUDA depthwise kernel", dw, px, pw, py, e))
+            return;
+        }
         std::shared_ptr<void> w_scratch;
         const void* pw = krsc_weights(ctx, w, w_scratch);
         if (pointwise && pointwise_gemm(ctx, g, true, dt, px, pw, py, e)) return;
@@ -237,36 +258,89 @@ class ConvOp : public GpuOp {
   bool pointwise_gemm(RunContext& ctx, const ConvGeometry& g, bool nhwc, DataType dt,
                       const void* px, const void* pw, void* py, const ConvEpilogue& e) {
     auto gemm = [&] { run_pointwise_gemm(ctx, g, nhwc, dt, px, pw, py, e); };
-    if (!pw_.decided || !(pw_.geometry == g) || pw_.nhwc != nhwc || pw_.dt != dt) {
+    return alternative(ctx, g, nhwc, dt, pw_mode_, "cuBLASLt 1x1 conv as GEMM", gemm, px, pw, py,
+                       e);
+  }
+
+  // Runs `alt` instead of cuDNN when it was (or, on the first eager run with this geometry, is
+  // now measured to be) faster; false: the caller runs cuDNN. A failing candidate loses.
+  bool alternative(RunContext& ctx, const ConvGeometry& g, bool nhwc, DataType dt, AltMode mode,
+                   const char* label, const std::function<void()>& alt, const void* px,
+                   const void* pw, void* py, const ConvEpilogue& e) {
+    if (!alt_.decided || !(alt_.geometry == g) || alt_.nhwc != nhwc || alt_.dt != dt ||
+        alt_.label != label) {
       if (ctx.capturing) return false;
-      pw_ = Pointwise{};
-      pw_.geometry = g;
-      pw_.nhwc = nhwc;
-      pw_.dt = dt;
-      if (pw_mode_ == PointwiseMode::kForce) {
-        pw_.decided = pw_.gemm = true;
-        gemm();
-        return true;
+      alt_ = Alternative{};
+      alt_.geometry = g;
+      alt_.nhwc = nhwc;
+      alt_.dt = dt;
+      alt_.label = label;
+      alt_.decided = true;
+      if (mode == AltMode::kForce) {  // unless it cannot run (then cuDNN)
+        try {
+          alt();
+          alt_.chosen = alt_.forced = true;
+          return true;
+        } catch (const Error&) {
+          (void)cudaGetLastError();
+          return false;
+        }
       }
       try {
-        pw_.gemm_ms = time_on_stream(ctx, gemm);
+        alt_.alt_ms = time_on_stream(ctx, alt);
       } catch (const Error&) {
         (void)cudaGetLastError();
-        pw_.gemm_ms = -1;
+        alt_.alt_ms = -1;
       }
       try {
-        pw_.cudnn_ms = time_on_stream(ctx, [&] {
+        alt_.cudnn_ms = time_on_stream(ctx, [&] {
           conv_.run(ctx, g, ConvConfig{dt, dt, nhwc}, px, pw, py, e);
         });
       } catch (const Error&) {
         (void)cudaGetLastError();
-        pw_.cudnn_ms = -1;
+        alt_.cudnn_ms = -1;
       }
-      pw_.decided = true;
-      pw_.gemm = pw_.gemm_ms >= 0 && (pw_.cudnn_ms < 0 || pw_.gemm_ms < pw_.cudnn_ms);
+      alt_.chosen = alt_.alt_ms >= 0 && (alt_.cudnn_ms < 0 || alt_.alt_ms < alt_.cudnn_ms);
     }
-    if (pw_.gemm) gemm();
-    return pw_.gemm;
+    if (alt_.chosen) alt();
+    return alt_.chosen;
+  }
+
+  // Depthwise weights [C, 1, kh, kw] packed [kh * kw, C] for the kernel (uploaded once).
+  const void* depthwise_weights(RunContext& ctx, Value& w) {
+    if (!w_dw_ || w_dw_src_ != w.host.raw()) {
+      const Tensor& t = w.host;
+      const int64_t c = t.dim(0), taps = t.numel() / std::max<int64_t>(1, c);
+      const size_t esz = static_cast<size_t>(dtype_bits(t.dtype()) / 8);
+      Tensor packed = Tensor::uninitialized(t.dtype(), t.shape());
+      const auto* src = static_cast<const uint8_t*>(t.raw());
+      auto* dst = static_cast<uint8_t*>(packed.raw());
+      for (int64_t ci = 0; ci < c; ++ci)
+        for (int64_t p = 0; p < taps; ++p)
+          std::memcpy(dst + (p * c + ci) * esz, src + (ci * taps + p) * esz, esz);
+      w_dw_ = upload_bytes(packed.raw(), packed.nbytes());
+      w_dw_src_ = t.raw();
+      if (ctx.weight_bytes) *ctx.weight_bytes += packed.nbytes();
+    }
+    return w_dw_.get();
+  }
+  static k::DepthwiseDesc depthwise_desc(const ConvGeometry& g) {
+    k::DepthwiseDesc d;
+    d.n = static_cast<int32_t>(g.batch);
+    d.c = static_cast<int32_t>(g.in_channels);
+    d.h = static_cast<int32_t>(g.in[0]);
+    d.w = static_cast<int32_t>(g.in[1]);
+    d.oh = static_cast<int32_t>(g.out[0]);
+    d.ow = static_cast<int32_t>(g.out[1]);
+    d.kh = static_cast<int32_t>(g.kernel[0]);
+    d.kw = static_cast<int32_t>(g.kernel[1]);
+    d.sh = static_cast<int32_t>(g.stride[0]);
+    d.sw = static_cast<int32_t>(g.stride[1]);
+    d.ph = static_cast<int32_t>(g.pad_begin[0]);
+    d.pw = static_cast<int32_t>(g.pad_begin[1]);
+    d.dh = static_cast<int32_t>(g.dilation[0]);
+    d.dw = static_cast<int32_t>(g.dilation[1]);
+    return d;
   }
 
   void run_pointwise_gemm(RunContext& ctx, const ConvGeometry& g, bool nhwc, DataType dt,
@@ -342,18 +416,22 @@ class ConvOp : public GpuOp {
           "patch GEMM epilogue");
   }
 
-  // The pointwise GEMM-or-cuDNN decision for the last geometry seen.
-  struct Pointwise {
+  // The alternative-or-cuDNN decision for the last geometry seen.
+  struct Alternative {
     ConvGeometry geometry;
     bool nhwc = false;
     DataType dt = DataType::kUndefined;
-    bool decided = false, gemm = false;
-    float gemm_ms = -1, cudnn_ms = -1;
+    std::string label;
+    bool decided = false, chosen = false, forced = false;
+    float alt_ms = -1, cudnn_ms = -1;
   };
   PostOps post_;
   CudnnConv conv_;
-  Pointwise pw_;
-  PointwiseMode pw_mode_ = pointwise_mode();
+  Alternative alt_;
+  AltMode pw_mode_ = alt_mode("TRTUTILS_CUDA_POINTWISE_GEMM");
+  AltMode dw_mode_ = alt_mode("TRTUTILS_CUDA_DEPTHWISE");
+  std::shared_ptr<void> w_dw_;
+  const void* w_dw_src_ = nullptr;
   LtMatmul pw_lt_;
   LtMatmul patch_lt_;
   bool patch_enabled_ = env_switch("TRTUTILS_CUDA_PATCH_GEMM", true);

@@ -5,6 +5,7 @@
 // TRTUTILS_CUDA_FUSED_CONV=force; the default timed policy is checked for correctness.
 #include <cstdlib>
 #include <iostream>
+#include <tuple>
 
 #include "backends/cuda/cuda_test_util.h"
 
@@ -200,6 +201,66 @@ TEST(CudaConvFused, PointwiseGemmMatchesCpu) {
     }
   }
   ::unsetenv("TRTUTILS_CUDA_POINTWISE_GEMM");
+}
+
+// Depthwise convolutions through our channels-last kernel (TRTUTILS_CUDA_DEPTHWISE=force),
+// every epilogue, strides, dilation and asymmetric padding; 10 channels (not a multiple of 16
+// bytes) stay on cuDNN.
+TEST(CudaConvFused, DepthwiseKernelMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_DEPTHWISE", "force", 1);
+  cuda::ExecutorOptions nhwc;
+  nhwc.channels_last_min_batch = 1;
+  cuda::ExecutorOptions tf32 = nhwc;
+  tf32.allow_tf32 = true;
+  struct Dw {
+    const char* name;
+    Shape x;
+    std::vector<ir::Attribute> attrs;
+    int64_t k;
+  };
+  const std::vector<Dw> geos = {
+      {"3x3 pad 1, 16", {2, 16, 9, 11}, {ais("pads", {1, 1, 1, 1})}, 3},
+      {"3x3 stride 2, 24", {2, 24, 13, 12}, {ais("pads", {1, 1, 1, 1}), ais("strides", {2, 2})}, 3},
+      {"5x5 dilated, asymmetric pads, 8",
+       {1, 8, 12, 10},
+       {ais("pads", {2, 4, 3, 4}), ais("dilations", {2, 2})},
+       5},
+      {"3x3, 10 (cuDNN)", {2, 10, 9, 9}, {ais("pads", {1, 1, 1, 1})}, 3},
+  };
+  uint32_t seed = 7000;
+  for (const auto& [dt, o, tol] :
+       std::vector<std::tuple<DataType, cuda::ExecutorOptions, Tolerance>>{
+           {DataType::kFloat16, nhwc, kFp16}, {DataType::kFloat32, tf32, kTf32}}) {
+    for (const Dw& g : geos) {
+      for (const Epi& e : epilogues()) {
+        const int64_t c = g.x[1];
+        const Tensor x = random_tensor(dt, g.x, seed++);
+        const Tensor w = random_tensor(dt, {c, 1, g.k, g.k}, seed++);
+        std::vector<ir::Attribute> attrs = g.attrs;
+        attrs.push_back(ai("group", c));
+        const Tensor probe = run_cpu({"Conv", {feed(x), weight(w)}, attrs})[0];
+        std::vector<In> ins{feed(x), weight(w)};
+        ins.push_back(e.bias ? weight(random_tensor(dt, {c}, seed++)) : omitted());
+        if (e.residual) ins.push_back(feed(random_tensor(dt, probe.shape(), seed++)));
+        while (!ins.empty() && ins.back().omitted) ins.pop_back();
+        if (*e.act) {
+          attrs.push_back(as("activation", e.act));
+          if (!e.params.empty()) attrs.push_back(afs("activation_params", e.params));
+        }
+        const NodeCase nc{"FusedConv", ins, attrs, 1, "com.trtutils"};
+        const std::string what =
+            std::string(g.name) + " / " + e.name + " " + std::string(dtype_name(dt));
+        const auto [y, kernel] = run_with_kernel(nc, o);
+        std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
+        // float32: exact products in our kernel, TF32 in cuDNN (the 10-channel case).
+        expect_close(y, run_cpu(nc)[0], tol, what);
+        EXPECT_EQ(kernel.find("CUDA depthwise kernel NHWC") != std::string::npos, c % 8 == 0)
+            << what << ": " << kernel;
+      }
+    }
+  }
+  ::unsetenv("TRTUTILS_CUDA_DEPTHWISE");
 }
 
 // Plain ONNX Conv with a bias: the bias rides in the fused call (identity activation).
