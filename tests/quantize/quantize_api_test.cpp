@@ -254,6 +254,44 @@ TEST_F(QuantizeApiTest, MinSqnrFallbackLeavesLayersInFloat) {
   EXPECT_EQ(r.num_quantized_nodes, 0);
 }
 
+// y = 0.001 * MatMul(x * c, WA) + MatMul(x, WB), c = 1 but 100 on one channel: mm_a's int8
+// input is coarse (its own output ~22 dB) but reaches y scaled by 0.001; mm_b's (~38 dB) is
+// what limits y. Ranked by the measured output gain, mm_b alone goes back to float and y
+// reaches 50 dB; ranked by the noise each node adds locally, mm_a would go first, uselessly.
+TEST_F(QuantizeApiTest, MinSqnrFallbackRanksNodesByMeasuredOutputGain) {
+  ir::GraphBuilder b("two_branches");
+  auto x = b.input("x", DataType::kFloat32, {ir::Dim("N"), 64});
+  Tensor c(DataType::kFloat32, {64});
+  for (int64_t i = 0; i < 64; ++i) c.data<float>()[i] = i == 5 ? 100.0f : 1.0f;
+  auto x2 = b.node("Mul", {x, b.initializer("c", c)}, {}, 1, "", "outlier")[0];
+  auto a =
+      b.node("MatMul", {x2, b.initializer("wa", randn({64, 32}, 11, 0.1f))}, {}, 1, "", "mm_a")[0];
+  Tensor k(DataType::kFloat32, {});
+  k.data<float>()[0] = 0.001f;
+  auto as = b.node("Mul", {a, b.initializer("k", k)}, {}, 1, "", "scale_a")[0];
+  auto bb =
+      b.node("MatMul", {x, b.initializer("wb", randn({64, 32}, 12, 0.1f))}, {}, 1, "", "mm_b")[0];
+  auto y = b.node("Add", {as, bb}, {}, 1, "", "sum")[0];
+  b.output(y, DataType::kFloat32, ir::SymShape{ir::Dim("N"), 32});
+  onnx_io::save_model(b.build(17), dir_ / "two.onnx");
+  npy_save(dir_ / "two.npy", randn({48, 64}, 13, 1.0f));
+  QuantizeOptions o;
+  o.onnx_path = dir_ / "two.onnx";
+  o.output_path = dir_ / "two_qdq.onnx";
+  o.calibration_data = dir_ / "two.npy";
+  o.batch_size = 8;
+  o.eval_batches = 2;
+  o.weight_rounding = "rtn";
+  QuantizeResult plain = quantize_onnx(o);
+  ASSERT_EQ(plain.num_quantized_nodes, 2);
+  ASSERT_LT(plain.outputs.at(0).sqnr_db, 50.0);
+  o.min_sqnr = 50.0;
+  QuantizeResult r = quantize_onnx(o);
+  EXPECT_EQ(r.excluded_by_fallback, std::vector<std::string>{"mm_b"});
+  EXPECT_EQ(r.num_quantized_nodes, 1);
+  EXPECT_GE(r.outputs.at(0).sqnr_db, 50.0);
+}
+
 TEST_F(QuantizeApiTest, CalibratePerNodeGivesIdenticalScales) {
   for (const std::string method : {"entropy", "max"}) {
     auto a = opts("int8", method);
