@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -705,12 +706,18 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   // Layer records.
   TRT_LOG_INFO("[4/6] selecting kernels");
   engine::EngineData ed;
+  // The CUDA executor's own fusions (attention, MatMul + bias / GELU / residual) as they will
+  // run: the absorbed layers name the fused op and the node it becomes.
+  const auto fused = backend == "cuda" ? cuda::fusion_plan(g, model.opset())
+                                       : std::map<std::string, cuda::FusedInto>{};
   for (const auto& n : g.nodes) {
     engine::LayerRecord r = precision::describe_layer(g, n);
     r.device = "cpu";
     if (backend == "cuda") {
       r.device = "gpu";
       r.kernel = cuda_kernel_label(g, n);
+      auto f = fused.find(n.name);
+      if (f != fused.end()) r.kernel = "fused: cuda." + f->second.op + " (" + f->second.node + ")";
     }
     r.tactic = n.attr_string("tactic", "");
     ed.layers.push_back(r);

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 
 #include "backends/cuda/resnet_block.h"
 #include "engine/engine_file.h"
+#include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
 #include "trtutils/builder.h"
@@ -112,6 +114,48 @@ TEST(ConvFusionHalfTest, FusesSixteenBitChains) {
     EXPECT_EQ(f->attr_floats("activation_params"), (std::vector<float>{0.0f, 6.0f})) << what;
     EXPECT_EQ(f->inputs.size(), 4u) << what;  // X, W, (no B), residual
   }
+}
+
+}  // namespace
+}  // namespace trtutils
+
+namespace trtutils {
+namespace {
+
+// The layer records of a GPU engine name the CUDA executor's own fusions: a scaled dot-product
+// attention block (MatMul -> Mul -> Softmax -> MatMul) shows as fused into one Attention node,
+// a MatMul + bias Add as MatMulBias.
+TEST(GpuEngineLayers, KernelColumnNamesTheExecutorsFusions) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("trtutils_gpu_layers_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  ir::GraphBuilder b("attention");
+  const std::string q = b.input("q", DataType::kFloat32, {2, 4, 10, 8});
+  const std::string k = b.input("k", DataType::kFloat32, {2, 4, 8, 10});
+  const std::string v = b.input("v", DataType::kFloat32, {2, 4, 10, 8});
+  Tensor c(DataType::kFloat32, {});
+  c.data<float>()[0] = 0.35f;
+  const std::string s = b.node("MatMul", {q, k}, {}, 1, "", "scores")[0];
+  const std::string ss = b.node("Mul", {s, b.initializer("c", c)}, {}, 1, "", "scale")[0];
+  const std::string p = b.node("Softmax", {ss}, {ir::attr_int("axis", -1)}, 1, "", "softmax")[0];
+  const std::string o = b.node("MatMul", {p, v}, {}, 1, "", "context")[0];
+  Tensor w(DataType::kFloat32, {8, 6}), bias(DataType::kFloat32, {6});
+  const std::string h = b.node("MatMul", {o, b.initializer("w", w)}, {}, 1, "", "proj")[0];
+  b.output(b.node("Add", {h, b.initializer("bias", bias)}, {}, 1, "", "proj_bias")[0]);
+  onnx_io::save_model(b.build(17), dir / "attention.onnx");
+  builder::BuildConfig cfg;
+  cfg.backend = "cuda";
+  cfg.target_sm = 90;
+  builder::build_engine(dir / "attention.onnx", dir / "attention.engine", cfg);
+  const engine::EngineData e = engine::read_engine_file(dir / "attention.engine");
+  std::map<std::string, std::string> kernel;
+  for (size_t i = 0; i < e.layers.size(); ++i)
+    kernel[e.model.graph.nodes[i].name] = e.layers[i].kernel;
+  for (const char* n : {"scores", "scale", "softmax", "context"})
+    EXPECT_EQ(kernel[n], "fused: cuda.Attention (context)") << n;
+  EXPECT_EQ(kernel["proj"], "fused: cuda.MatMulBias (proj)");
+  EXPECT_EQ(kernel["proj_bias"], "fused: cuda.MatMulBias (proj)");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -85,6 +85,15 @@ std::vector<std::string> supported_ops();
 // problems that only show at run time are not found here.
 std::vector<std::string> unsupported_nodes(const ir::Model& model);
 
+// What the executor's own fusions (graph_fusion.cpp, run on its private copy of the graph) will
+// make of `graph`: for each named node they absorb, the fused op (com.trtutils.cuda::Attention,
+// MatMulBias or Gelu) and the name of the node it becomes. Empty without the CUDA backend.
+struct FusedInto {
+  std::string op;
+  std::string node;
+};
+std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t opset);
+
 // Device memory the caller owns, for Executor::enqueue: an input's data, dtype and shape, or an
 // output buffer of `bytes` bytes (its dtype and shape are written back).
 struct DeviceBuffer {

@@ -81,8 +81,8 @@ cudaError_t conv_depthwise(DataType dt, const void* x, const void* w, const void
   const auto n = static_cast<int32_t>(total);
   dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    conv_depthwise_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
-        xp, wp, bp, rp, yp, d, act, alpha, beta, n);
+    conv_depthwise_kernel<T>
+        <<<blocks_for(total), kThreads, 0, stream>>>(xp, wp, bp, rp, yp, d, act, alpha, beta, n);
   });
   return cudaGetLastError();
 }

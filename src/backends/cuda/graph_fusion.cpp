@@ -16,10 +16,12 @@
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
 #include <cmath>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/cuda_ops.h"
 #include "trtutils/logging.h"
 
@@ -44,19 +46,36 @@ class Fuser {
     removed_.assign(g_.nodes.size(), false);
   }
 
-  size_t run() {
+  // absorbed (optional): original node name -> what it became.
+  size_t run(std::map<std::string, FusedInto>* absorbed = nullptr) {
     size_t fused = 0;
+    std::vector<std::string> names;
+    if (absorbed)
+      for (const auto& n : g_.nodes) names.push_back(n.name);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (removed_[i]) continue;
       const ir::Node& n = g_.nodes[i];
       if (!default_domain(n)) continue;
+      const bool candidate =
+          n.op_type == "MatMul" || n.op_type == "Gemm" || n.op_type == "Div" || n.op_type == "Mul";
+      if (!candidate) continue;
+      const std::vector<bool> before = absorbed ? removed_ : std::vector<bool>{};
+      last_ = SIZE_MAX;
+      size_t f = 0;
       if (n.op_type == "MatMul") {
         const size_t a = attention_ ? fuse_attention(i) : 0;
-        fused += a ? a : fuse_matmul(i);
+        f = a ? a : fuse_matmul(i);
       } else if (n.op_type == "Gemm") {
-        fused += fuse_gemm_grid(i);
-      } else if (n.op_type == "Div" || n.op_type == "Mul") {
-        fused += fuse_gelu_alone(i);
+        f = fuse_gemm_grid(i);
+      } else {
+        f = fuse_gelu_alone(i);
+      }
+      fused += f;
+      if (f && absorbed && last_ != SIZE_MAX) {
+        const FusedInto into{g_.nodes[last_].op_type, g_.nodes[last_].name};
+        for (size_t j = 0; j < names.size(); ++j)
+          if (((removed_[j] && !before[j]) || j == last_) && !names[j].empty())
+            (*absorbed)[names[j]] = into;
       }
     }
     if (fused) {
@@ -186,6 +205,7 @@ class Fuser {
     g_.nodes[last] = std::move(f);
     removed_[last] = false;
     removed_[i] = true;
+    last_ = last;
     return 1;
   }
 
@@ -289,6 +309,7 @@ class Fuser {
     g_.nodes[chain.back()] = std::move(f);
     removed_[chain.back()] = false;
     removed_[i] = true;
+    last_ = chain.back();
     return 1;
   }
 
@@ -435,6 +456,7 @@ class Fuser {
     // The fused node takes the place of the chain's last node: every operand exists by then.
     g_.nodes[last] = std::move(f);
     removed_[last] = false;
+    last_ = last;
     return 1;
   }
 
@@ -455,10 +477,12 @@ class Fuser {
     for (size_t c : chain) removed_[c] = true;
     g_.nodes[chain.back()] = std::move(f);
     removed_[chain.back()] = false;
+    last_ = chain.back();
     return 1;
   }
 
   ir::Graph& g_;
+  size_t last_ = SIZE_MAX;  // where the last fusion put its node
   int64_t opset_;
   bool attention_;
   std::unordered_map<std::string, std::vector<size_t>> readers_;
@@ -468,6 +492,13 @@ class Fuser {
 };
 
 }  // namespace
+
+std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t opset) {
+  ir::Graph copy = graph;
+  std::map<std::string, FusedInto> absorbed;
+  Fuser(copy, opset, env_switch("TRTUTILS_CUDA_ATTENTION", true)).run(&absorbed);
+  return absorbed;
+}
 
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset) {
   const size_t n = Fuser(graph, opset, env_switch("TRTUTILS_CUDA_ATTENTION", true)).run();
