@@ -238,6 +238,24 @@ struct ConvGeometry {
 // Reads and validates a Conv-like node's geometry for input shape x and weight shape w.
 ConvGeometry conv_geometry(const ir::Node& node, const Shape& x, const Shape& w);
 Shape conv_output_shape(const ConvGeometry& g);
+// The 2-D channels-last geometry of the im2col and depthwise descriptors (32-bit: the callers
+// check the sizes).
+template <typename D>
+void set_2d_geometry(D& d, const ConvGeometry& g) {
+  d.c = static_cast<int32_t>(g.in_channels);
+  d.h = static_cast<int32_t>(g.in[0]);
+  d.w = static_cast<int32_t>(g.in[1]);
+  d.oh = static_cast<int32_t>(g.out[0]);
+  d.ow = static_cast<int32_t>(g.out[1]);
+  d.kh = static_cast<int32_t>(g.kernel[0]);
+  d.kw = static_cast<int32_t>(g.kernel[1]);
+  d.sh = static_cast<int32_t>(g.stride[0]);
+  d.sw = static_cast<int32_t>(g.stride[1]);
+  d.ph = static_cast<int32_t>(g.pad_begin[0]);
+  d.pw = static_cast<int32_t>(g.pad_begin[1]);
+  d.dh = static_cast<int32_t>(g.dilation[0]);
+  d.dw = static_cast<int32_t>(g.dilation[1]);
+}
 
 // Data types and memory layout of a convolution.
 struct ConvConfig {

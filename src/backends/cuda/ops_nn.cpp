@@ -327,19 +327,7 @@ class ConvOp : public GpuOp {
   static k::DepthwiseDesc depthwise_desc(const ConvGeometry& g) {
     k::DepthwiseDesc d;
     d.n = static_cast<int32_t>(g.batch);
-    d.c = static_cast<int32_t>(g.in_channels);
-    d.h = static_cast<int32_t>(g.in[0]);
-    d.w = static_cast<int32_t>(g.in[1]);
-    d.oh = static_cast<int32_t>(g.out[0]);
-    d.ow = static_cast<int32_t>(g.out[1]);
-    d.kh = static_cast<int32_t>(g.kernel[0]);
-    d.kw = static_cast<int32_t>(g.kernel[1]);
-    d.sh = static_cast<int32_t>(g.stride[0]);
-    d.sw = static_cast<int32_t>(g.stride[1]);
-    d.ph = static_cast<int32_t>(g.pad_begin[0]);
-    d.pw = static_cast<int32_t>(g.pad_begin[1]);
-    d.dh = static_cast<int32_t>(g.dilation[0]);
-    d.dw = static_cast<int32_t>(g.dilation[1]);
+    set_2d_geometry(d, g);
     return d;
   }
 

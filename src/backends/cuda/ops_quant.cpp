@@ -179,25 +179,6 @@ Shape to_last(const Shape& s) {
   return r;
 }
 
-// The 2-D channels-last geometry shared by the im2col and depthwise descriptors (32-bit: the
-// callers check the sizes).
-template <typename D>
-void set_2d_geometry(D& d, const ConvGeometry& g) {
-  d.c = static_cast<int32_t>(g.in_channels);
-  d.h = static_cast<int32_t>(g.in[0]);
-  d.w = static_cast<int32_t>(g.in[1]);
-  d.oh = static_cast<int32_t>(g.out[0]);
-  d.ow = static_cast<int32_t>(g.out[1]);
-  d.kh = static_cast<int32_t>(g.kernel[0]);
-  d.kw = static_cast<int32_t>(g.kernel[1]);
-  d.sh = static_cast<int32_t>(g.stride[0]);
-  d.sw = static_cast<int32_t>(g.stride[1]);
-  d.ph = static_cast<int32_t>(g.pad_begin[0]);
-  d.pw = static_cast<int32_t>(g.pad_begin[1]);
-  d.dh = static_cast<int32_t>(g.dilation[0]);
-  d.dw = static_cast<int32_t>(g.dilation[1]);
-}
-
 int64_t round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }

@@ -22,18 +22,6 @@ namespace {
 
 using namespace cuda_testing;  // NOLINT
 
-Tensor scalar_of(DataType dt, float v) {
-  Tensor t(dt, {});
-  if (dt == DataType::kFloat16) {
-    t.data<half>()[0] = float_to_half(v);
-  } else if (dt == DataType::kBFloat16) {
-    t.data<bfloat16>()[0] = float_to_bfloat16(v);
-  } else {
-    t.data<float>()[0] = v;
-  }
-  return t;
-}
-
 // Legacy export: q, k [sq|sk, n, d], v [sk, n, dv] sequence first; y [sq, n, dv].
 ir::Model legacy(DataType dt, int64_t n, int64_t sq, int64_t sk, int64_t d, int64_t dv) {
   ir::GraphBuilder b("legacy_mha");
@@ -41,8 +29,8 @@ ir::Model legacy(DataType dt, int64_t n, int64_t sq, int64_t sk, int64_t d, int6
   const std::string k = b.input("k", dt, {sk, n, d});
   const std::string v = b.input("v", dt, {sk, n, dv});
   const std::string qt = b.node("Transpose", {q}, {ir::attr_ints("perm", {1, 0, 2})})[0];
-  const std::string qs =
-      b.node("Div", {qt, b.initializer("c", scalar_of(dt, std::sqrt(static_cast<float>(d))))})[0];
+  const std::string qs = b.node(
+      "Div", {qt, b.initializer("c", scalar_tensor(dt, std::sqrt(static_cast<float>(d))))})[0];
   const std::string kt = b.node("Transpose", {k}, {ir::attr_ints("perm", {1, 2, 0})})[0];
   const std::string vt = b.node("Transpose", {v}, {ir::attr_ints("perm", {1, 0, 2})})[0];
   const std::string s = b.node("MatMul", {qs, kt})[0];
@@ -62,10 +50,10 @@ ir::Model sdpa(DataType dt, int64_t bn, int64_t h, int64_t sq, int64_t sk, int64
   const std::string k =
       kt_input ? b.input("k", dt, {bn, h, d, sk}) : b.input("k", dt, {bn, h, sk, d});
   const std::string v = b.input("v", dt, {bn, h, sk, dv});
-  const std::string qs = b.node("Mul", {q, b.initializer("sq", scalar_of(dt, s))})[0];
+  const std::string qs = b.node("Mul", {q, b.initializer("sq", scalar_tensor(dt, s))})[0];
   const std::string kt =
       kt_input ? k : b.node("Transpose", {k}, {ir::attr_ints("perm", {0, 1, 3, 2})})[0];
-  const std::string ks = b.node("Mul", {b.initializer("sk", scalar_of(dt, s)), kt})[0];
+  const std::string ks = b.node("Mul", {b.initializer("sk", scalar_tensor(dt, s)), kt})[0];
   const std::string sc = b.node("MatMul", {qs, ks})[0];
   const std::string p = b.node("Softmax", {sc}, {ir::attr_int("axis", -1)})[0];
   b.output(b.node("MatMul", {p, v})[0]);
@@ -91,9 +79,9 @@ ir::Model sdpa_seq_first(DataType dt, int64_t bn, int64_t h, int64_t s, int64_t 
     return b.node("Reshape", {t, sh})[0];
   };
   const std::string q = heads("q"), k = heads("k"), v = heads("v");
-  const std::string qs = b.node("Mul", {q, b.initializer("cq", scalar_of(dt, c))})[0];
+  const std::string qs = b.node("Mul", {q, b.initializer("cq", scalar_tensor(dt, c))})[0];
   const std::string kt = b.node("Transpose", {k}, {ir::attr_ints("perm", {0, 1, 3, 2})})[0];
-  const std::string ks = b.node("Mul", {kt, b.initializer("ck", scalar_of(dt, c))})[0];
+  const std::string ks = b.node("Mul", {kt, b.initializer("ck", scalar_tensor(dt, c))})[0];
   const std::string sc = b.node("MatMul", {qs, ks})[0];
   const std::string p = b.node("Softmax", {sc}, {ir::attr_int("axis", -1)})[0];
   const std::string o = b.node("MatMul", {p, v})[0];

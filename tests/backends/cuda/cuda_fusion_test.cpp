@@ -15,27 +15,18 @@ namespace {
 
 using namespace cuda_testing;  // NOLINT
 
-Tensor scalar_of(DataType dt, float v) {
-  Tensor t(dt, {});
-  if (dt == DataType::kFloat16) {
-    t.data<half>()[0] = float_to_half(v);
-  } else {
-    t.data<float>()[0] = v;
-  }
-  return t;
-}
-
 // x -> Div(x, sqrt 2) (or Mul(1/sqrt 2, x)) -> Erf -> Add(1) -> Mul(x, .) -> Mul(., 0.5), as
 // torch.onnx exports nn.GELU().
 std::string gelu_chain(ir::GraphBuilder& b, const std::string& x, DataType dt, bool mul_form,
                        const std::string& tag) {
   const std::string d =
-      mul_form ? b.node("Mul", {b.initializer(tag + "r", scalar_of(dt, std::sqrt(0.5f))), x})[0]
-               : b.node("Div", {x, b.initializer(tag + "s", scalar_of(dt, std::sqrt(2.0f)))})[0];
+      mul_form
+          ? b.node("Mul", {b.initializer(tag + "r", scalar_tensor(dt, std::sqrt(0.5f))), x})[0]
+          : b.node("Div", {x, b.initializer(tag + "s", scalar_tensor(dt, std::sqrt(2.0f)))})[0];
   const std::string e = b.node("Erf", {d})[0];
-  const std::string a = b.node("Add", {e, b.initializer(tag + "one", scalar_of(dt, 1.0f))})[0];
+  const std::string a = b.node("Add", {e, b.initializer(tag + "one", scalar_tensor(dt, 1.0f))})[0];
   const std::string m = b.node("Mul", {x, a})[0];
-  return b.node("Mul", {m, b.initializer(tag + "half", scalar_of(dt, 0.5f))})[0];
+  return b.node("Mul", {m, b.initializer(tag + "half", scalar_tensor(dt, 0.5f))})[0];
 }
 
 // x [2, 5, 16] -> MatMul [16, 32] + bias -> GELU -> MatMul [32, 16] + bias -> y; and a lone
@@ -91,13 +82,13 @@ TEST(GpuFusion, LeavesSharedValuesAndOtherConstantsAlone) {
   {
     ir::GraphBuilder b("not_gelu");
     const std::string x = b.input("x", DataType::kFloat32, {4, 8});
-    const std::string d =
-        b.node("Div", {x, b.initializer("s", scalar_of(DataType::kFloat32, std::sqrt(2.0f)))})[0];
+    const std::string d = b.node(
+        "Div", {x, b.initializer("s", scalar_tensor(DataType::kFloat32, std::sqrt(2.0f)))})[0];
     const std::string e = b.node("Erf", {d})[0];
     const std::string a =
-        b.node("Add", {e, b.initializer("one", scalar_of(DataType::kFloat32, 1.0f))})[0];
+        b.node("Add", {e, b.initializer("one", scalar_tensor(DataType::kFloat32, 1.0f))})[0];
     const std::string mm = b.node("Mul", {x, a})[0];
-    b.output(b.node("Mul", {mm, b.initializer("h", scalar_of(DataType::kFloat32, 0.6f))})[0]);
+    b.output(b.node("Mul", {mm, b.initializer("h", scalar_tensor(DataType::kFloat32, 0.6f))})[0]);
     ir::Model m = b.build(17);
     EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 0u);
     EXPECT_EQ(m.graph.nodes.size(), 5u);

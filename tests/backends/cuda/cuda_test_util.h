@@ -37,6 +37,19 @@ inline constexpr Tolerance kFp16{2e-2, 1e-2};
 inline constexpr Tolerance kFp32Math{2e-6, 2e-5};
 inline constexpr Tolerance kExact{0, 0};
 
+// A 0-D tensor holding v as float32 / float16 / bfloat16.
+inline Tensor scalar_tensor(DataType dt, float v) {
+  Tensor t(dt, {});
+  if (dt == DataType::kFloat16) {
+    t.data<half>()[0] = float_to_half(v);
+  } else if (dt == DataType::kBFloat16) {
+    t.data<bfloat16>()[0] = float_to_bfloat16(v);
+  } else {
+    t.data<float>()[0] = v;
+  }
+  return t;
+}
+
 inline Tensor random_tensor(DataType dt, const Shape& shape, uint32_t seed, float lo = -1.0f,
                             float hi = 1.0f) {
   std::mt19937 rng(seed);
