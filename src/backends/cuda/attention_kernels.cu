@@ -336,6 +336,219 @@ cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
   return launch_attention<T, 128>(a, stream);
 }
 
+// ---- the float8 Q/DQ attention -----------------------------------------------------------
+// softmax(scale * dq(q8) dq(k8)^T) with its probabilities quantized, times dq(v8), exactly as
+// the Q/DQ graph computes it: q8 = fp8(Q / q_scale) (and k8, v8) on load; float8 values are
+// exact in float16, so the tensor-core products are exact and the sums float32. The
+// probabilities are quantized after normalisation (p8 = fp8(p / p_scale)), which needs the row
+// max and sum first: pass 1 computes them over all keys (online), pass 2 recomputes the scores
+// and accumulates p8 V.
+
+// An rows x DP tile of src (float32 / float16 / bfloat16), each element quantized to float8 and
+// stored as its (exact) float16 value; zero outside the tensor.
+template <typename Tin, int DP>
+__device__ void load_tile_fp8(__half* dst, const Tin* src, const int64_t st[3], int64_t batch_off,
+                              int64_t row0, int64_t rows_total, int64_t cols, float qscale,
+                              bool e4m3, int rows) {
+  constexpr int ldh = Smem<DP>::ldh;
+  const bool row_major = st[2] == 1;  // consecutive threads along the unit stride
+  for (int e = threadIdx.x; e < rows * DP; e += kAttnThreads) {
+    const int r = row_major ? e / DP : e % rows;
+    const int c = row_major ? e % DP : e / rows;
+    const int64_t gr = row0 + r;
+    __half h = __float2half(0.0f);
+    if (gr < rows_total && c < cols) {
+      const float v = to_float(src[batch_off + gr * st[1] + c * st[2]]) / qscale;
+      const __nv_fp8_storage_t q =
+          __nv_cvt_float_to_fp8(v, __NV_SATFINITE, e4m3 ? __NV_E4M3 : __NV_E5M2);
+      h = __half(__nv_cvt_fp8_to_halfraw(q, e4m3 ? __NV_E4M3 : __NV_E5M2));
+    }
+    dst[r * ldh + c] = h;
+  }
+}
+
+template <typename Tin, int DP>
+__global__ void __launch_bounds__(kAttnThreads)
+    attention_fp8_kernel(AttentionQDesc aq, int64_t q_blocks) {
+  using S = Smem<DP>;
+  constexpr int ldh = S::ldh;
+  constexpr int kSteps = DP / 16;
+  constexpr int kNT = kBlockN / 8;
+  constexpr int kOT = DP / 8;
+  const AttentionDesc& a = aq.a;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* qs = reinterpret_cast<__half*>(smem);
+  __half* ks = reinterpret_cast<__half*>(smem + S::q);
+  __half* vs = reinterpret_cast<__half*>(smem + S::q + S::kv);
+  const int64_t qb = static_cast<int64_t>(blockIdx.x) % q_blocks;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) / q_blocks;
+  const int64_t q0 = qb * kBlockM;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const Tin* qp = static_cast<const Tin*>(a.q);
+  const Tin* kp = static_cast<const Tin*>(a.k);
+  const Tin* vp = static_cast<const Tin*>(a.v);
+  const bool e4m3 = aq.e4m3;
+  load_tile_fp8<Tin, DP>(qs, qp, a.q_st, b * a.q_st[0], q0, a.sq, a.d, aq.q_scale, e4m3, kBlockM);
+  __syncthreads();
+  const bool active = q0 + warp * kRowsPerWarp < a.sq;
+  uint32_t qf[kSteps][4];
+  {
+    const int r = warp * kRowsPerWarp + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+      ldmatrix_x4(qf[kk], qs + r * ldh + kk * 16 + (lane / 16) * 8);
+  }
+  // Scores of one key block: s[t][e] = scale * qk_dq * sum_d q8 k8, -inf past Sk.
+  const float sscale = a.scale * aq.qk_dq;
+  auto scores = [&](float(&s)[kNT][4], int valid) {
+    const int pairs = (valid + 15) / 16;
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+    for (int np = 0; np < kNT / 2; ++np) {
+      if (np < pairs) {
+        const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
+#pragma unroll
+        for (int kk = 0; kk < kSteps; ++kk) {
+          uint32_t bf[4];
+          ldmatrix_x4(bf, ks + key * ldh + kk * 16 + ((lane / 8) % 2) * 8);
+          mma16816<__half>(s[2 * np], qf[kk], bf[0], bf[1]);
+          mma16816<__half>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = t * 8 + (lane % 4) * 2 + (e & 1);
+        s[t][e] = key < valid ? s[t][e] * sscale : -INFINITY;
+      }
+  };
+  // Pass 1: each row's max and sum of exp (a quad of lanes per row; sums per lane).
+  float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
+  for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN) {
+    __syncthreads();
+    load_tile_fp8<Tin, DP>(ks, kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, aq.k_scale, e4m3, kBlockN);
+    __syncthreads();
+    if (!active) continue;
+    const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
+    float s[kNT][4];
+    scores(s, valid);
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[t][e]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float nm = fmaxf(run_max[h], mx[h]);
+      run_sum[h] *= expf(run_max[h] - nm);
+      run_max[h] = nm;
+    }
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) run_sum[e >> 1] += expf(s[t][e] - run_max[e >> 1]);
+  }
+  float inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 1);
+    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 2);
+    inv[h] = run_sum[h] > 0.0f ? 1.0f / run_sum[h] : 0.0f;
+  }
+  // Pass 2: p8 = fp8(p / p_scale) as A fragments, O += p8 v8.
+  float o[kOT][4];
+#pragma unroll
+  for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+  const __nv_fp8_interpretation_t kind = e4m3 ? __NV_E4M3 : __NV_E5M2;
+  auto q8 = [&](float p) {
+    return __half(
+        __nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(p / aq.p_scale, __NV_SATFINITE, kind), kind));
+  };
+  for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN) {
+    __syncthreads();
+    load_tile_fp8<Tin, DP>(ks, kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, aq.k_scale, e4m3, kBlockN);
+    load_tile_fp8<Tin, DP>(vs, vp, a.v_st, b * a.v_st[0], k0, a.sk, a.dv, aq.v_scale, e4m3,
+                           kBlockN);
+    __syncthreads();
+    if (!active) continue;
+    const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
+    const int pairs = (valid + 15) / 16;
+    float s[kNT][4];
+    scores(s, valid);
+#pragma unroll
+    for (int kk = 0; kk < kNT / 2; ++kk) {
+      if (kk < pairs) {
+        uint32_t pf[4];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float* st = s[2 * kk + j];
+          const __half2 lo(q8(expf(st[0] - run_max[0]) * inv[0]),
+                           q8(expf(st[1] - run_max[0]) * inv[0]));
+          const __half2 hi(q8(expf(st[2] - run_max[1]) * inv[1]),
+                           q8(expf(st[3] - run_max[1]) * inv[1]));
+          pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+          pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+        }
+        const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+        for (int dp = 0; dp < kOT / 2; ++dp) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
+          mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
+          mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
+        }
+      }
+    }
+  }
+  if (!active) return;
+  float* op = static_cast<float*>(a.o) + b * a.o_st[0];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t gr = q0 + warp * kRowsPerWarp + lane / 4 + h * 8;
+    if (gr >= a.sq) continue;
+    float* orow = op + gr * a.o_st[1];
+#pragma unroll
+    for (int t = 0; t < kOT; ++t) {
+      const int c = t * 8 + (lane % 4) * 2;
+      if (c < a.dv) orow[c * a.o_st[2]] = o[t][2 * h] * aq.pv_dq;
+      if (c + 1 < a.dv) orow[(c + 1) * a.o_st[2]] = o[t][2 * h + 1] * aq.pv_dq;
+    }
+  }
+}
+
+template <typename Tin, int DP>
+cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) {
+  constexpr size_t bytes = Smem<DP>::q + 2 * Smem<DP>::kv;
+  int dev = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e != cudaSuccess) return e;
+  if (static_cast<size_t>(optin) < bytes) return cudaErrorNotSupported;
+  e = cudaFuncSetAttribute(attention_fp8_kernel<Tin, DP>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e != cudaSuccess) return e;
+  const int64_t q_blocks = (aq.a.sq + kBlockM - 1) / kBlockM;
+  const int64_t blocks = q_blocks * aq.a.batch;
+  if (blocks > 0x7fffffff) return cudaErrorNotSupported;
+  attention_fp8_kernel<Tin, DP>
+      <<<static_cast<unsigned>(blocks), kAttnThreads, bytes, stream>>>(aq, q_blocks);
+  return cudaGetLastError();
+}
+
+template <typename Tin>
+cudaError_t attention_fp8_t(const AttentionQDesc& aq, cudaStream_t stream) {
+  const int64_t d = aq.a.d > aq.a.dv ? aq.a.d : aq.a.dv;
+  if (d <= 32) return launch_attention_fp8<Tin, 32>(aq, stream);
+  if (d <= 64) return launch_attention_fp8<Tin, 64>(aq, stream);
+  return launch_attention_fp8<Tin, 128>(aq, stream);
+}
+
 }  // namespace
 
 bool attention_supported(DataType dt, int64_t d, int64_t dv) {
@@ -348,6 +561,21 @@ cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream) 
   if (a.batch * a.sq == 0) return cudaSuccess;
   if (dt == DataType::kFloat16) return attention_t<__half>(a, stream);
   return attention_t<__nv_bfloat16>(a, stream);
+}
+
+}  // namespace trtutils::cuda::k
+
+namespace trtutils::cuda::k {
+
+cudaError_t attention_fp8(DataType in_t, const AttentionQDesc& aq, cudaStream_t stream) {
+  const AttentionDesc& a = aq.a;
+  if (a.d < 1 || a.dv < 1 || a.d > kAttentionMaxHead || a.dv > kAttentionMaxHead || a.sk < 1)
+    return cudaErrorNotSupported;
+  if (a.batch * a.sq == 0) return cudaSuccess;
+  if (in_t == DataType::kFloat32) return attention_fp8_t<float>(aq, stream);
+  if (in_t == DataType::kFloat16) return attention_fp8_t<__half>(aq, stream);
+  if (in_t == DataType::kBFloat16) return attention_fp8_t<__nv_bfloat16>(aq, stream);
+  return cudaErrorNotSupported;
 }
 
 }  // namespace trtutils::cuda::k

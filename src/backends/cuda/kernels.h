@@ -202,6 +202,18 @@ struct AttentionDesc {
 bool attention_supported(DataType dt, int64_t d, int64_t dv);
 // cudaErrorNotSupported when !attention_supported, sk < 1, or the device lacks the shared memory.
 cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream);
+// The float8 Q/DQ attention of a quantized graph, with the graph's numerics: Q, K, V (a's
+// pointers, dtype in_t: float32 / float16 / bfloat16) quantized on load to float8 (x / scale,
+// saturating; E4M3 or E5M2), scores scale * qk_dq * (q8 . k8), softmax in float32, the
+// probabilities quantized (p / p_scale), O = pv_dq * (p8 . v8) written as float32 through o's
+// strides.
+struct AttentionQDesc {
+  AttentionDesc a;
+  bool e4m3 = true;
+  float q_scale = 1, k_scale = 1, v_scale = 1, p_scale = 1;
+  float qk_dq = 1, pv_dq = 1;
+};
+cudaError_t attention_fp8(DataType in_t, const AttentionQDesc& aq, cudaStream_t stream);
 
 enum class Reduce : int { kSum, kMean, kMax, kMin, kSumSquare, kL1, kL2, kProd, kLogSumExp };
 // y[o, i] = reduce_r x[o, r, i] for x viewed as [outer, r, inner]; float types accumulate in

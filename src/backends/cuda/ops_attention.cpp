@@ -170,6 +170,96 @@ std::shared_ptr<void> dense_copy(RunContext& ctx, const void* src, size_t esz, c
   return buf;
 }
 
+// The operands of an attention node as views, the broadcast batch and the output's shape and
+// strides (O [batch..., sq, dv], written through perm_o when given).
+struct AttentionPlan {
+  Operand q, kt, v;
+  Shape batch, o_shape, y_shape;
+  std::vector<int64_t> o_strides;
+  int64_t sq = 0, sk = 0, d = 0, dv = 0, nb = 0;
+};
+
+AttentionPlan plan_attention(RunContext& ctx, const std::vector<Value*>& in, size_t esz,
+                             const std::vector<int64_t>& view_q, const std::vector<int64_t>& view_k,
+                             const std::vector<int64_t>& view_v,
+                             const std::vector<int64_t>& perm_o) {
+  const ir::Node& node = *ctx.node;
+  Value& qv = *in.at(0);
+  Value& kv = *in.at(1);
+  Value& vv = *in.at(2);
+  AttentionPlan pl;
+  pl.q = apply_view(ctx, ctx.dev(qv), esz, qv.shape, view_q, "Q");
+  pl.kt = apply_view(ctx, ctx.dev(kv), esz, kv.shape, view_k, "K^T");
+  pl.v = apply_view(ctx, ctx.dev(vv), esz, vv.shape, view_v, "V");
+  const View& q = pl.q.view;
+  const View& kt = pl.kt.view;
+  const View& v = pl.v.view;
+  TRT_CHECK_ARG(q.dims.size() >= 2 && kt.dims.size() >= 2 && v.dims.size() >= 2,
+                "{}: Q, K^T and V must have rank >= 2", node.describe());
+  const size_t rq = q.dims.size(), rk = kt.dims.size(), rv = v.dims.size();
+  pl.sq = q.dims[rq - 2];
+  pl.d = q.dims[rq - 1];
+  pl.sk = kt.dims[rk - 1];
+  pl.dv = v.dims[rv - 1];
+  TRT_CHECK_ARG(kt.dims[rk - 2] == pl.d, "{}: Q {} and K^T {} differ in the head size",
+                node.describe(), shape_str(q.dims), shape_str(kt.dims));
+  TRT_CHECK_ARG(v.dims[rv - 2] == pl.sk, "{}: the scores {}x{} and V {} differ in the keys",
+                node.describe(), pl.sq, pl.sk, shape_str(v.dims));
+  const Shape bq(q.dims.begin(), q.dims.end() - 2), bk(kt.dims.begin(), kt.dims.end() - 2),
+      bv(v.dims.begin(), v.dims.end() - 2);
+  pl.batch = ops::broadcast_shapes(ops::broadcast_shapes(bq, bk, node), bv, node);
+  pl.nb = shape_numel(pl.batch);
+  pl.o_shape = pl.batch;
+  pl.o_shape.push_back(pl.sq);
+  pl.o_shape.push_back(pl.dv);
+  pl.y_shape = pl.o_shape;
+  pl.o_strides = strides_of(pl.o_shape);
+  if (!perm_o.empty()) {
+    TRT_CHECK_ARG(perm_o.size() == pl.o_shape.size(),
+                  "{}: the output permutation has {} axes, O {}", node.describe(), perm_o.size(),
+                  shape_str(pl.o_shape));
+    pl.y_shape.clear();
+    for (int64_t p : perm_o) pl.y_shape.push_back(pl.o_shape.at(static_cast<size_t>(p)));
+    const auto ys = strides_of(pl.y_shape);
+    for (size_t i = 0; i < perm_o.size(); ++i) pl.o_strides[static_cast<size_t>(perm_o[i])] = ys[i];
+  }
+  return pl;
+}
+
+// The kernels' descriptor of a plan (output at y), or false when a batch does not collapse to
+// one stride (dense_copy the operands first).
+bool attention_desc(const AttentionPlan& pl, void* y, k::AttentionDesc& a) {
+  const View& q = pl.q.view;
+  const View& kt = pl.kt.view;
+  const View& v = pl.v.view;
+  const View o{pl.o_shape, pl.o_strides};
+  const int64_t sbq = batch_stride(q, pl.batch), sbk = batch_stride(kt, pl.batch),
+                sbv = batch_stride(v, pl.batch), sbo = batch_stride(o, pl.batch);
+  if (sbq < 0 || sbk < 0 || sbv < 0 || sbo < 0 || (pl.nb > 1 && sbo == 0)) return false;
+  const size_t rq = q.dims.size(), rk = kt.dims.size(), rv = v.dims.size(), ro = o.dims.size();
+  a.batch = pl.nb;
+  a.sq = pl.sq;
+  a.sk = pl.sk;
+  a.d = pl.d;
+  a.dv = pl.dv;
+  a.q = pl.q.ptr;
+  a.k = pl.kt.ptr;
+  a.v = pl.v.ptr;
+  a.o = y;
+  const int64_t qs[3] = {sbq, q.strides[rq - 2], q.strides[rq - 1]};
+  // K [sk, d] rows: K^T's column stride is K's row stride.
+  const int64_t ks[3] = {sbk, kt.strides[rk - 1], kt.strides[rk - 2]};
+  const int64_t vs[3] = {sbv, v.strides[rv - 2], v.strides[rv - 1]};
+  const int64_t os[3] = {sbo, o.strides[ro - 2], o.strides[ro - 1]};
+  for (int i = 0; i < 3; ++i) {
+    a.q_st[i] = qs[i];
+    a.k_st[i] = ks[i];
+    a.v_st[i] = vs[i];
+    a.o_st[i] = os[i];
+  }
+  return true;
+}
+
 class AttentionOp : public GpuOp {
  public:
   explicit AttentionOp(const ir::Node& node)
@@ -186,94 +276,30 @@ class AttentionOp : public GpuOp {
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
-    Value& qv = *in.at(0);
-    Value& kv = *in.at(1);
-    Value& vv = *in.at(2);
-    const DataType dt = qv.dtype;
+    const DataType dt = in.at(0)->dtype;
     require_float(node, dt, "Q");
-    TRT_CHECK_ARG(kv.dtype == dt && vv.dtype == dt, "{}: Q ({}), K ({}) and V ({}) differ in dtype",
-                  node.describe(), dtype_name(dt), dtype_name(kv.dtype), dtype_name(vv.dtype));
+    TRT_CHECK_ARG(in.at(1)->dtype == dt && in.at(2)->dtype == dt,
+                  "{}: Q ({}), K ({}) and V ({}) differ in dtype", node.describe(), dtype_name(dt),
+                  dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
-    const Operand oq = apply_view(ctx, ctx.dev(qv), esz, qv.shape, view_q_, "Q");
-    const Operand ok = apply_view(ctx, ctx.dev(kv), esz, kv.shape, view_k_, "K^T");
-    const Operand ov = apply_view(ctx, ctx.dev(vv), esz, vv.shape, view_v_, "V");
-    const View& q = oq.view;
-    const View& kt = ok.view;
-    const View& v = ov.view;
-    TRT_CHECK_ARG(q.dims.size() >= 2 && kt.dims.size() >= 2 && v.dims.size() >= 2,
-                  "{}: Q, K^T and V must have rank >= 2", node.describe());
-    const size_t rk = kt.dims.size();
-    const size_t rq = q.dims.size(), rv = v.dims.size();
-    const int64_t sq = q.dims[rq - 2], d = q.dims[rq - 1];
-    const int64_t sk = kt.dims[rk - 1], dv = v.dims[rv - 1];
-    TRT_CHECK_ARG(kt.dims[rk - 2] == d, "{}: Q {} and K^T {} differ in the head size",
-                  node.describe(), shape_str(q.dims), shape_str(kt.dims));
-    TRT_CHECK_ARG(v.dims[rv - 2] == sk, "{}: the scores {}x{} and V {} differ in the keys",
-                  node.describe(), sq, sk, shape_str(v.dims));
-    const Shape bq(q.dims.begin(), q.dims.end() - 2), bk(kt.dims.begin(), kt.dims.end() - 2),
-        bv(v.dims.begin(), v.dims.end() - 2);
-    const Shape batch = ops::broadcast_shapes(ops::broadcast_shapes(bq, bk, node), bv, node);
-    Shape o_shape = batch;
-    o_shape.push_back(sq);
-    o_shape.push_back(dv);
-    // The output: O itself, or Transpose(O, perm_o).
-    Shape y_shape = o_shape;
-    std::vector<int64_t> o_strides = strides_of(o_shape);
-    if (!perm_o_.empty()) {
-      TRT_CHECK_ARG(perm_o_.size() == o_shape.size(),
-                    "{}: the output permutation has {} axes, O {}", node.describe(), perm_o_.size(),
-                    shape_str(o_shape));
-      y_shape.clear();
-      for (int64_t p : perm_o_) y_shape.push_back(o_shape.at(static_cast<size_t>(p)));
-      const auto ys = strides_of(y_shape);
-      for (size_t i = 0; i < perm_o_.size(); ++i)
-        o_strides[static_cast<size_t>(perm_o_[i])] = ys[i];
-    }
-    const void* pq = oq.ptr;
-    const void* pk = ok.ptr;
-    const void* pv = ov.ptr;
-    void* py = ctx.make(*out.at(0), dt, y_shape);
-    const int64_t nb = shape_numel(batch);
-    if (nb * sq * dv == 0) return;
+    const AttentionPlan pl = plan_attention(ctx, in, esz, view_q_, view_k_, view_v_, perm_o_);
+    void* py = ctx.make(*out.at(0), dt, pl.y_shape);
+    if (pl.nb * pl.sq * pl.dv == 0) return;
     fused_ = false;
-    if (fused_enabled_ && sk > 0 && k::attention_supported(dt, d, dv)) {
-      const View o{o_shape, o_strides};
-      const int64_t sbq = batch_stride(q, batch), sbk = batch_stride(kt, batch),
-                    sbv = batch_stride(v, batch), sbo = batch_stride(o, batch);
-      if (sbq >= 0 && sbk >= 0 && sbv >= 0 && sbo >= 0 && (nb == 1 || sbo > 0)) {
-        k::AttentionDesc a;
-        a.batch = nb;
-        a.sq = sq;
-        a.sk = sk;
-        a.d = d;
-        a.dv = dv;
-        a.q = pq;
-        a.k = pk;
-        a.v = pv;
-        a.o = py;
-        const int64_t qs[3] = {sbq, q.strides[rq - 2], q.strides[rq - 1]};
-        // K [sk, d] rows: K^T's column stride is K's row stride.
-        const int64_t ks[3] = {sbk, kt.strides[rk - 1], kt.strides[rk - 2]};
-        const int64_t vs[3] = {sbv, v.strides[rv - 2], v.strides[rv - 1]};
-        const size_t ro = o_shape.size();
-        const int64_t os[3] = {sbo, o_strides[ro - 2], o_strides[ro - 1]};
-        for (int i = 0; i < 3; ++i) {
-          a.q_st[i] = qs[i];
-          a.k_st[i] = ks[i];
-          a.v_st[i] = vs[i];
-          a.o_st[i] = os[i];
-        }
-        a.scale = scale_;
-        const cudaError_t e = k::attention(dt, a, ctx.stream);
-        if (e == cudaSuccess) {
-          fused_ = true;
-          return;
-        }
-        if (e != cudaErrorNotSupported) ctx.check(e, "attention");
-        (void)cudaGetLastError();
+    k::AttentionDesc a;
+    if (fused_enabled_ && pl.sk > 0 && k::attention_supported(dt, pl.d, pl.dv) &&
+        attention_desc(pl, py, a)) {
+      a.scale = scale_;
+      const cudaError_t e = k::attention(dt, a, ctx.stream);
+      if (e == cudaSuccess) {
+        fused_ = true;
+        return;
       }
+      if (e != cudaErrorNotSupported) ctx.check(e, "attention");
+      (void)cudaGetLastError();
     }
-    unfused(ctx, dt, q, kt, v, batch, sq, sk, d, dv, pq, pk, pv, py, o_shape, y_shape);
+    unfused(ctx, dt, pl.q.view, pl.kt.view, pl.v.view, pl.batch, pl.sq, pl.sk, pl.d, pl.dv,
+            pl.q.ptr, pl.kt.ptr, pl.v.ptr, py, pl.o_shape, pl.y_shape);
   }
 
  private:
@@ -314,11 +340,78 @@ class AttentionOp : public GpuOp {
   LtMatmul lt1_, lt2_;
 };
 
+// com.trtutils.cuda::AttentionQ: the float8 Q/DQ attention of a quantized graph (QuantizeLinear
+// of Q, K^T and V -> QMatMul -> scalings -> Softmax -> QuantizeLinear -> QMatMul), with the
+// graph's numerics (k::attention_fp8): attributes q_scale, k_scale, v_scale, p_scale (the
+// quantizers'), qk_dq, pv_dq (the two QMatMuls' products of scales), scale, e4m3 (1, or 0 for
+// E5M2), views and perm_o as Attention. Output float32. Operands whose batch axes do not
+// collapse to one stride are copied dense first.
+class AttentionQOp : public GpuOp {
+ public:
+  explicit AttentionQOp(const ir::Node& node)
+      : view_q_(node.attr_ints("view_q")),
+        view_k_(node.attr_ints("view_k")),
+        view_v_(node.attr_ints("view_v")),
+        perm_o_(node.attr_ints("perm_o")) {
+    d_.a.scale = node.attr_float("scale", 1.0f);
+    d_.e4m3 = node.attr_int("e4m3", 1) != 0;
+    d_.q_scale = node.attr_float("q_scale", 1.0f);
+    d_.k_scale = node.attr_float("k_scale", 1.0f);
+    d_.v_scale = node.attr_float("v_scale", 1.0f);
+    d_.p_scale = node.attr_float("p_scale", 1.0f);
+    d_.qk_dq = node.attr_float("qk_dq", 1.0f);
+    d_.pv_dq = node.attr_float("pv_dq", 1.0f);
+  }
+  std::string kernel() const override {
+    return "fused float8 attention (tensor cores, exact float8 products)";
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    const DataType dt = in.at(0)->dtype;
+    require_float(node, dt, "Q");
+    TRT_CHECK_ARG(in.at(1)->dtype == dt && in.at(2)->dtype == dt,
+                  "{}: Q ({}), K ({}) and V ({}) differ in dtype", node.describe(), dtype_name(dt),
+                  dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
+    const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
+    AttentionPlan pl = plan_attention(ctx, in, esz, view_q_, view_k_, view_v_, perm_o_);
+    void* py = ctx.make(*out.at(0), DataType::kFloat32, pl.y_shape);
+    if (pl.nb * pl.sq * pl.dv == 0) return;
+    k::AttentionQDesc d = d_;
+    if (!attention_desc(pl, py, d.a)) {  // dense operands, then strides that collapse
+      for (Operand* o : {&pl.q, &pl.kt, &pl.v}) {
+        o->copy = dense_copy(ctx, o->ptr, esz, o->view, pl.batch);
+        o->ptr = o->copy.get();
+        Shape dims = pl.batch;
+        dims.push_back(o->view.dims[o->view.dims.size() - 2]);
+        dims.push_back(o->view.dims.back());
+        o->view = View{dims, strides_of(dims)};
+      }
+      TRT_CHECK(attention_desc(pl, py, d.a), ErrorCode::kInternal,
+                "{}: the attention's output strides do not collapse", node.describe());
+    }
+    d.a.scale = d_.a.scale;
+    const cudaError_t e = k::attention_fp8(dt, d, ctx.stream);
+    TRT_CHECK(e != cudaErrorNotSupported, ErrorCode::kNotSupported,
+              "{}: the fused float8 attention does not run head sizes {} / {} (at most {}) on this "
+              "device; TRTUTILS_CUDA_ATTENTION=0 runs the layers one by one",
+              node.describe(), pl.d, pl.dv, k::kAttentionMaxHead);
+    ctx.check(e, "float8 attention");
+  }
+
+ private:
+  std::vector<int64_t> view_q_, view_k_, view_v_, perm_o_;
+  k::AttentionQDesc d_;
+};
+
 }  // namespace
 
 void register_attention_ops(OpTable& t) {
   t[std::string(kGpuDomain) + "::Attention"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
     return std::make_unique<AttentionOp>(b.node);
+  };
+  t[std::string(kGpuDomain) + "::AttentionQ"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<AttentionQOp>(b.node);
   };
 }
 

@@ -8,7 +8,9 @@
 // and the values that must stop it. CudaAttention.* run both on the GPU against the CPU session
 // at sizes around the kernel's 64-row / 64-key / 16-column tiles, float16 and bfloat16 (fused
 // kernel), float32 and a head size over 128 (the unfused fallback).
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 
@@ -282,6 +284,92 @@ TEST(CudaAttention, MatchesCpuAroundTileEdges) {
             {{"q", {1, 2, 20, 160}}, {"k", {1, 2, 30, 160}}, {"v", {1, 2, 30, 160}}},
             false},
            D::kFloat16, kFp16, false);
+}
+
+// The float8 Q/DQ attention of a strongly typed engine (QuantizeLinear -> com.trtutils::QMatMul
+// -> Mul -> Softmax -> QuantizeLinear -> QMatMul), float32 q, k, v [b, h, s, d] with K^T from a
+// Transpose.
+ir::Model fp8_attention(int64_t bn, int64_t h, int64_t s, int64_t d, DataType f8) {
+  ir::GraphBuilder b("fp8_attention");
+  auto scalar_f32 = [&](const std::string& name, float v) {
+    return b.initializer(name, scalar_tensor(DataType::kFloat32, v));
+  };
+  const std::string zero = b.initializer("zero", Tensor(f8, {}));
+  auto quant = [&](const std::string& x, const std::string& sc) {
+    return b.node("QuantizeLinear", {x, sc, zero})[0];
+  };
+  const std::string sx = scalar_f32("sx", 2.0f / 448.0f), sp = scalar_f32("sp", 1.0f / 448.0f);
+  const std::string q = b.input("q", DataType::kFloat32, {bn, h, s, d});
+  const std::string k = b.input("k", DataType::kFloat32, {bn, h, s, d});
+  const std::string v = b.input("v", DataType::kFloat32, {bn, h, s, d});
+  const std::string kt = b.node("Transpose", {k}, {ir::attr_ints("perm", {0, 1, 3, 2})})[0];
+  const std::string s1 = b.node("QMatMul", {quant(q, sx), sx, zero, quant(kt, sx), sx, zero}, {}, 1,
+                                "com.trtutils")[0];
+  const std::string s2 = b.node("Mul", {s1, scalar_f32("c", 0.3f)})[0];
+  const std::string p = b.node("Softmax", {s2}, {ir::attr_int("axis", -1)})[0];
+  b.output(b.node("QMatMul", {quant(p, sp), sp, zero, quant(v, sx), sx, zero}, {}, 1,
+                  "com.trtutils")[0]);
+  ir::Model m = b.build(19, {{"com.trtutils", 1}});
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
+// Opt-in (TRTUTILS_CUDA_ATTENTION_FP8=1): slower than the unfused layers for now.
+TEST(GpuAttentionFusion, Float8QdqAttentionBecomesOneNode) {
+  ir::Model off = fp8_attention(1, 2, 10, 16, DataType::kFloat8E4M3FN);
+  EXPECT_EQ(cuda::fuse_for_gpu(off.graph, 19), 0u);
+  ::setenv("TRTUTILS_CUDA_ATTENTION_FP8", "1", 1);
+  ir::Model m = fp8_attention(1, 2, 10, 16, DataType::kFloat8E4M3FN);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  ::unsetenv("TRTUTILS_CUDA_ATTENTION_FP8");
+  ASSERT_EQ(m.graph.nodes.size(), 1u);
+  const ir::Node& a = m.graph.nodes[0];
+  EXPECT_EQ(a.op_type, "AttentionQ");
+  EXPECT_EQ(a.inputs, (std::vector<std::string>{"q", "k", "v"}));
+  EXPECT_EQ(a.attr_ints("view_k"), (std::vector<int64_t>{0, 4, 0, 1, 3, 2}));
+  EXPECT_NEAR(a.attr_float("scale", 0), 0.3, 1e-6);
+  EXPECT_NEAR(a.attr_float("p_scale", 0), 1.0 / 448, 1e-9);
+  EXPECT_NEAR(a.attr_float("qk_dq", 0), (2.0 / 448) * (2.0 / 448), 1e-9);
+  EXPECT_EQ(a.attr_int("e4m3", -1), 1);
+}
+
+// Same numerics as the CPU session running the unfused Q/DQ graph: the products of float8
+// values are exact, so outputs agree to float rounding except where a probability's quantization
+// lies within rounding of a boundary (one float8 step of p times v; allowed for 0.1% of them).
+TEST(CudaAttention, Float8MatchesTheQdqGraph) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_ATTENTION_FP8", "1", 1);
+  for (DataType f8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2}) {
+    for (const auto& [s, d] : std::vector<std::pair<int64_t, int64_t>>{{70, 32}, {197, 64}}) {
+      const ir::Model m = fp8_attention(2, 3, s, d, f8);
+      std::map<std::string, Tensor> feeds;
+      uint32_t seed = 40;
+      for (const char* n : {"q", "k", "v"})
+        feeds[n] = random_tensor(DataType::kFloat32, {2, 3, s, d}, seed++, -2.0f, 2.0f);
+      Session cpu(m);
+      const Tensor want = cpu.run(feeds).begin()->second;
+      cuda::Executor gpu(m, {});
+      const Tensor got = gpu.run(feeds).begin()->second;
+      const std::string what =
+          std::string(dtype_name(f8)) + " s" + std::to_string(s) + " d" + std::to_string(d);
+      ASSERT_EQ(got.shape(), want.shape()) << what;
+      int64_t off = 0;
+      double worst = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const double e = std::fabs(got.at_double(i) - want.at_double(i));
+        worst = std::max(worst, e);
+        off += e > 1e-4 + 1e-4 * std::fabs(want.at_double(i));
+      }
+      EXPECT_LE(off, want.numel() / 1000) << what << ": worst |diff| " << worst;
+      EXPECT_LE(worst, 0.25) << what;
+      const auto kernels = gpu.node_kernels();
+      ASSERT_EQ(kernels.size(), 1u) << what;
+      std::cout << "[ kernel   ] " << what << ": " << kernels[0] << " (" << off
+                << " elements off, worst " << worst << ")" << std::endl;
+      EXPECT_NE(kernels[0].find("float8 attention"), std::string::npos) << kernels[0];
+    }
+  }
+  ::unsetenv("TRTUTILS_CUDA_ATTENTION_FP8");
 }
 
 }  // namespace
