@@ -91,7 +91,9 @@ void add_quantize_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--report", o->report, "outputs | per_tensor")->capture_default_str();
   sub->add_option("--min_sqnr", o->min_sqnr,
-                  "dB: leave the most sensitive layers in float until the outputs reach it");
+                  "dB: leave layers in float until the outputs reach it, those whose float "
+                  "version alone gains the most output SQNR first (measured: one evaluation of "
+                  "the held-out batches per quantized layer)");
   sub->add_option("--max_calibration_batches", o->q.max_calibration_batches, "0: all")
       ->capture_default_str();
   sub->add_flag("--calibrate_per_node", o->q.calibrate_per_node,
