@@ -15,6 +15,7 @@
 // The MatMul's bias rides in cuBLASLt's epilogue and the GELU runs as one exact (erf) pass, where
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -221,6 +222,52 @@ class Fuser {
     a.i = v;
     f.attributes[a.name] = a;
   }
+  static void set_float(ir::Node& f, const char* name, float v) {
+    ir::Attribute a;
+    a.name = name;
+    a.kind = ir::Attribute::Kind::kFloat;
+    a.f = v;
+    f.attributes[a.name] = a;
+  }
+  // The fused attention node (op) replacing first .. second: the operands and their views, and
+  // a Transpose reading second's output absorbed as perm_o (appended to chain, which then ends
+  // with the node the fused one replaces).
+  ir::Node attention_node(const char* op, const ir::Node& first, const ir::Node& second,
+                          const std::vector<std::string>& operands,
+                          const std::vector<std::vector<int64_t>>& views,
+                          std::vector<size_t>& chain) const {
+    ir::Node f;
+    f.name = second.name.empty() ? first.name : second.name;
+    f.op_type = op;
+    f.domain = kGpuDomain;
+    f.inputs = operands;
+    std::string out = second.outputs[0];
+    std::vector<int64_t> po;
+    const size_t t = only_reader(out);
+    if (t != SIZE_MAX && g_.nodes[t].op_type == "Transpose" && default_domain(g_.nodes[t]) &&
+        g_.nodes[t].outputs.size() == 1 && !perm_of(g_.nodes[t]).empty()) {
+      po = perm_of(g_.nodes[t]);
+      out = g_.nodes[t].outputs[0];
+    }
+    f.outputs = {out};
+    const char* names[4] = {"view_q", "view_k", "view_v", "perm_o"};
+    for (size_t i = 0; i < 4; ++i) {
+      const std::vector<int64_t>& p = i < 3 ? views.at(i) : po;
+      if (p.empty()) continue;
+      ir::Attribute a;
+      a.name = names[i];
+      a.kind = ir::Attribute::Kind::kInts;
+      a.ints = p;
+      f.attributes[a.name] = a;
+    }
+    // The chain's last entry is the node the fused one replaces: second, or the Transpose.
+    auto pos = std::find(chain.begin(), chain.end(), index_of(second));
+    if (pos != chain.end()) chain.erase(pos);
+    chain.push_back(index_of(second));
+    if (!po.empty()) chain.push_back(t);
+    return f;
+  }
+  size_t index_of(const ir::Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
   // A Transpose swapping the two leading axes of a rank-3 tensor.
   static bool swaps_leading(const ir::Node& t) {
     if (t.op_type != "Transpose" || !default_domain(t) || t.inputs.size() != 1 ||
@@ -387,13 +434,9 @@ class Fuser {
     return s ? static_cast<int64_t>(s->size()) : -1;
   }
 
-  size_t fuse_attention(size_t i) {
-    const ir::Node& mm1 = g_.nodes[i];
-    if (mm1.inputs.size() != 2 || mm1.outputs.size() != 1) return 0;
-    std::vector<size_t> chain{i};
-    float scale = 1.0f;
-    // Scalar scalings of the scores, then the Softmax over the last axis.
-    std::string x = mm1.outputs[0];
+  // scores -> Mul / Div by scalars (their product into scale) -> Softmax over the last axis,
+  // each read only by the next: the Softmax's index (the chain extended), else SIZE_MAX.
+  size_t scores_softmax(std::string x, float& scale, std::vector<size_t>& chain) const {
     size_t r = only_reader(x);
     for (int guard = 0; guard < 4 && r != SIZE_MAX; ++guard) {
       const float f = scalar_factor(g_.nodes[r], x);
@@ -403,60 +446,41 @@ class Fuser {
       x = g_.nodes[r].outputs[0];
       r = only_reader(x);
     }
-    if (r == SIZE_MAX) return 0;
+    if (r == SIZE_MAX || std::isnan(scale) || std::isinf(scale)) return SIZE_MAX;
     const ir::Node& sm = g_.nodes[r];
-    if (sm.op_type != "Softmax" || !default_domain(sm) || sm.outputs.size() != 1) return 0;
-    const int64_t rank = rank_of(x);
+    if (sm.op_type != "Softmax" || !default_domain(sm) || sm.outputs.size() != 1) return SIZE_MAX;
     const auto ax = sm.attributes.find("axis");
     const int64_t axis = ax != sm.attributes.end() ? ax->second.i : (opset_ >= 13 ? -1 : 1);
+    const int64_t rank = rank_of(x);
     // The last axis: -1 or rank - 1 (before opset 13 the softmax coerced to 2-D at that axis
     // is the same).
-    if (axis != -1 && !(rank > 0 && axis == rank - 1)) return 0;
+    if (axis != -1 && !(rank > 0 && axis == rank - 1)) return SIZE_MAX;
     chain.push_back(r);
+    return r;
+  }
+
+  size_t fuse_attention(size_t i) {
+    const ir::Node& mm1 = g_.nodes[i];
+    if (mm1.inputs.size() != 2 || mm1.outputs.size() != 1) return 0;
+    std::vector<size_t> chain{i};
+    float scale = 1.0f;
+    const size_t r = scores_softmax(mm1.outputs[0], scale, chain);
+    if (r == SIZE_MAX) return 0;
+    const ir::Node& sm = g_.nodes[r];
     const size_t mm2 = only_reader(sm.outputs[0]);
     if (mm2 == SIZE_MAX || g_.nodes[mm2].op_type != "MatMul" || !default_domain(g_.nodes[mm2]) ||
         g_.nodes[mm2].inputs.size() != 2 || g_.nodes[mm2].inputs[0] != sm.outputs[0])
       return 0;
     chain.push_back(mm2);
     // Operands, through their scalings and Transposes.
-    std::vector<int64_t> vq, vk, vv, po;
+    std::vector<int64_t> vq, vk, vv;
     const std::string q = operand_source(mm1.inputs[0], scale, vq, chain, true);
     const std::string kt = operand_source(mm1.inputs[1], scale, vk, chain, true);
     const std::string v = operand_source(g_.nodes[mm2].inputs[1], scale, vv, chain, false);
     if (std::isnan(scale) || std::isinf(scale)) return 0;
-    std::string out = g_.nodes[mm2].outputs[0];
-    size_t last = mm2;
-    const size_t t = only_reader(out);
-    if (t != SIZE_MAX && g_.nodes[t].op_type == "Transpose" && default_domain(g_.nodes[t]) &&
-        g_.nodes[t].outputs.size() == 1 && !perm_of(g_.nodes[t]).empty()) {
-      po = perm_of(g_.nodes[t]);
-      chain.push_back(t);
-      out = g_.nodes[t].outputs[0];
-      last = t;
-    }
-    ir::Node f;
-    f.name = g_.nodes[mm2].name.empty() ? mm1.name : g_.nodes[mm2].name;
-    f.op_type = "Attention";
-    f.domain = kGpuDomain;
-    f.inputs = {q, kt, v};
-    f.outputs = {out};
-    auto set_ints = [&](const char* name, const std::vector<int64_t>& p) {
-      if (p.empty()) return;
-      ir::Attribute a;
-      a.name = name;
-      a.kind = ir::Attribute::Kind::kInts;
-      a.ints = p;
-      f.attributes[a.name] = a;
-    };
-    set_ints("view_q", vq);
-    set_ints("view_k", vk);
-    set_ints("view_v", vv);
-    set_ints("perm_o", po);
-    ir::Attribute sa;
-    sa.name = "scale";
-    sa.kind = ir::Attribute::Kind::kFloat;
-    sa.f = scale;
-    f.attributes[sa.name] = sa;
+    ir::Node f = attention_node("Attention", mm1, g_.nodes[mm2], {q, kt, v}, {vq, vk, vv}, chain);
+    set_float(f, "scale", scale);
+    const size_t last = chain.back();
     for (size_t c : chain) removed_[c] = true;
     // The fused node takes the place of the chain's last node: every operand exists by then.
     g_.nodes[last] = std::move(f);
@@ -514,24 +538,9 @@ class Fuser {
     if (ql_q == SIZE_MAX || ql_k == SIZE_MAX || other_kind != e4m3) return 0;
     std::vector<size_t> chain{ql_q, ql_k, i};
     float scale = 1.0f;
-    std::string x = m1.outputs[0];
-    size_t r = only_reader(x);
-    for (int guard = 0; guard < 4 && r != SIZE_MAX; ++guard) {
-      const float f = scalar_factor(g_.nodes[r], x);
-      if (std::isnan(f)) break;
-      scale *= f;
-      chain.push_back(r);
-      x = g_.nodes[r].outputs[0];
-      r = only_reader(x);
-    }
-    if (r == SIZE_MAX || std::isnan(scale) || std::isinf(scale)) return 0;
+    const size_t r = scores_softmax(m1.outputs[0], scale, chain);
+    if (r == SIZE_MAX) return 0;
     const ir::Node& sm = g_.nodes[r];
-    if (sm.op_type != "Softmax" || !default_domain(sm) || sm.outputs.size() != 1) return 0;
-    const auto ax = sm.attributes.find("axis");
-    const int64_t axis = ax != sm.attributes.end() ? ax->second.i : (opset_ >= 13 ? -1 : 1);
-    const int64_t rank = rank_of(x);
-    if (axis != -1 && !(rank > 0 && axis == rank - 1)) return 0;
-    chain.push_back(r);
     const size_t ql_p = only_reader(sm.outputs[0]);
     if (ql_p == SIZE_MAX || g_.nodes[ql_p].outputs.size() != 1) return 0;
     const std::string p8 = g_.nodes[ql_p].outputs[0];
@@ -552,54 +561,21 @@ class Fuser {
     }
     chain.push_back(ql_v);
     chain.push_back(m2);
-    std::vector<int64_t> vq, vk, vv, po;
+    std::vector<int64_t> vq, vk, vv;
     float unused = 1.0f;
     const std::string q = operand_source(g_.nodes[ql_q].inputs[0], unused, vq, chain, false);
     const std::string kt = operand_source(g_.nodes[ql_k].inputs[0], unused, vk, chain, false);
     const std::string v = operand_source(g_.nodes[ql_v].inputs[0], unused, vv, chain, false);
-    std::string out = g_.nodes[m2].outputs[0];
-    size_t last = m2;
-    const size_t t = only_reader(out);
-    if (t != SIZE_MAX && g_.nodes[t].op_type == "Transpose" && default_domain(g_.nodes[t]) &&
-        g_.nodes[t].outputs.size() == 1 && !perm_of(g_.nodes[t]).empty()) {
-      po = perm_of(g_.nodes[t]);
-      chain.push_back(t);
-      out = g_.nodes[t].outputs[0];
-      last = t;
-    }
-    ir::Node f;
-    f.name = g_.nodes[m2].name.empty() ? m1.name : g_.nodes[m2].name;
-    f.op_type = "AttentionQ";
-    f.domain = kGpuDomain;
-    f.inputs = {q, kt, v};
-    f.outputs = {out};
-    auto set_ints = [&](const char* name, const std::vector<int64_t>& vals) {
-      if (vals.empty()) return;
-      ir::Attribute a;
-      a.name = name;
-      a.kind = ir::Attribute::Kind::kInts;
-      a.ints = vals;
-      f.attributes[a.name] = a;
-    };
-    auto set_float = [&](const char* name, float val) {
-      ir::Attribute a;
-      a.name = name;
-      a.kind = ir::Attribute::Kind::kFloat;
-      a.f = val;
-      f.attributes[a.name] = a;
-    };
-    set_ints("view_q", vq);
-    set_ints("view_k", vk);
-    set_ints("view_v", vv);
-    set_ints("perm_o", po);
-    set_float("scale", scale);
-    set_float("q_scale", q_scale);
-    set_float("k_scale", k_scale);
-    set_float("v_scale", v_scale);
-    set_float("p_scale", p_scale);
-    set_float("qk_dq", qk_dq);
-    set_float("pv_dq", pv_dq);
+    ir::Node f = attention_node("AttentionQ", m1, g_.nodes[m2], {q, kt, v}, {vq, vk, vv}, chain);
+    set_float(f, "scale", scale);
+    set_float(f, "q_scale", q_scale);
+    set_float(f, "k_scale", k_scale);
+    set_float(f, "v_scale", v_scale);
+    set_float(f, "p_scale", p_scale);
+    set_float(f, "qk_dq", qk_dq);
+    set_float(f, "pv_dq", pv_dq);
     set_int(f, "e4m3", e4m3 ? 1 : 0);
+    const size_t last = chain.back();
     for (size_t c : chain) removed_[c] = true;
     g_.nodes[last] = std::move(f);
     removed_[last] = false;

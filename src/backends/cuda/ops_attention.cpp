@@ -170,6 +170,16 @@ std::shared_ptr<void> dense_copy(RunContext& ctx, const void* src, size_t esz, c
   return buf;
 }
 
+// Q, K and V's common float dtype (Error naming the node otherwise).
+DataType operand_dtype(const ir::Node& node, const std::vector<Value*>& in) {
+  const DataType dt = in.at(0)->dtype;
+  require_float(node, dt, "Q");
+  TRT_CHECK_ARG(in.at(1)->dtype == dt && in.at(2)->dtype == dt,
+                "{}: Q ({}), K ({}) and V ({}) differ in dtype", node.describe(), dtype_name(dt),
+                dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
+  return dt;
+}
+
 // The operands of an attention node as views, the broadcast batch and the output's shape and
 // strides (O [batch..., sq, dv], written through perm_o when given).
 struct AttentionPlan {
@@ -276,11 +286,7 @@ class AttentionOp : public GpuOp {
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
-    const DataType dt = in.at(0)->dtype;
-    require_float(node, dt, "Q");
-    TRT_CHECK_ARG(in.at(1)->dtype == dt && in.at(2)->dtype == dt,
-                  "{}: Q ({}), K ({}) and V ({}) differ in dtype", node.describe(), dtype_name(dt),
-                  dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
+    const DataType dt = operand_dtype(node, in);
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
     const AttentionPlan pl = plan_attention(ctx, in, esz, view_q_, view_k_, view_v_, perm_o_);
     void* py = ctx.make(*out.at(0), dt, pl.y_shape);
@@ -368,11 +374,7 @@ class AttentionQOp : public GpuOp {
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
-    const DataType dt = in.at(0)->dtype;
-    require_float(node, dt, "Q");
-    TRT_CHECK_ARG(in.at(1)->dtype == dt && in.at(2)->dtype == dt,
-                  "{}: Q ({}), K ({}) and V ({}) differ in dtype", node.describe(), dtype_name(dt),
-                  dtype_name(in[1]->dtype), dtype_name(in[2]->dtype));
+    const DataType dt = operand_dtype(node, in);
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
     AttentionPlan pl = plan_attention(ctx, in, esz, view_q_, view_k_, view_v_, perm_o_);
     void* py = ctx.make(*out.at(0), DataType::kFloat32, pl.y_shape);
