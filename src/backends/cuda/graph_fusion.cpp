@@ -268,6 +268,16 @@ class Fuser {
     return f;
   }
   size_t index_of(const ir::Node& n) const { return static_cast<size_t>(&n - g_.nodes.data()); }
+  // Removes the chain's nodes and puts f in the place of its last one (every operand exists by
+  // then); returns 1 (one fusion).
+  size_t place(ir::Node f, const std::vector<size_t>& chain) {
+    const size_t last = chain.back();
+    for (size_t c : chain) removed_[c] = true;
+    g_.nodes[last] = std::move(f);
+    removed_[last] = false;
+    last_ = last;
+    return 1;
+  }
   // A Transpose swapping the two leading axes of a rank-3 tensor.
   static bool swaps_leading(const ir::Node& t) {
     if (t.op_type != "Transpose" || !default_domain(t) || t.inputs.size() != 1 ||
@@ -480,13 +490,7 @@ class Fuser {
     if (std::isnan(scale) || std::isinf(scale)) return 0;
     ir::Node f = attention_node("Attention", mm1, g_.nodes[mm2], {q, kt, v}, {vq, vk, vv}, chain);
     set_float(f, "scale", scale);
-    const size_t last = chain.back();
-    for (size_t c : chain) removed_[c] = true;
-    // The fused node takes the place of the chain's last node: every operand exists by then.
-    g_.nodes[last] = std::move(f);
-    removed_[last] = false;
-    last_ = last;
-    return 1;
+    return place(std::move(f), chain);
   }
 
   // A per-tensor float8 QuantizeLinear (saturating, zero point 0) producing v for one reader:
@@ -575,12 +579,7 @@ class Fuser {
     set_float(f, "qk_dq", qk_dq);
     set_float(f, "pv_dq", pv_dq);
     set_int(f, "e4m3", e4m3 ? 1 : 0);
-    const size_t last = chain.back();
-    for (size_t c : chain) removed_[c] = true;
-    g_.nodes[last] = std::move(f);
-    removed_[last] = false;
-    last_ = last;
-    return 1;
+    return place(std::move(f), chain);
   }
 
   size_t fuse_gelu_alone(size_t i) {
