@@ -304,20 +304,16 @@ class AttentionOp : public GpuOp {
       if (e != cudaErrorNotSupported) ctx.check(e, "attention");
       (void)cudaGetLastError();
     }
-    unfused(ctx, dt, pl.q.view, pl.kt.view, pl.v.view, pl.batch, pl.sq, pl.sk, pl.d, pl.dv,
-            pl.q.ptr, pl.kt.ptr, pl.v.ptr, py, pl.o_shape, pl.y_shape);
+    unfused(ctx, dt, pl, py);
   }
 
  private:
-  void unfused(RunContext& ctx, DataType dt, const View& q, const View& kt, const View& v,
-               const Shape& batch, int64_t sq, int64_t sk, int64_t d, int64_t dv, const void* pq,
-               const void* pk, const void* pv, void* py, const Shape& o_shape,
-               const Shape& y_shape) {
+  void unfused(RunContext& ctx, DataType dt, const AttentionPlan& pl, void* py) {
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
-    const int64_t nb = shape_numel(batch);
-    const auto qd = dense_copy(ctx, pq, esz, q, batch);
-    const auto kd = dense_copy(ctx, pk, esz, kt, batch);
-    const auto vd = dense_copy(ctx, pv, esz, v, batch);
+    const int64_t nb = pl.nb, sq = pl.sq, sk = pl.sk, d = pl.d, dv = pl.dv;
+    const auto qd = dense_copy(ctx, pl.q.ptr, esz, pl.q.view, pl.batch);
+    const auto kd = dense_copy(ctx, pl.kt.ptr, esz, pl.kt.view, pl.batch);
+    const auto vd = dense_copy(ctx, pl.v.ptr, esz, pl.v.view, pl.batch);
     require_indexable(*ctx.node, nb * sq * sk);
     const auto s = ctx.scratch(static_cast<size_t>(nb * sq * sk) * esz);
     matmul(ctx, lt1_, dt, {nb, sq, d}, {nb, d, sk}, qd.get(), kd.get(), s.get());
@@ -333,7 +329,7 @@ class AttentionOp : public GpuOp {
     }
     const auto o = ctx.scratch(static_cast<size_t>(nb * sq * dv) * esz);
     matmul(ctx, lt2_, dt, {nb, sq, sk}, {nb, sk, dv}, s.get(), vd.get(), o.get());
-    const View ov = permuted(*ctx.node, o_shape, perm_o_, "O");
+    const View ov = permuted(*ctx.node, pl.o_shape, perm_o_, "O");
     std::vector<std::pair<int64_t, int64_t>> dims;
     for (size_t i = 0; i < ov.dims.size(); ++i) dims.push_back({ov.dims[i], ov.strides[i]});
     copy_strided(ctx, esz, o.get(), py, dims, 0);
