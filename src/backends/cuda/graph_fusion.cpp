@@ -25,6 +25,7 @@
 
 #include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/cuda_ops.h"
+#include "ir/graph_builder.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cuda {
@@ -215,19 +216,12 @@ class Fuser {
     return 1;
   }
 
+  // Attributes of a fused node (ir/graph_builder.h makes them).
   static void set_int(ir::Node& f, const char* name, int64_t v) {
-    ir::Attribute a;
-    a.name = name;
-    a.kind = ir::Attribute::Kind::kInt;
-    a.i = v;
-    f.attributes[a.name] = a;
+    f.attributes[name] = ir::attr_int(name, v);
   }
   static void set_float(ir::Node& f, const char* name, float v) {
-    ir::Attribute a;
-    a.name = name;
-    a.kind = ir::Attribute::Kind::kFloat;
-    a.f = v;
-    f.attributes[a.name] = a;
+    f.attributes[name] = ir::attr_float(name, v);
   }
   // The fused attention node (op) replacing first .. second: the operands and their views, and
   // a Transpose reading second's output absorbed as perm_o (appended to chain, which then ends
@@ -253,12 +247,7 @@ class Fuser {
     const char* names[4] = {"view_q", "view_k", "view_v", "perm_o"};
     for (size_t i = 0; i < 4; ++i) {
       const std::vector<int64_t>& p = i < 3 ? views.at(i) : po;
-      if (p.empty()) continue;
-      ir::Attribute a;
-      a.name = names[i];
-      a.kind = ir::Attribute::Kind::kInts;
-      a.ints = p;
-      f.attributes[a.name] = a;
+      if (!p.empty()) f.attributes[names[i]] = ir::attr_ints(names[i], p);
     }
     // The chain's last entry is the node the fused one replaces: second, or the Transpose.
     auto pos = std::find(chain.begin(), chain.end(), index_of(second));
@@ -304,11 +293,7 @@ class Fuser {
       return y;
     const size_t t = only_reader(rs.outputs[0]);
     if (t == SIZE_MAX || !swaps_leading(g_.nodes[t])) return y;
-    ir::Attribute a;
-    a.name = "y_grid";
-    a.kind = ir::Attribute::Kind::kInts;
-    a.ints = {v[0], v[1]};
-    f.attributes[a.name] = a;
+    f.attributes["y_grid"] = ir::attr_ints("y_grid", {v[0], v[1]});
     chain.push_back(r);
     chain.push_back(t);
     return g_.nodes[t].outputs[0];

@@ -277,8 +277,7 @@ class AttentionOp : public GpuOp {
         view_q_(node.attr_ints("view_q")),
         view_k_(node.attr_ints("view_k")),
         view_v_(node.attr_ints("view_v")),
-        perm_o_(node.attr_ints("perm_o")),
-        fused_enabled_(env_switch("TRTUTILS_CUDA_ATTENTION", true)) {}
+        perm_o_(node.attr_ints("perm_o")) {}
   std::string kernel() const override {
     return fused_ ? "fused attention (tensor cores, online softmax)"
                   : "attention: cuBLASLt + softmax (unfused)";
@@ -293,8 +292,7 @@ class AttentionOp : public GpuOp {
     if (pl.nb * pl.sq * pl.dv == 0) return;
     fused_ = false;
     k::AttentionDesc a;
-    if (fused_enabled_ && pl.sk > 0 && k::attention_supported(dt, pl.d, pl.dv) &&
-        attention_desc(pl, py, a)) {
+    if (pl.sk > 0 && k::attention_supported(dt, pl.d, pl.dv) && attention_desc(pl, py, a)) {
       a.scale = scale_;
       const cudaError_t e = k::attention(dt, a, ctx.stream);
       if (e == cudaSuccess) {
@@ -337,7 +335,6 @@ class AttentionOp : public GpuOp {
 
   float scale_;
   std::vector<int64_t> view_q_, view_k_, view_v_, perm_o_;
-  bool fused_enabled_;
   bool fused_ = false;
   LtMatmul lt1_, lt2_;
 };
