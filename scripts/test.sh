@@ -11,13 +11,16 @@ bash scripts/install_deps.sh
 bash scripts/format.sh --check
 jobs=$(nproc)
 
+# -O1 with line tables only (what the sanitizers' reports need) compiles twice as fast as -O2 -g
+# (measured on tools/cli/cmd_inspect.cpp: 21 s against 43 s); the tests run a little slower.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRTUTILS_WERROR=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF -DTRTUTILS_CUDA_ARCHS=80-real
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE e2e)
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz-clang -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTRTUTILS_FUZZ=ON -DTRTUTILS_BUILD_BENCH=OFF
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DTRTUTILS_FUZZ=ON -DTRTUTILS_BUILD_BENCH=OFF
 cmake --build build-fuzz-clang -j"$jobs" --target fuzz_harnesses
 (cd build-fuzz-clang && ctest --output-on-failure -j"$jobs" --timeout 300 -L fuzz)
 
