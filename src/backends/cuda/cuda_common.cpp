@@ -206,6 +206,33 @@ bool env_switch(const char* name, bool def) {
   return v;
 }
 
+AltMode alt_mode(const char* name) {
+  const char* f = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
+  const char* g = std::getenv(name);
+  if (g && std::string(g) == "force") return AltMode::kForce;
+  if ((f && std::string(f) == "force") || (g && !env_switch(name, true))) return AltMode::kOff;
+  return AltMode::kTimed;
+}
+
+float time_on_stream(RunContext& ctx, const std::function<void()>& f) {
+  f();
+  cudaEvent_t ev[2];
+  TRT_CUDA_CHECK(cudaEventCreate(&ev[0]));
+  TRT_CUDA_CHECK(cudaEventCreate(&ev[1]));
+  float t[3] = {0, 0, 0};
+  for (float& ms : t) {
+    TRT_CUDA_CHECK(cudaEventRecord(ev[0], ctx.stream));
+    f();
+    TRT_CUDA_CHECK(cudaEventRecord(ev[1], ctx.stream));
+    TRT_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+    TRT_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+  }
+  cudaEventDestroy(ev[0]);
+  cudaEventDestroy(ev[1]);
+  std::sort(t, t + 3);
+  return t[1];
+}
+
 bool layout_free(const Shape& s) {
   if (s.size() > 4) return false;
   Shape a(4 - s.size(), 1);

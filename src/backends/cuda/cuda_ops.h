@@ -206,12 +206,20 @@ void register_attention_ops(OpTable& t);
 // it off, any other value on; unset: `def`. Read once per process.
 bool env_switch(const char* name, bool def);
 
+// How an alternative kernel is chosen against the default one: never, timed on the first eager
+// run, or always (env `name` = 0 / unset / force). TRTUTILS_CUDA_FUSED_CONV=force means the
+// default (cuDNN / cuBLASLt) everywhere.
+enum class AltMode { kOff, kTimed, kForce };
+AltMode alt_mode(const char* name);
+
 // ---- shared helpers
 // ------------------------------------------------------------------------------- Throws
 // Error(kNotSupported) naming the node unless dt is float32/float16/bfloat16.
 void require_float(const ir::Node& node, DataType dt, const char* what);
 // numel must fit the kernels' 32-bit coordinates.
 void require_indexable(const ir::Node& node, int64_t numel);
+// Median of 3 timed runs of f on ctx.stream (after one warm-up run), in ms.
+float time_on_stream(RunContext& ctx, const std::function<void()>& f);
 
 // Broadcast of up to 3 inputs to `out` (each broadcastable to it), dims of size 1 dropped and
 // contiguous runs merged. Error(kNotSupported) if more than kMaxRank dims remain.

@@ -158,4 +158,67 @@ __device__ __forceinline__ float apply_act(Act act, float v, float alpha, float 
   return v;
 }
 
+// ---- tensor-core helpers (sm_80+): asynchronous copies and ldmatrix --------------------
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared without a register round trip (zeros when !valid).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p))
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p))
+               : "memory");
+}
+// ---- quantized bytes -------------------------------------------------------------------
+struct IntRange {
+  float lo, hi;
+};
+__host__ __device__ inline IntRange range_of(DataType t) {
+  if (t == DataType::kUInt8) return {0.0f, 255.0f};
+  if (t == DataType::kInt8) return {-128.0f, 127.0f};
+  if (t == DataType::kUInt16) return {0.0f, 65535.0f};
+  return {-32768.0f, 32767.0f};
+}
+
+// One byte of a 1-byte quantized dtype as a float (int8, uint8, float8).
+__device__ __forceinline__ float byte_value(DataType t, uint32_t b) {
+  if (t == DataType::kInt8) return static_cast<float>(static_cast<int8_t>(b));
+  if (t == DataType::kUInt8) return static_cast<float>(b);
+  if (t == DataType::kFloat8E4M3FN) return to_float(E4M3{static_cast<uint8_t>(b)});
+  return to_float(E5M2{static_cast<uint8_t>(b)});
+}
+
+// v (already divided by the scale) as one byte of dtype t (saturating).
+__device__ __forceinline__ uint32_t byte_of(DataType t, float v, float zp) {
+  if (t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2)
+    return __nv_cvt_float_to_fp8(v + zp, __NV_SATFINITE,
+                                 t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2) &
+           0xffu;
+  const IntRange r = range_of(t);
+  float q = rintf(v) + zp;
+  if (isnan(q)) q = zp;
+  q = q < r.lo ? r.lo : (q > r.hi ? r.hi : q);
+  return t == DataType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(q))
+                              : static_cast<uint8_t>(q);
+}
+
 }  // namespace trtutils::cuda::k

@@ -315,6 +315,18 @@ cudaError_t conv_depthwise(DataType dt, const void* x, const void* w, const void
                            const void* residual, void* y, const DepthwiseDesc& d, Act act,
                            float alpha, float beta, cudaStream_t stream);
 
+// Implicit-GEMM 2-D convolution (qconv_igemm.cu), channels-last: X [n, h, w, c] int8 (zero point
+// 0) or float8 E4M3 (fp8), W of the same kind packed [k][kh][kw][c], Y [n, oh, ow, k] = e's
+// epilogue (row-major, cols = k; e.colscale = x_scale * w_scale, no colsum) of the int32
+// (float32) sums. c % 16 == 0, k % 16 == 0, 16-byte aligned pointers, fewer than 2^31 elements
+// per tensor, else cudaErrorNotSupported (nothing launched). fp8 needs SM >= 89.
+struct IgemmDesc {
+  int32_t n = 0, h = 0, w = 0, c = 0, oh = 0, ow = 0, k = 0, kh = 0, kw = 0, sh = 1, sw = 1, ph = 0,
+          pw = 0, dh = 1, dw = 1;
+};
+cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
+                        const QEpilogue& e, cudaStream_t stream);
+
 // True when this process' device can run the kernels compiled into this build (the error of
 // a trivial launch otherwise).
 cudaError_t probe_kernels();

@@ -67,43 +67,12 @@ bool pointwise_conv(const ConvGeometry& g) {
   return true;
 }
 
-// How an alternative to cuDNN is chosen: never, timed against cuDNN on the first eager run, or
-// always (env `name` = 0 / unset / force). TRTUTILS_CUDA_FUSED_CONV=force means cuDNN only.
-enum class AltMode { kOff, kTimed, kForce };
-AltMode alt_mode(const char* name) {
-  const char* f = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
-  const char* g = std::getenv(name);
-  if (g && std::string(g) == "force") return AltMode::kForce;
-  if ((f && std::string(f) == "force") || (g && !env_switch(name, true))) return AltMode::kOff;
-  return AltMode::kTimed;
-}
-
 // A depthwise 2-D convolution (groups = channels, multiplier 1): on channels-last data our
 // kernel (depthwise_kernels.cu) is timed against cuDNN like the pointwise GEMM
 // (TRTUTILS_CUDA_DEPTHWISE=0 / force).
 bool depthwise_conv(const ConvGeometry& g) {
   return g.nspatial == 2 && g.group > 1 && g.group == g.in_channels &&
          g.out_channels == g.in_channels;
-}
-
-// Median of 3 timed runs of f on ctx.stream (after one warm-up run), in ms.
-float time_on_stream(RunContext& ctx, const std::function<void()>& f) {
-  f();
-  cudaEvent_t ev[2];
-  TRT_CUDA_CHECK(cudaEventCreate(&ev[0]));
-  TRT_CUDA_CHECK(cudaEventCreate(&ev[1]));
-  float t[3] = {0, 0, 0};
-  for (float& ms : t) {
-    TRT_CUDA_CHECK(cudaEventRecord(ev[0], ctx.stream));
-    f();
-    TRT_CUDA_CHECK(cudaEventRecord(ev[1], ctx.stream));
-    TRT_CUDA_CHECK(cudaEventSynchronize(ev[1]));
-    TRT_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-  }
-  cudaEventDestroy(ev[0]);
-  cudaEventDestroy(ev[1]);
-  std::sort(t, t + 3);
-  return t[1];
 }
 
 // [K, C/g, k...] -> [K, k..., C/g] bytes (KCRS -> KRSC).

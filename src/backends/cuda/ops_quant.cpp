@@ -190,6 +190,10 @@ class QOp : public GpuOp {
   std::string kernel() const override {
     if (!prepared_) return "not run yet";
     if (dw_used_) return "CUDA int8 depthwise NHWC (fused epilogue)";
+    if (igemm_used_)
+      return std::string(path_ == Path::kFp8 ? "CUDA fp8" : "CUDA int8") +
+             " implicit GEMM NHWC (fused epilogue" +
+             (igemm_mode_ == AltMode::kForce ? ", forced)" : ")");
     if (used_cudnn_) return "cuDNN int8 NHWC";
     if (path_ != Path::kFloat) {
       std::string s = path_ == Path::kInt8 ? "cuBLASLt int8" : "cuBLASLt fp8";
@@ -261,7 +265,7 @@ class QOp : public GpuOp {
 
     std::shared_ptr<void> acc;
     bool done = false;
-    used_cudnn_ = requant_used_ = half_acc_used_ = dw_used_ = false;
+    used_cudnn_ = requant_used_ = half_acc_used_ = dw_used_ = igemm_used_ = false;
     if (dw_ && kind_ == Kind::kConv && channels_last_ && g.nspatial == 2) {
       e.colscale = static_cast<const float*>(colscale_.get());
       k::DepthwiseDesc d;
@@ -278,12 +282,14 @@ class QOp : public GpuOp {
       }
     }
     if (!done && cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
+    if (!done && igemm_fits(x, g)) done = igemm_used_ = implicit_gemm(ctx, x, px, g, rows, e);
     if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
       if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
     }
     if (!done) run_float(ctx, x, px, w, g, ys, acc, e);
-    if (!requant_used_ && !dw_used_) ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
+    if (!requant_used_ && !dw_used_ && !igemm_used_)
+      ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
   }
 
  private:
@@ -534,6 +540,66 @@ class QOp : public GpuOp {
     e.colsum = nullptr;
     e.x_zp = 0;
     e.colscale = static_cast<const float*>(colscale_.get());
+    return true;
+  }
+
+  // Whether the implicit-GEMM kernel (qconv_igemm.cu) can take this convolution: 2-D,
+  // channels-last, one group, int8 X without zero point or E4M3 X and W, input channels a
+  // multiple of 16 (W packed KRSC without padding). TRTUTILS_CUDA_IGEMM=0 | force.
+  bool igemm_fits(const Value& x, const ConvGeometry& g) const {
+    if (igemm_mode_ == AltMode::kOff || kind_ != Kind::kConv || !channels_last_ || !nhwc_gemm_ ||
+        !w_packed_ || g.nspatial != 2 || g.group != 1 || g.in_channels % 16 != 0 || kp_ != k_)
+      return false;
+    if (path_ == Path::kInt8) return x.dtype == DataType::kInt8 && x_zp_ == 0.0f;
+    return path_ == Path::kFp8 && x.dtype == DataType::kFloat8E4M3FN &&
+           w_fp8_t_ == DataType::kFloat8E4M3FN;
+  }
+
+  // Runs the convolution through the implicit-GEMM kernel when it was (or, on the first eager run
+  // with this geometry, is now measured to be) faster than the cuBLASLt path; false: the caller
+  // runs that path.
+  bool implicit_gemm(RunContext& ctx, Value& x, const void* px, const ConvGeometry& g, int64_t rows,
+                     k::QEpilogue& e) {
+    k::IgemmDesc d;
+    set_2d_geometry(d, g);
+    d.n = static_cast<int32_t>(g.batch);
+    d.k = static_cast<int32_t>(n_);
+    k::QEpilogue ie = e;
+    ie.colscale = static_cast<const float*>(colscale_.get());
+    ie.colsum = nullptr;
+    const bool fp8 = path_ == Path::kFp8;
+    auto launch = [&] { return k::qconv_igemm(px, w_packed_.get(), d, fp8, ie, ctx.stream); };
+    if (!igemm_decided_ || !(igemm_geometry_ == g)) {
+      if (ctx.capturing) return false;
+      igemm_decided_ = true;
+      igemm_geometry_ = g;
+      igemm_chosen_ = false;
+      igemm_ms_ = lowp_ms_ = -1;
+      if (launch() != cudaSuccess) {  // not launched (alignment, sizes): the cuBLASLt path
+        (void)cudaGetLastError();
+        return false;
+      }
+      if (igemm_mode_ == AltMode::kForce) {
+        igemm_chosen_ = true;
+      } else {
+        igemm_ms_ = time_on_stream(ctx, [&] { ctx.check(launch(), "implicit-GEMM convolution"); });
+        try {
+          lowp_ms_ = time_on_stream(ctx, [&] {
+            k::QEpilogue le = e;
+            std::shared_ptr<void> acc;
+            TRT_CHECK(run_lowp(ctx, x, px, g, rows, acc, le), ErrorCode::kNotSupported,
+                      "no cuBLASLt algorithm");
+            if (!requant_used_) ctx.check(k::q_epilogue(le, ctx.stream), "quantized epilogue");
+          });
+        } catch (const Error&) {
+          (void)cudaGetLastError();
+          lowp_ms_ = -1;
+        }
+        igemm_chosen_ = lowp_ms_ < 0 || igemm_ms_ < lowp_ms_;
+      }
+    }
+    if (!igemm_chosen_) return false;
+    ctx.check(launch(), "implicit-GEMM convolution");
     return true;
   }
 
@@ -886,6 +952,11 @@ class QOp : public GpuOp {
   std::shared_ptr<void> alpha_rq_, bias_rq_;
   bool fp8_out_ok_ = true, fp16_acc_ok_ = true, half_acc_used_ = false;
   bool dw_ = false, dw_used_ = false;
+  // The implicit-GEMM convolution: its mode, and the decision for the last geometry seen.
+  AltMode igemm_mode_ = alt_mode("TRTUTILS_CUDA_IGEMM");
+  bool igemm_decided_ = false, igemm_chosen_ = false, igemm_used_ = false;
+  ConvGeometry igemm_geometry_;
+  float igemm_ms_ = -1, lowp_ms_ = -1;
   std::shared_ptr<void> w_dw_;
   float half_alpha_ = 1.0f;
   std::shared_ptr<void> colscale_half_;

@@ -134,16 +134,6 @@ __device__ __forceinline__ int64_t scale_index(const QuantDesc& q, int64_t i) {
   return q.per_axis ? (i / q.inner) % q.axis_len : 0;
 }
 
-struct IntRange {
-  float lo, hi;
-};
-__host__ __device__ inline IntRange range_of(DataType t) {
-  if (t == DataType::kUInt8) return {0.0f, 255.0f};
-  if (t == DataType::kInt8) return {-128.0f, 127.0f};
-  if (t == DataType::kUInt16) return {0.0f, 65535.0f};
-  return {-32768.0f, 32767.0f};
-}
-
 // Stores v (already divided by the scale) into y[i] of dtype yt.
 __device__ __forceinline__ void store_quantized(DataType yt, void* y, int64_t i, float v, float zp,
                                                 bool saturate) {
@@ -308,28 +298,6 @@ __global__ void q_epilogue_kernel(QEpilogue e, I n) {
       store_quantized(e.y_t, e.y, i, v / e.y_scale, e.y_zp, true);
     }
   }
-}
-
-// One byte of a 1-byte quantized dtype as a float (int8, uint8, float8).
-__device__ __forceinline__ float byte_value(DataType t, uint32_t b) {
-  if (t == DataType::kInt8) return static_cast<float>(static_cast<int8_t>(b));
-  if (t == DataType::kUInt8) return static_cast<float>(b);
-  if (t == DataType::kFloat8E4M3FN) return to_float(E4M3{static_cast<uint8_t>(b)});
-  return to_float(E5M2{static_cast<uint8_t>(b)});
-}
-
-// v (already divided by the scale) as one byte of dtype t (saturating).
-__device__ __forceinline__ uint32_t byte_of(DataType t, float v, float zp) {
-  if (t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2)
-    return __nv_cvt_float_to_fp8(v + zp, __NV_SATFINITE,
-                                 t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2) &
-           0xffu;
-  const IntRange r = range_of(t);
-  float q = rintf(v) + zp;
-  if (isnan(q)) q = zp;
-  q = q < r.lo ? r.lo : (q > r.hi ? r.hi : q);
-  return t == DataType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(q))
-                              : static_cast<uint8_t>(q);
 }
 
 // Channels 4*c4 .. 4*c4+3 of vector i (row-major [rows, cols], cols % 4 == 0) from their

@@ -162,8 +162,18 @@ void check_geometries(const std::function<std::string(const Geo&)>& path, const 
   }
 }
 
+// The tests of the cuBLASLt paths turn the implicit-GEMM kernel (timed against them; tested by
+// CudaQuant.QConvImplicitGemm) off for their scope.
+struct CublasLtOnly {
+  CublasLtOnly() { ::setenv("TRTUTILS_CUDA_IGEMM", "0", 1); }
+  ~CublasLtOnly() { ::unsetenv("TRTUTILS_CUDA_IGEMM"); }
+  CublasLtOnly(const CublasLtOnly&) = delete;
+  CublasLtOnly& operator=(const CublasLtOnly&) = delete;
+};
+
 TEST(CudaQConvNhwc, Int8MatchesCpu) {
   TRT_REQUIRE_CUDA();
+  const CublasLtOnly lt_only;
   check_geometries(
       [](const Geo& g) {
         return g.direct ? "cuBLASLt int8 NHWC (direct)" : "cuBLASLt int8 NHWC (im2col)";
@@ -174,6 +184,7 @@ TEST(CudaQConvNhwc, Int8MatchesCpu) {
 // TRTUTILS_CUDA_INT8_CONV=cudnn: cuDNN's int8 convolution where it applies (not dilated).
 TEST(CudaQConvNhwc, Int8CudnnOnRequest) {
   TRT_REQUIRE_CUDA();
+  const CublasLtOnly lt_only;  // where cuDNN does not apply (dilation)
   ::setenv("TRTUTILS_CUDA_INT8_CONV", "cudnn", 1);
   check_geometries(
       [](const Geo& g) { return g.dilated ? "cuBLASLt int8 NHWC" : "cuDNN int8 NHWC"; }, "cuDNN");
@@ -215,6 +226,7 @@ TEST(CudaQConvNhwc, ZeroPointsAndUint8) {
 // QGemm. Channels-first Y keeps the int32 + epilogue path.
 TEST(CudaQConvNhwc, Int8RequantInCublasLt) {
   TRT_REQUIRE_CUDA();
+  const CublasLtOnly lt_only;
   struct Case {
     std::string name;
     int64_t c, k, ks;
@@ -295,6 +307,7 @@ TEST(CudaQuantizeVectorised, PerTensorInt8AndUint8) {
 TEST(CudaQConvNhwc, Float8MatchesCpu) {
   TRT_REQUIRE_CUDA();
   if (cuda::device_status().sm < 89) GTEST_SKIP() << "float8 products need SM >= 89";
+  const CublasLtOnly lt_only;
   for (bool channels_last : {false, true}) {
     const Shape xs = channels_last ? Shape{2, 9, 11, 16} : Shape{2, 16, 9, 11};
     std::map<size_t, In> in;
@@ -384,6 +397,7 @@ TEST(CudaQConvNhwc, DepthwiseInt8MatchesCpu) {
 // per-tensor weight scales.
 TEST(CudaQConvNhwc, Float8OutputInCublasLt) {
   TRT_REQUIRE_CUDA();
+  const CublasLtOnly lt_only;
   if (cuda::device_status().sm < 89) GTEST_SKIP() << "float8 products need SM >= 89";
   for (bool per_channel : {true, false}) {
     const Shape xs{2, 9, 11, 16}, ys{2, 9, 11, 32};

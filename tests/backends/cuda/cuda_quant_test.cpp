@@ -242,6 +242,71 @@ TEST(CudaQuant, QConvChannelsLast) {
                   "QConv depthwise channels-last", "depthwise");
 }
 
+// The implicit-GEMM kernel (qconv_igemm.cu, forced instead of timed): channels-last int8 and
+// float8 at tile edges: positions past a 128-row tile, output channels past a 64/128 tile (in
+// steps of 16, the kernel's requirement), a
+// reduction that ends inside a 64-byte stage (C = 16, 3x3), strides, dilation, padding, int8 /
+// float32 residuals and outputs.
+TEST(CudaQuant, QConvImplicitGemm) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_IGEMM", "force", 1);
+  struct Geo {
+    Shape xs;  // NHWC
+    int64_t k, kh, kw, stride, pad, dilation;
+    bool int8_out, int8_residual, relu;
+  };
+  const std::vector<Geo> geos = {
+      {{2, 9, 9, 32}, 48, 3, 3, 1, 1, 1, true, true, true},        // 162 rows, BN 64 partial
+      {{1, 13, 11, 64}, 144, 1, 1, 2, 0, 1, false, false, false},  // 1x1 stride 2, 2 N tiles
+      {{2, 15, 14, 16}, 112, 3, 3, 2, 2, 2, true, false, true},    // R*S*C = 144: partial stage
+      {{2, 28, 28, 64}, 128, 3, 3, 1, 1, 1, true, true, true},     // 9 stages, pipeline wrap
+  };
+  uint32_t seed = 500;
+  for (const Geo& t : geos) {
+    const int64_t n = t.xs[0], h = t.xs[1], w = t.xs[2], c = t.xs[3];
+    const int64_t ek = (t.kh - 1) * t.dilation + 1, ew = (t.kw - 1) * t.dilation + 1;
+    const int64_t oh = (h + 2 * t.pad - ek) / t.stride + 1,
+                  ow = (w + 2 * t.pad - ew) / t.stride + 1;
+    const Shape ys{n, oh, ow, t.k};
+    std::vector<ir::Attribute> attrs = {
+        ais("pads", {t.pad, t.pad, t.pad, t.pad}), ais("strides", {t.stride, t.stride}),
+        ais("dilations", {t.dilation, t.dilation}), ai("channels_last", 1)};
+    if (t.relu) attrs.push_back(as("activation", "Relu"));
+    std::map<size_t, In> in = {
+        {kX, feed(random_tensor(DataType::kInt8, t.xs, seed++, -128, 127))},
+        {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+        {kW, weight(random_tensor(DataType::kInt8, {t.k, c, t.kh, t.kw}, seed++, -127, 127))},
+        {kWScale, weight(per_channel(t.k, 0.0005f, 0.002f, seed++))},
+        {kBias, weight(random_tensor(DataType::kFloat32, {t.k}, seed++))}};
+    if (t.int8_out) {
+      in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.05f));
+      in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 3));
+    }
+    if (t.int8_residual) {
+      in[kResidual] = feed(random_tensor(DataType::kInt8, ys, seed++, -128, 127));
+      in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
+      in[kRZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, -2));
+    } else if (t.int8_out) {
+      in[kResidual] = feed(random_tensor(DataType::kFloat32, ys, seed++));
+    }
+    check_quantized(qcase("QConv", in, attrs), "QConv implicit GEMM " + shape_str(t.xs),
+                    "int8 implicit GEMM");
+  }
+  if (cuda::device_status().sm >= 89) {
+    check_quantized(
+        qcase("QConv",
+              {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {2, 10, 9, 32}, 520, -4, 4))},
+               {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+               {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {80, 32, 3, 3}, 521, -4, 4))},
+               {kWScale, weight(per_channel(80, 0.01f, 0.02f, 522))},
+               {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+               {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+              {ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
+        "QConv float8 implicit GEMM", "fp8 implicit GEMM");
+  }
+  ::unsetenv("TRTUTILS_CUDA_IGEMM");
+}
+
 TEST(CudaQuant, QMatMul) {
   TRT_REQUIRE_CUDA();
   check_quantized(
