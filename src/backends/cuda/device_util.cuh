@@ -221,4 +221,45 @@ __device__ __forceinline__ uint32_t byte_of(DataType t, float v, float zp) {
                               : static_cast<uint8_t>(q);
 }
 
+// ---- the short epilogue of the int8 / float8 convolution kernels ---------------------------
+// For int8 (float8 E4M3) Y with no activation, ReLU or Clip, and no residual or one of Y's dtype:
+// y = acc * (x_scale * w_scale / y_scale) + bias / y_scale (+ r * r_mul + r_add), clamped, then
+// converted (round half to even, saturating). x * (1 / y_scale) instead of a division: within
+// one step of q_epilogue_kernel's result. The generic epilogue costs ~200 instructions per
+// element, which made these kernels epilogue-bound.
+struct FastEpilogue {
+  bool on = false, clip = false;
+  float lo = 0.0f, hi = 0.0f;  // the activation's bounds in output steps
+  float inv_y = 1.0f, r_mul = 0.0f, r_add = 0.0f;
+  int y_zp = 0;
+  __device__ __forceinline__ float act(float y) const { return clip ? fminf(fmaxf(y, lo), hi) : y; }
+};
+__host__ __device__ inline FastEpilogue fast_epilogue(const QEpilogue& e) {
+  FastEpilogue f;
+  f.on = (e.y_t == DataType::kInt8 || e.y_t == DataType::kFloat8E4M3FN) &&
+         (e.act == Act::kNone || e.act == Act::kRelu || e.act == Act::kClip) &&
+         (!e.residual || e.residual_t == e.y_t) &&
+         (e.y_t == DataType::kInt8 || (e.y_zp == 0.0f && e.r_zp == 0.0f)) && e.y_scale > 0.0f;
+  f.inv_y = 1.0f / e.y_scale;
+  f.clip = e.act != Act::kNone;
+  f.lo = e.act == Act::kClip ? e.alpha * f.inv_y : 0.0f;
+  f.hi = e.act == Act::kClip ? e.beta * f.inv_y : INFINITY;
+  f.r_mul = e.r_scale * f.inv_y;
+  f.r_add = -e.r_zp * e.r_scale * f.inv_y;
+  f.y_zp = static_cast<int>(e.y_zp);
+  return f;
+}
+// A residual byte as a value (int8 or E4M3).
+template <bool kFp8>
+__device__ __forceinline__ float fast_residual(uint32_t b) {
+  if constexpr (kFp8) return to_float(E4M3{static_cast<uint8_t>(b)});
+  return static_cast<float>(static_cast<int8_t>(b));
+}
+// y (in output steps) as one byte of Y.
+template <bool kFp8>
+__device__ __forceinline__ uint32_t fast_byte(float y, int zp) {
+  if constexpr (kFp8) return __nv_cvt_float_to_fp8(y, __NV_SATFINITE, __NV_E4M3) & 0xffu;
+  return static_cast<uint32_t>(min(max(__float2int_rn(y) + zp, -128), 127)) & 0xffu;
+}
+
 }  // namespace trtutils::cuda::k

@@ -114,29 +114,8 @@ __device__ __forceinline__ void epilogue16(const QEpilogue& e, float v[16], int6
   }
 }
 
-// The common cases with few instructions per element (the generic epilogue16 costs ~200, which
-// made the whole kernel epilogue-bound): int8 (float8 E4M3) Y, no activation or ReLU, no
-// residual or one of Y's dtype. x * (1 / y_scale) instead of a division, round half to even in
-// the conversion: within one step of q_epilogue_kernel's result.
-struct FastEpilogue {
-  bool on = false, relu = false;
-  float inv_y = 1.0f, r_mul = 0.0f, r_add = 0.0f;  // residual byte b contributes b * r_mul + r_add
-  int y_zp = 0;
-};
-__device__ __forceinline__ FastEpilogue fast_epilogue(const QEpilogue& e) {
-  FastEpilogue f;
-  f.on = (e.y_t == DataType::kInt8 || e.y_t == DataType::kFloat8E4M3FN) &&
-         (e.act == Act::kNone || e.act == Act::kRelu) && (!e.residual || e.residual_t == e.y_t) &&
-         (e.y_t == DataType::kInt8 || (e.y_zp == 0.0f && e.r_zp == 0.0f));
-  f.relu = e.act == Act::kRelu;
-  f.inv_y = 1.0f / e.y_scale;
-  f.r_mul = e.r_scale * f.inv_y;
-  f.r_add = -e.r_zp * e.r_scale * f.inv_y;
-  f.y_zp = static_cast<int>(e.y_zp);
-  return f;
-}
 // 16 channels of one row: y = v * a + b (a, b: the column's scale and bias over y_scale), the
-// residual's 16 bytes rw, ReLU, the conversion, one 16-byte store at element i.
+// residual's 16 bytes rw, the activation, the conversion, one 16-byte store at element i.
 template <bool kFp8>
 __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEpilogue& f,
                                                 const float v[16], const float a[16],
@@ -147,16 +126,8 @@ __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEp
   for (int j = 0; j < 16; ++j) {
     float y = v[j] * a[j] + b[j];
     const uint32_t rb = (rw[j / 4] >> (8 * (j % 4))) & 0xffu;
-    if constexpr (kFp8) {
-      if (e.residual) y += to_float(E4M3{static_cast<uint8_t>(rb)}) * f.r_mul + f.r_add;
-      if (f.relu) y = fmaxf(y, 0.0f);
-      out[j / 4] |= (__nv_cvt_float_to_fp8(y, __NV_SATFINITE, __NV_E4M3) & 0xffu) << (8 * (j % 4));
-    } else {
-      if (e.residual) y += static_cast<float>(static_cast<int8_t>(rb)) * f.r_mul + f.r_add;
-      if (f.relu) y = fmaxf(y, 0.0f);
-      const int t = min(max(__float2int_rn(y) + f.y_zp, -128), 127);
-      out[j / 4] |= (static_cast<uint32_t>(t) & 0xffu) << (8 * (j % 4));
-    }
+    if (e.residual) y += fast_residual<kFp8>(rb) * f.r_mul + f.r_add;
+    out[j / 4] |= fast_byte<kFp8>(f.act(y), f.y_zp) << (8 * (j % 4));
   }
   *reinterpret_cast<uint4*>(static_cast<uint8_t*>(e.y) + i) =
       make_uint4(out[0], out[1], out[2], out[3]);

@@ -379,6 +379,77 @@ __global__ void qconv_depthwise_kernel(const uint32_t* x, const uint32_t* w, Dep
   }
 }
 
+// The same with 16 channels per thread (c % 16 == 0, int8 X and 16-byte aligned operands):
+// 16-byte loads of X and W, and the short epilogue (FastEpilogue) when it applies, with one
+// 16-byte load of the residual and one 16-byte store; otherwise epilogue4 four times.
+__global__ void qconv_depthwise16_kernel(const uint4* x, const uint4* w, DepthwiseDesc d,
+                                         QEpilogue e, int32_t n16) {
+  const int32_t c16n = d.c / 16;
+  const FastEpilogue f = fast_epilogue(e);
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n16;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    const int32_t c16 = i % c16n;
+    const int32_t row = i / c16n;
+    const int32_t ow = row % d.ow;
+    const int32_t oh = (row / d.ow) % d.oh;
+    const int32_t n = row / (d.ow * d.oh);
+    int32_t acc[16];
+#pragma unroll
+    for (int k = 0; k < 16; ++k) acc[k] = 0;
+    for (int32_t r = 0; r < d.kh; ++r) {
+      const int32_t ih = oh * d.sh - d.ph + r * d.dh;
+      if (ih < 0 || ih >= d.h) continue;
+      for (int32_t s = 0; s < d.kw; ++s) {
+        const int32_t iw = ow * d.sw - d.pw + s * d.dw;
+        if (iw < 0 || iw >= d.w) continue;
+        const uint4 xv = x[((n * d.h + ih) * d.w + iw) * c16n + c16];
+        const uint4 wv = w[(r * d.kw + s) * c16n + c16];
+        const uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w}, ww[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+          const int32_t xb = static_cast<int8_t>(xw[k / 4] >> (8 * (k % 4)));
+          const int32_t wb = static_cast<int8_t>(ww[k / 4] >> (8 * (k % 4)));
+          acc[k] += (xb - d.x_zp) * wb;
+        }
+      }
+    }
+    if (f.on) {
+      const int32_t c0 = c16 * 16;
+      uint32_t rw[4] = {0, 0, 0, 0};
+      if (e.residual) {
+        const uint4 rv = reinterpret_cast<const uint4*>(e.residual)[i];
+        rw[0] = rv.x;
+        rw[1] = rv.y;
+        rw[2] = rv.z;
+        rw[3] = rv.w;
+      }
+      uint32_t out[4] = {0, 0, 0, 0};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float4 cs = reinterpret_cast<const float4*>(e.colscale + c0)[q];
+        const float4 bs = e.bias ? reinterpret_cast<const float4*>(e.bias + c0)[q]
+                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float a4[4] = {cs.x, cs.y, cs.z, cs.w}, b4[4] = {bs.x, bs.y, bs.z, bs.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          float y = (static_cast<float>(acc[4 * q + k]) * a4[k] + b4[k]) * f.inv_y;
+          if (e.residual) y += fast_residual<false>((rw[q] >> (8 * k)) & 0xffu) * f.r_mul + f.r_add;
+          out[q] |= fast_byte<false>(f.act(y), f.y_zp) << (8 * k);
+        }
+      }
+      reinterpret_cast<uint4*>(e.y)[i] = make_uint4(out[0], out[1], out[2], out[3]);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        float v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = static_cast<float>(acc[4 * q + k]);
+        epilogue4(e, v, c16 * 4 + q, i * 4 + q);
+      }
+    }
+  }
+}
+
 // The row-major epilogue ([rows, cols] accumulator and Y, cols % 4 == 0), four channels per
 // thread: vector loads of the accumulator (kAcc 0 int32, 1 float32, 2 float16), the channel
 // constants and the residual, one 4-byte (or 16-byte float) store. Same arithmetic as
@@ -462,6 +533,15 @@ bool launch_epilogue_x4(const QEpilogue& e, int64_t n, cudaStream_t stream) {
 bool env_switch_device_x4() {
   static const bool on = [] {
     const char* v = std::getenv("TRTUTILS_CUDA_EPILOGUE_X4");
+    return !(v && v[0] == '0');
+  }();
+  return on;
+}
+
+// TRTUTILS_CUDA_INT8_DEPTHWISE16=0: the int8 depthwise kernel with 4 channels per thread only.
+bool env_switch_device_x16() {
+  static const bool on = [] {
+    const char* v = std::getenv("TRTUTILS_CUDA_INT8_DEPTHWISE16");
     return !(v && v[0] == '0');
   }();
   return on;
@@ -565,6 +645,15 @@ cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const
   if (d.c % 4 != 0 || n / 4 >= (int64_t{1} << 31) || !aligned_to(x, 4) || !aligned_to(w, 4) ||
       e.cols != d.c || !epilogue4_ok(e))
     return cudaErrorNotSupported;
+  const bool fast_ok = !fast_epilogue(e).on || e.y_t != DataType::kInt8 ||
+                       (aligned_to(e.y, 16) && (!e.residual || aligned_to(e.residual, 16)));
+  if (!x_unsigned && d.c % 16 == 0 && aligned_to(x, 16) && aligned_to(w, 16) && fast_ok &&
+      env_switch_device_x16()) {
+    const int32_t n16 = static_cast<int32_t>(n / 16);
+    qconv_depthwise16_kernel<<<blocks_for(n16), kThreads, 0, stream>>>(
+        static_cast<const uint4*>(x), static_cast<const uint4*>(w), d, e, n16);
+    return cudaGetLastError();
+  }
   const int32_t n4 = static_cast<int32_t>(n / 4);
   const auto* x4 = static_cast<const uint32_t*>(x);
   const auto* w4 = static_cast<const uint32_t*>(w);

@@ -260,6 +260,10 @@ TEST(CudaQuant, QConvImplicitGemm) {
       {{1, 13, 11, 64}, 144, 1, 1, 2, 0, 1, false, false, false},  // 1x1 stride 2, 2 N tiles
       {{2, 15, 14, 16}, 112, 3, 3, 2, 2, 2, true, false, true},    // R*S*C = 144: partial stage
       {{2, 28, 28, 64}, 128, 3, 3, 1, 1, 1, true, true, true},     // 9 stages, pipeline wrap
+      {{2, 10, 7, 128}, 48, 1, 1, 1, 0, 1, true, true, true},      // 2 stages
+      // More blocks than fit on the GPU at once, with 1 and 3 stages per block.
+      {{2, 112, 112, 64}, 256, 1, 1, 1, 0, 1, true, true, true},
+      {{4, 64, 64, 16}, 512, 3, 3, 1, 1, 1, true, false, false},
   };
   uint32_t seed = 500;
   for (const Geo& t : geos) {
