@@ -22,26 +22,16 @@ __global__ void conv_depthwise_kernel(const uint4* x, const uint4* w, const uint
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
     const int32_t c = i % cv;
-    const int32_t row = i / cv;
-    const int32_t ow = row % d.ow;
-    const int32_t oh = (row / d.ow) % d.oh;
-    const int32_t n = row / (d.ow * d.oh);
     float acc[kV];
 #pragma unroll
     for (int k = 0; k < kV; ++k) acc[k] = 0.0f;
-    for (int32_t r = 0; r < d.kh; ++r) {
-      const int32_t ih = oh * d.sh - d.ph + r * d.dh;
-      if (ih < 0 || ih >= d.h) continue;
-      for (int32_t s = 0; s < d.kw; ++s) {
-        const int32_t iw = ow * d.sw - d.pw + s * d.dw;
-        if (iw < 0 || iw >= d.w) continue;
-        Chunk xv, wv;
-        xv.u = x[((n * d.h + ih) * d.w + iw) * cv + c];
-        wv.u = w[(r * d.kw + s) * cv + c];
+    depthwise_taps(d, i / cv, [&](int32_t pixel, int32_t tap) {
+      Chunk xv, wv;
+      xv.u = x[pixel * cv + c];
+      wv.u = w[tap * cv + c];
 #pragma unroll
-        for (int k = 0; k < kV; ++k) acc[k] += to_float(xv.t[k]) * to_float(wv.t[k]);
-      }
-    }
+      for (int k = 0; k < kV; ++k) acc[k] += to_float(xv.t[k]) * to_float(wv.t[k]);
+    });
     Chunk b, res, out;
     if (bias) b.u = bias[c];
     if (residual) res.u = residual[i];

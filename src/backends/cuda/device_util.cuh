@@ -262,4 +262,23 @@ __device__ __forceinline__ uint32_t fast_byte(float y, int zp) {
   return static_cast<uint32_t>(min(max(__float2int_rn(y) + zp, -128), 127)) & 0xffu;
 }
 
+// ---- depthwise convolutions (channels-last) -------------------------------------------------
+// The in-bounds taps of output pixel `row` (= (n * oh + y) * ow + x): f(pixel, tap) with pixel =
+// (n * h + ih) * w + iw, the input pixel's index, and tap = r * kw + s.
+template <typename F>
+__device__ __forceinline__ void depthwise_taps(const DepthwiseDesc& d, int32_t row, F&& f) {
+  const int32_t ow = row % d.ow;
+  const int32_t oh = (row / d.ow) % d.oh;
+  const int32_t n = row / (d.ow * d.oh);
+  for (int32_t r = 0; r < d.kh; ++r) {
+    const int32_t ih = oh * d.sh - d.ph + r * d.dh;
+    if (ih < 0 || ih >= d.h) continue;
+    for (int32_t s = 0; s < d.kw; ++s) {
+      const int32_t iw = ow * d.sw - d.pw + s * d.dw;
+      if (iw < 0 || iw >= d.w) continue;
+      f((n * d.h + ih) * d.w + iw, r * d.kw + s);
+    }
+  }
+}
+
 }  // namespace trtutils::cuda::k

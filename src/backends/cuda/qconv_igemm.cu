@@ -114,6 +114,18 @@ __device__ __forceinline__ void epilogue16(const QEpilogue& e, float v[16], int6
   }
 }
 
+// v[0..15] = p[0..15] (16-byte aligned, shared memory).
+__device__ __forceinline__ void load16(const float* p, float v[16]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const float4 t = reinterpret_cast<const float4*>(p)[q];
+    v[4 * q] = t.x;
+    v[4 * q + 1] = t.y;
+    v[4 * q + 2] = t.z;
+    v[4 * q + 3] = t.w;
+  }
+}
+
 // 16 channels of one row: y = v * a + b (a, b: the column's scale and bias over y_scale), the
 // residual's 16 bytes rw, the activation, the conversion, one 16-byte store at element i.
 template <bool kFp8>
@@ -169,14 +181,7 @@ __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile
     const int row = row0 + it * step, m = m0 + row;
     if (m >= m_total) continue;
     float v[16];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const float4 t = *reinterpret_cast<const float4*>(tile + row * ld + col + 4 * q);
-      v[4 * q] = t.x;
-      v[4 * q + 1] = t.y;
-      v[4 * q + 2] = t.z;
-      v[4 * q + 3] = t.w;
-    }
+    load16(tile + row * ld + col, v);
     epilogue16_fast<kFp8>(e, f, v, a, b, res[it], static_cast<int64_t>(m) * cols + n);
   }
 }
@@ -335,14 +340,7 @@ __global__ void __launch_bounds__(igemm_threads<BN>())
     const int row = erow0 + it * kStep, m = m0 + row;
     if (m >= m_total) continue;
     float v[16];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const float4 f = *reinterpret_cast<const float4*>(tile + row * ld + col + 4 * q);
-      v[4 * q] = f.x;
-      v[4 * q + 1] = f.y;
-      v[4 * q + 2] = f.z;
-      v[4 * q + 3] = f.w;
-    }
+    load16(tile + row * ld + col, v);
     epilogue16(e, v, static_cast<int64_t>(m) * d.k + n, n);
   }
 }

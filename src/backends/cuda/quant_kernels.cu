@@ -350,28 +350,18 @@ __global__ void qconv_depthwise_kernel(const uint32_t* x, const uint32_t* w, Dep
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n4;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
     const int32_t c4 = i % c4n;
-    const int32_t row = i / c4n;
-    const int32_t ow = row % d.ow;
-    const int32_t oh = (row / d.ow) % d.oh;
-    const int32_t n = row / (d.ow * d.oh);
     int32_t acc[4] = {0, 0, 0, 0};
-    for (int32_t r = 0; r < d.kh; ++r) {
-      const int32_t ih = oh * d.sh - d.ph + r * d.dh;
-      if (ih < 0 || ih >= d.h) continue;
-      for (int32_t s = 0; s < d.kw; ++s) {
-        const int32_t iw = ow * d.sw - d.pw + s * d.dw;
-        if (iw < 0 || iw >= d.w) continue;
-        const uint32_t xv = x[((n * d.h + ih) * d.w + iw) * c4n + c4];
-        const uint32_t wv = w[(r * d.kw + s) * c4n + c4];
+    depthwise_taps(d, i / c4n, [&](int32_t pixel, int32_t tap) {
+      const uint32_t xv = x[pixel * c4n + c4];
+      const uint32_t wv = w[tap * c4n + c4];
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int32_t xb = kUnsigned ? static_cast<int32_t>((xv >> (8 * k)) & 0xffu)
-                                       : static_cast<int32_t>(static_cast<int8_t>(xv >> (8 * k)));
-          const int32_t wb = static_cast<int8_t>(wv >> (8 * k));
-          acc[k] += (xb - d.x_zp) * wb;
-        }
+      for (int k = 0; k < 4; ++k) {
+        const int32_t xb = kUnsigned ? static_cast<int32_t>((xv >> (8 * k)) & 0xffu)
+                                     : static_cast<int32_t>(static_cast<int8_t>(xv >> (8 * k)));
+        const int32_t wb = static_cast<int8_t>(wv >> (8 * k));
+        acc[k] += (xb - d.x_zp) * wb;
       }
-    }
+    });
     float v[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) v[k] = static_cast<float>(acc[k]);
@@ -389,30 +379,20 @@ __global__ void qconv_depthwise16_kernel(const uint4* x, const uint4* w, Depthwi
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n16;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
     const int32_t c16 = i % c16n;
-    const int32_t row = i / c16n;
-    const int32_t ow = row % d.ow;
-    const int32_t oh = (row / d.ow) % d.oh;
-    const int32_t n = row / (d.ow * d.oh);
     int32_t acc[16];
 #pragma unroll
     for (int k = 0; k < 16; ++k) acc[k] = 0;
-    for (int32_t r = 0; r < d.kh; ++r) {
-      const int32_t ih = oh * d.sh - d.ph + r * d.dh;
-      if (ih < 0 || ih >= d.h) continue;
-      for (int32_t s = 0; s < d.kw; ++s) {
-        const int32_t iw = ow * d.sw - d.pw + s * d.dw;
-        if (iw < 0 || iw >= d.w) continue;
-        const uint4 xv = x[((n * d.h + ih) * d.w + iw) * c16n + c16];
-        const uint4 wv = w[(r * d.kw + s) * c16n + c16];
-        const uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w}, ww[4] = {wv.x, wv.y, wv.z, wv.w};
+    depthwise_taps(d, i / c16n, [&](int32_t pixel, int32_t tap) {
+      const uint4 xv = x[pixel * c16n + c16];
+      const uint4 wv = w[tap * c16n + c16];
+      const uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w}, ww[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
-        for (int k = 0; k < 16; ++k) {
-          const int32_t xb = static_cast<int8_t>(xw[k / 4] >> (8 * (k % 4)));
-          const int32_t wb = static_cast<int8_t>(ww[k / 4] >> (8 * (k % 4)));
-          acc[k] += (xb - d.x_zp) * wb;
-        }
+      for (int k = 0; k < 16; ++k) {
+        const int32_t xb = static_cast<int8_t>(xw[k / 4] >> (8 * (k % 4)));
+        const int32_t wb = static_cast<int8_t>(ww[k / 4] >> (8 * (k % 4)));
+        acc[k] += (xb - d.x_zp) * wb;
       }
-    }
+    });
     if (f.on) {
       const int32_t c0 = c16 * 16;
       uint32_t rw[4] = {0, 0, 0, 0};
