@@ -406,6 +406,25 @@ void infer_tile(InferContext& ctx) {
   ctx.set_output(0, dt, out);
 }
 
+// Dropout: Y like X; the optional mask bool of X's shape.
+void infer_dropout(InferContext& ctx) {
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+  if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kBool, ctx.input_shape(0));
+}
+
+// ScatterND: data's type and shape.
+void infer_scatter_nd(InferContext& ctx) {
+  TRT_CHECK(ctx.num_inputs() == 3, ErrorCode::kInvalidArgument,
+            "{}: needs data, indices and updates", ctx.node.describe());
+  const DataType it = ctx.input_dtype(1);
+  TRT_CHECK(it == DataType::kInt64 || it == DataType::kInt32, ErrorCode::kInvalidArgument,
+            "{}: indices must be int64, got {}", ctx.node.describe(), dtype_name(it));
+  TRT_CHECK(ctx.input_dtype(2) == ctx.input_dtype(0), ErrorCode::kInvalidArgument,
+            "{}: updates are {}, data {}", ctx.node.describe(), dtype_name(ctx.input_dtype(2)),
+            dtype_name(ctx.input_dtype(0)));
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+}
+
 }  // namespace
 
 void register_tensor_ops(OpRegistry& r) {
@@ -427,6 +446,8 @@ void register_tensor_ops(OpRegistry& r) {
   r.add({"Size", "", infer_size});
   r.add({"Range", "", infer_range});
   r.add({"Tile", "", infer_tile});
+  r.add({"Dropout", "", infer_dropout});
+  r.add({"ScatterND", "", infer_scatter_nd});
 }
 
 }  // namespace trtutils::ops

@@ -551,6 +551,35 @@ std::vector<int64_t> transpose_perm(const ir::Node& node, size_t rank) {
   return perm;
 }
 
+std::string dropout_not_identity(const ir::Node& node, int64_t opset, bool ratio_given,
+                                 const Tensor* ratio, bool training_given, const Tensor* training) {
+  if (opset < 12 || !training_given) return "";
+  if (!training)
+    return node.describe() + ": training_mode is not a constant; export the model in eval mode";
+  if (training->numel() != 1 || training->at_double(0) == 0.0) return "";
+  double r = 0.5;
+  if (ratio_given) {
+    if (!ratio || ratio->numel() != 1)
+      return node.describe() + ": training-mode Dropout with a ratio that is not a constant";
+    r = ratio->at_double(0);
+  }
+  if (r == 0.0) return "";
+  return node.describe() + ": Dropout in training mode (ratio " + std::to_string(r) +
+         ") drops values at random; export the model in eval mode";
+}
+
+Shape scatter_nd_updates_shape(const ir::Node& node, const Shape& data, const Shape& indices) {
+  TRT_CHECK(!indices.empty(), ErrorCode::kInvalidArgument, "{}: indices must have rank >= 1",
+            node.describe());
+  const int64_t k = indices.back();
+  TRT_CHECK(k >= 1 && k <= static_cast<int64_t>(data.size()), ErrorCode::kInvalidArgument,
+            "{}: indices' last dimension {} must be in [1, {}] (the rank of data)", node.describe(),
+            k, data.size());
+  Shape u(indices.begin(), indices.end() - 1);
+  u.insert(u.end(), data.begin() + k, data.end());
+  return u;
+}
+
 int64_t range_length(const Tensor& start, const Tensor& limit, const Tensor& delta,
                      const ir::Node& node) {
   for (const Tensor* t : {&start, &limit, &delta})

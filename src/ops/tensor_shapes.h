@@ -72,6 +72,16 @@ std::vector<int64_t> transpose_perm(const ir::Node& node, size_t rank);
 int64_t range_length(const Tensor& start, const Tensor& limit, const Tensor& delta,
                      const ir::Node& node);
 
+// ---- Dropout / ScatterND -----------------------------------------------------------------
+// Empty when a Dropout node is the identity (inference): before opset 12 always (as ONNX
+// Runtime runs it); from opset 12 unless training_mode is true with a non-zero ratio (inputs 2
+// and 1, their constant values, nullptr when omitted). Otherwise why it is not, for an error.
+std::string dropout_not_identity(const ir::Node& node, int64_t opset, bool ratio_given,
+                                 const Tensor* ratio, bool training_given, const Tensor* training);
+// ScatterND's updates shape for data and indices shapes (indices [..., k], k <= rank(data)):
+// indices.shape[:-1] + data.shape[k:]. Throws naming the node when k is out of range.
+Shape scatter_nd_updates_shape(const ir::Node& node, const Shape& data, const Shape& indices);
+
 // ---- Resize / Upsample --------------------------------------------------------------------
 enum class ResizeMode { kNearest, kLinear, kCubic };
 enum class CoordMode {

@@ -11,13 +11,45 @@
 //    then the int8 QConv chains go channels-last (qdq_layout), the int8 kernels' layout;
 // 5. dead-code elimination last, removing what folding and Q/DQ fusion left unused (the
 //    DequantizeLinear nodes whose readers were fused).
+// Before all of them, inference Dropouts whose mask nobody reads become Identity (which every
+// backend runs; exporters leave them in, e.g. torchvision's Swin with ratio 0).
 #include <cstdlib>
 #include <sstream>
 
+#include "ops/tensor_shapes.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::passes {
+
+namespace {
+
+size_t lower_inference_dropout(ir::Graph& graph, int64_t opset) {
+  std::set<std::string> read;
+  for (const ir::Node& n : graph.nodes)
+    for (const std::string& in : n.inputs) read.insert(in);
+  for (const ir::ValueInfo& o : graph.outputs) read.insert(o.name);
+  size_t lowered = 0;
+  for (ir::Node& n : graph.nodes) {
+    if (n.op_type != "Dropout" || !(n.domain.empty() || n.domain == "ai.onnx") || !n.has_input(0))
+      continue;
+    if (n.outputs.size() > 1 && !n.outputs[1].empty() && read.count(n.outputs[1])) continue;
+    const bool ratio_given = n.has_input(1), training_given = n.has_input(2);
+    const std::string why = ops::dropout_not_identity(
+        n, opset, ratio_given, ratio_given ? graph.initializer(n.inputs[1]) : nullptr,
+        training_given, training_given ? graph.initializer(n.inputs[2]) : nullptr);
+    if (!why.empty()) continue;  // the kernels report it
+    n.op_type = "Identity";
+    n.domain.clear();
+    n.inputs.resize(1);
+    n.outputs.resize(1);
+    n.attributes.clear();
+    ++lowered;
+  }
+  return lowered;
+}
+
+}  // namespace
 
 void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {
   std::set<std::string> disabled = disabled_in;
@@ -26,6 +58,8 @@ void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& 
     for (std::string name; std::getline(ss, name, ',');)
       if (!name.empty()) disabled.insert(name);
   }
+  const size_t dropouts = lower_inference_dropout(graph, opset);
+  if (dropouts) TRT_LOG_VERBOSE("{} inference Dropout node(s) run as Identity", dropouts);
   const bool fold = !disabled.count("constant_folding");
   for (int round = 0; round < 8; ++round) {
     infer_shapes(graph, opset);

@@ -26,6 +26,19 @@ MODELS = {
     "vit_b_16": ("vit_b_16", 1, False),
     "mobilenet_v2_dynbatch": ("mobilenet_v2", 1, True),
     "resnet50_b8": ("resnet50", 8, False),
+    # A wider set for robustness sweeps (not in the e2e defaults): concatenations, grouped and
+    # channel-shuffled convolutions, squeeze-excitation, channels-last LayerNorm, windowed
+    # attention, dilated segmentation heads with Resize.
+    "resnet18": ("resnet18", 1, False),
+    "densenet121": ("densenet121", 1, False),
+    "googlenet": ("googlenet", 1, False),
+    "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", 1, False),
+    "squeezenet1_1": ("squeezenet1_1", 1, False),
+    "regnet_y_400mf": ("regnet_y_400mf", 1, False),
+    "mnasnet1_0": ("mnasnet1_0", 1, False),
+    "convnext_tiny": ("convnext_tiny", 1, False),
+    "swin_t": ("swin_t", 1, False),
+    "deeplabv3_mobilenet_v3_large": ("segmentation.deeplabv3_mobilenet_v3_large", 1, False),
 }
 E2E_MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0", "vit_b_16",
               "mobilenet_v2_dynbatch"]
@@ -44,7 +57,13 @@ def make_model(ctor_name):
     import torchvision
 
     torch.manual_seed(0)
-    model = getattr(torchvision.models, ctor_name)(weights=None)
+    ctor = torchvision.models
+    for part in ctor_name.split("."):  # e.g. segmentation.deeplabv3_mobilenet_v3_large
+        ctor = getattr(ctor, part)
+    kwargs = {"weights_backbone": None} if "." in ctor_name else {}
+    if ctor_name == "googlenet":
+        kwargs = {"aux_logits": False, "init_weights": True}
+    model = ctor(weights=None, **kwargs)
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for module in model.modules():

@@ -264,6 +264,64 @@ TEST(TensorTile, Repeats) {
   EXPECT_EQ(run1(node("Tile"), 13, {f32({2}, {1, 2}), i64({1}, {0})}).shape(), (Shape{0}));
 }
 
+// ---- Dropout (inference) / ScatterND ---------------------------------------------------------
+
+TEST(TensorDropout, InferenceIsIdentityTrainingIsRefused) {
+  const Tensor x = f32({2, 2}, {1, -2, 3, -4});
+  Tensor no(DataType::kBool, {}), yes(DataType::kBool, {});
+  yes.data<uint8_t>()[0] = 1;
+  // opset 13: no training_mode / training_mode false; the mask is all true.
+  const std::vector<Tensor> o = run(node("Dropout", {}, 2), 13, {x, f32({}, {0.3f})});
+  expect_tensor(o.at(0), F, {2, 2}, {1, -2, 3, -4});
+  expect_tensor(o.at(1), DataType::kBool, {2, 2}, {1, 1, 1, 1});
+  expect_tensor(run1(node("Dropout"), 13, {x, f32({}, {0.5f}), no}), F, {2, 2}, {1, -2, 3, -4});
+  // training mode with ratio 0 (torchvision's Swin exports) is still the identity ...
+  expect_tensor(run1(node("Dropout"), 13, {x, f32({}, {0.0f}), yes}), F, {2, 2}, {1, -2, 3, -4});
+  // ... with a non-zero ratio (given or the default 0.5) it is random: refused.
+  EXPECT_EQ(code_of([&] {
+              run1(node("Dropout"), 13, {x, f32({}, {0.1f}), yes});
+            }),
+            ErrorCode::kNotSupported);
+  EXPECT_EQ(code_of([&] {
+              run1(node("Dropout"), 13, {x, none(), yes});
+            }),
+            ErrorCode::kNotSupported);
+  // opset 10: inference always.
+  expect_tensor(run1(node("Dropout", {af("ratio", 0.5f)}), 10, {x}), F, {2, 2}, {1, -2, 3, -4});
+}
+
+TEST(TensorScatterND, SlicesReductionsAndErrors) {
+  const Tensor data = iota_f32({2, 3});  // 0..5
+  // Whole rows (k = 1), a negative index.
+  expect_tensor(run1(node("ScatterND"), 13, {data, i64({1, 1}, {-1}), f32({1, 3}, {7, 8, 9})}), F,
+                {2, 3}, {0, 1, 2, 7, 8, 9});
+  // Elements (k = 2).
+  expect_tensor(run1(node("ScatterND"), 13, {data, i64({2, 2}, {0, 1, 1, 2}), f32({2}, {-1, -2})}),
+                F, {2, 3}, {0, -1, 2, 3, 4, -2});
+  // Reductions (opset 16 / 18).
+  expect_tensor(run1(node("ScatterND", {as("reduction", "add")}), 16,
+                     {data, i64({2, 2}, {0, 0, 0, 0}), f32({2}, {10, 20})}),
+                F, {2, 3}, {30, 1, 2, 3, 4, 5});
+  expect_tensor(run1(node("ScatterND", {as("reduction", "max")}), 18,
+                     {data, i64({1, 1}, {0}), f32({1, 3}, {-1, 5, 1})}),
+                F, {2, 3}, {0, 5, 2, 3, 4, 5});
+  expect_tensor(run1(node("ScatterND"), 13, {i64({3}, {1, 2, 3}), i64({1, 1}, {1}), i64({1}, {9})}),
+                DataType::kInt64, {3}, {1, 9, 3});
+  // Out-of-range index, wrong updates shape, k past the rank.
+  EXPECT_EQ(code_of([&] {
+              run1(node("ScatterND"), 13, {data, i64({1, 1}, {2}), f32({1, 3}, {1, 2, 3})});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] {
+              run1(node("ScatterND"), 13, {data, i64({1, 1}, {0}), f32({1, 2}, {1, 2})});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] {
+              run1(node("ScatterND"), 13, {data, i64({1, 3}, {0, 0, 0}), f32({1}, {1})});
+            }),
+            ErrorCode::kInvalidArgument);
+}
+
 // ---- Pad ------------------------------------------------------------------------------------
 
 TEST(TensorPad, ModesAndOpsets) {

@@ -295,6 +295,28 @@ TEST(ConvFusion, SwitchedOffByName) {
   EXPECT_EQ(g.nodes.size(), 2u);
 }
 
+// The pipeline runs inference Dropouts as Identity (every backend has it), unless their mask is
+// read or they are random (training mode with a non-zero ratio: left for the kernels to refuse).
+TEST(Pipeline, InferenceDropoutBecomesIdentity) {
+  ir::GraphBuilder b;
+  const auto x = b.input("x", DataType::kFloat32, ir::sym_shape_from_static({2, 3}));
+  Tensor on(DataType::kBool, {});
+  on.data<uint8_t>()[0] = 1;
+  const auto ratio0 = b.initializer("ratio0", scalar(0.0f));
+  const auto ratio5 = b.initializer("ratio5", scalar(0.5f));
+  const auto training = b.initializer("training", on);
+  const auto y1 = b.node("Dropout", {x, ratio0, training})[0];      // ratio 0: identity
+  const auto y2 = b.node("Dropout", {y1, ratio5})[0];               // inference: identity
+  const auto y3 = b.node("Dropout", {y2, ratio5}, {}, 2);           // mask read: kept
+  const auto y4 = b.node("Dropout", {y3[0], ratio5, training})[0];  // random: kept
+  b.output(y4, DataType::kFloat32);
+  b.output(y3[1], DataType::kBool);
+  ir::Graph g = b.build(kOpset).graph;
+  passes::run_pipeline(g, kOpset);
+  EXPECT_EQ(count_op(g, "Identity"), 2u);
+  EXPECT_EQ(count_op(g, "Dropout"), 2u);
+}
+
 // The FusedConv kernel alone: the oneDNN path against the reference at sizes around the
 // 16-channel blocks and SIMD widths, for each post-op, with a grouped conv too.
 TEST(FusedConvKernel, FastPathMatchesReferenceAtTileEdges) {

@@ -301,6 +301,42 @@ TEST_F(QuantizeApiTest, CalibratePerNodeGivesIdenticalScales) {
   }
 }
 
+// Attention probabilities (Softmax, then an inference Dropout as exporters leave it) read by a
+// MatMul: whatever the method they are calibrated by their maximum (the clipping calibrators cut
+// the few large probabilities); the other activations still get the method's threshold.
+TEST_F(QuantizeApiTest, SoftmaxOutputsAreCalibratedByTheirMaximum) {
+  ir::GraphBuilder b("attn");
+  auto x = b.input("x", DataType::kFloat32, {ir::Dim("N"), 64, 32});
+  auto s =
+      b.node("MatMul", {x, b.initializer("wk", randn({32, 64}, 31, 0.4f))}, {}, 1, "", "scores")[0];
+  auto p = b.node("Softmax", {s}, {ir::attr_int("axis", -1)}, 1, "", "softmax")[0];
+  auto pd = b.node_with_outputs(
+      "Dropout",
+      {p, b.initializer("ratio", Tensor::from_vector<float>(DataType::kFloat32, {}, {0.0f}))},
+      {"pd"});
+  auto y = b.node("MatMul", {pd[0], x}, {}, 1, "", "pv")[0];
+  b.output(y, DataType::kFloat32);
+  model_ = dir_ / "attn.onnx";
+  onnx_io::save_model(b.build(17), model_);
+  calib_ = dir_ / "attn_x.npy";
+  npy_save(calib_, randn({16, 64, 32}, 32, 1.0f));
+  auto scale_of = [&](const std::string& method, const std::string& input) {
+    auto o = opts("int8", method);
+    o.output_path = dir_ / ("attn_" + method + ".onnx");
+    quantize_onnx(o);
+    const ir::Model m = onnx_io::load_model(o.output_path);
+    for (const ir::Node& n : m.graph.nodes)
+      if (n.op_type == "QuantizeLinear" && n.inputs[0] == input)
+        return static_cast<double>(m.graph.initializer(n.inputs[1])->at_double(0));
+    ADD_FAILURE() << "no QuantizeLinear on " << input << " (" << method << ")";
+    return 0.0;
+  };
+  for (const std::string method : {"entropy", "percentile", "mse"})
+    EXPECT_DOUBLE_EQ(scale_of(method, "pd"), scale_of("max", "pd")) << method;
+  // The input (Gaussian) is still clipped by the method: 0.0308 (mse) against 0.0327 (max).
+  EXPECT_LT(scale_of("mse", "x"), 0.97 * scale_of("max", "x"));
+}
+
 // X [N, 256] with 4 channels 25x larger than the rest, read by a MatMul (W [K, N]) and a Gemm
 // (transB: W [N, K]); int4 blocks of 64 along K.
 class QuantizeAwqTest : public QuantizeApiTest {

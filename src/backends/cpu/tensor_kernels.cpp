@@ -428,6 +428,110 @@ void tile_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- Dropout (inference) / ScatterND -------------------------------------------------------
+
+void dropout_kernel(KernelContext& ctx) {
+  const std::string why = ops::dropout_not_identity(
+      ctx.node, ctx.opset, ctx.has_input(1), ctx.has_input(1) ? &ctx.input(1) : nullptr,
+      ctx.has_input(2), ctx.has_input(2) ? &ctx.input(2) : nullptr);
+  TRT_CHECK(why.empty(), ErrorCode::kNotSupported, "{}", why);
+  const Tensor& x = ctx.input(0);
+  ctx.outputs.at(0) = x.clone();
+  if (ctx.outputs.size() > 1) {
+    Tensor& mask = ctx.make_output(1, DataType::kBool, x.shape());
+    if (mask.numel() > 0) std::memset(mask.raw(), 1, static_cast<size_t>(mask.numel()));
+  }
+}
+
+// out[indices[j]] (a slice of data.shape[k:]) = updates[j], or combined with it (reduction add,
+// mul, max, min: float32/float64/int32/int64). Indices may be negative (counted from the end).
+template <typename T>
+void scatter_reduce(T* dst, const T* src, int64_t n, const std::string& red) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (red == "add") {
+      dst[i] += src[i];
+    } else if (red == "mul") {
+      dst[i] *= src[i];
+    } else if (red == "max") {
+      dst[i] = std::max(dst[i], src[i]);
+    } else {
+      dst[i] = std::min(dst[i], src[i]);
+    }
+  }
+}
+
+void scatter_nd_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& data = ctx.input(0);
+  const Tensor& idx_t = ctx.input(1);
+  const Tensor& upd = ctx.input(2);
+  TRT_CHECK(idx_t.dtype() == DataType::kInt64 || idx_t.dtype() == DataType::kInt32,
+            ErrorCode::kInvalidArgument, "{}: indices must be int64, got {}", node.describe(),
+            dtype_name(idx_t.dtype()));
+  TRT_CHECK(upd.dtype() == data.dtype(), ErrorCode::kInvalidArgument, "{}: updates are {}, data {}",
+            node.describe(), dtype_name(upd.dtype()), dtype_name(data.dtype()));
+  const Shape want = ops::scatter_nd_updates_shape(node, data.shape(), idx_t.shape());
+  TRT_CHECK(upd.shape() == want, ErrorCode::kInvalidArgument,
+            "{}: updates have shape {}, expected {} for data {} and indices {}", node.describe(),
+            shape_str(upd.shape()), shape_str(want), shape_str(data.shape()),
+            shape_str(idx_t.shape()));
+  const std::string red = ctx.opset >= 16 ? node.attr_string("reduction", "none") : "none";
+  TRT_CHECK(red == "none" || red == "add" || red == "mul" || red == "max" || red == "min",
+            ErrorCode::kNotSupported, "{}: reduction '{}' (expected none, add, mul, max, min)",
+            node.describe(), red);
+  const int64_t k = idx_t.shape().back();
+  const int64_t rank = static_cast<int64_t>(data.rank());
+  int64_t slice = 1;
+  for (int64_t d = k; d < rank; ++d) slice *= data.dim(d);
+  std::vector<int64_t> stride(static_cast<size_t>(k), slice);
+  for (int64_t d = k - 2; d >= 0; --d) stride[d] = stride[d + 1] * data.dim(d + 1);
+  const std::vector<int64_t> idx = idx_t.to_int64_vector();
+  const int64_t n = k > 0 ? static_cast<int64_t>(idx.size()) / k : 0;
+  Tensor out = data.clone();
+  const size_t esz = element_bytes(data.dtype(), node);
+  uint8_t* dst = bytes_of(out);
+  const uint8_t* src = bytes_of(upd);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t i = idx[j * k + d];
+      const int64_t size = data.dim(d);
+      TRT_CHECK(i >= -size && i < size, ErrorCode::kInvalidArgument,
+                "{}: index {} is out of range for axis {} of size {}", node.describe(), i, d, size);
+      if (i < 0) i += size;
+      off += i * stride[d];
+    }
+    uint8_t* to = dst + static_cast<size_t>(off) * esz;
+    const uint8_t* from = src + static_cast<size_t>(j * slice) * esz;
+    if (red == "none") {
+      std::memcpy(to, from, static_cast<size_t>(slice) * esz);
+      continue;
+    }
+    switch (data.dtype()) {
+      case DataType::kFloat32:
+        scatter_reduce(reinterpret_cast<float*>(to), reinterpret_cast<const float*>(from), slice,
+                       red);
+        break;
+      case DataType::kFloat64:
+        scatter_reduce(reinterpret_cast<double*>(to), reinterpret_cast<const double*>(from), slice,
+                       red);
+        break;
+      case DataType::kInt32:
+        scatter_reduce(reinterpret_cast<int32_t*>(to), reinterpret_cast<const int32_t*>(from),
+                       slice, red);
+        break;
+      case DataType::kInt64:
+        scatter_reduce(reinterpret_cast<int64_t*>(to), reinterpret_cast<const int64_t*>(from),
+                       slice, red);
+        break;
+      default:
+        TRT_CHECK(false, ErrorCode::kNotSupported, "{}: reduction '{}' on {} data", node.describe(),
+                  red, dtype_name(data.dtype()));
+    }
+  }
+  ctx.outputs.at(0) = std::move(out);
+}
+
 // ---- Pad ----------------------------------------------------------------------------------
 
 int64_t pad_source(ops::PadMode mode, int64_t i, int64_t n) {
@@ -609,6 +713,8 @@ void register_tensor_kernels(KernelRegistry& r) {
   r.add({"ConstantOfShape", "", constant_of_shape_kernel});
   r.add({"Range", "", range_kernel});
   r.add({"Tile", "", tile_kernel});
+  r.add({"Dropout", "", dropout_kernel});
+  r.add({"ScatterND", "", scatter_nd_kernel});
   register_resize_kernels(r);
 }
 
