@@ -97,6 +97,9 @@ const std::vector<ClaimedOp> kClaimedOps = {
     {"Split", {"split"}},
     {"Slice", {"slice"}},
     {"Gather", {"gather"}},
+    {"ScatterND", {"scatternd"}},
+    // Inference only: the training-mode tests (random masks) are refused as not supported.
+    {"Dropout", {"dropout", "training_dropout"}},
     {"Reshape", {"reshape"}},
     {"Flatten", {"flatten"}},
     {"Transpose", {"transpose"}},
