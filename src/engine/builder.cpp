@@ -215,10 +215,12 @@ precision::CalibrationCache calibrate(const BuildConfig& c, const ir::Model& mod
   const auto method = c.calibration_algorithm == "entropy" ? quantize::CalibrationMethod::kEntropy
                                                            : quantize::CalibrationMethod::kMax;
   quantize::CalibratorParams cp;
+  const std::set<std::string> softmax = quantize::softmax_probability_tensors(model.graph);
   for (const auto& t : tensors) {
     auto it = stats.find(t);
     if (it == stats.end()) continue;
-    double amax = quantize::compute_amax(it->second, method, cp);
+    double amax = quantize::compute_amax(
+        it->second, softmax.count(t) ? quantize::CalibrationMethod::kMax : method, cp);
     if (!(amax > 0)) amax = 1e-8;  // an all-zero tensor: any positive scale quantizes it exactly
     cache.scales.emplace_back(t, static_cast<float>(amax / 127.0));
   }

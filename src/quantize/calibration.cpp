@@ -233,6 +233,20 @@ double amax_entropy(const TensorStats& s, const CalibratorParams& p) {
 
 }  // namespace
 
+std::set<std::string> softmax_probability_tensors(const ir::Graph& g) {
+  static const std::set<std::string> keep = {"Identity", "Dropout", "Reshape",  "Transpose",
+                                             "Flatten",  "Squeeze", "Unsqueeze"};
+  std::set<std::string> out;
+  for (const ir::Node& n : g.nodes) {  // topological order
+    if (!(n.domain.empty() || n.domain == "ai.onnx") || n.outputs.empty()) continue;
+    if (n.op_type == "Softmax" ||
+        (keep.count(n.op_type) && n.has_input(0) && out.count(n.inputs[0]))) {
+      out.insert(n.outputs[0]);
+    }
+  }
+  return out;
+}
+
 double compute_amax(const TensorStats& s, CalibrationMethod method, const CalibratorParams& p) {
   if (s.absmax() == 0) return 0;
   switch (method) {

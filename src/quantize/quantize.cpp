@@ -367,27 +367,6 @@ ir::Model with_node_in_float(const ir::Model& qm, const ir::Model& fm, const std
   return m;
 }
 
-// Whether tensor t holds Softmax probabilities: its producer, looking through ops that only move
-// or keep values (Identity, inference Dropout, Reshape, Transpose, ...), is a Softmax. Values in
-// [0, 1] whose few large ones carry the attention: the clipping calibrators (entropy,
-// percentile, mse), made for bell-shaped activations, clip exactly those (measured on Swin-T,
-// int8 entropy: thresholds 1/8 of the maximum, 4 dB on these tensors, 11 dB at the output
-// against 35 dB with max), so they are calibrated by their maximum whatever the method.
-bool softmax_probabilities(const std::map<std::string, const ir::Node*>& by_output, std::string t) {
-  static const std::set<std::string> keep = {"Identity", "Dropout", "Reshape",  "Transpose",
-                                             "Flatten",  "Squeeze", "Unsqueeze"};
-  for (int hops = 0; hops < 16; ++hops) {
-    auto it = by_output.find(t);
-    if (it == by_output.end()) return false;
-    const ir::Node& n = *it->second;
-    if (!(n.domain.empty() || n.domain == "ai.onnx")) return false;
-    if (n.op_type == "Softmax") return true;
-    if (!keep.count(n.op_type) || !n.has_input(0)) return false;
-    t = n.inputs[0];
-  }
-  return false;
-}
-
 }  // namespace
 }  // namespace quantize
 
@@ -608,12 +587,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     cp.percentile = o.percentile;
     cp.qmax = quant_mode_qmax(mode);
     cp.fp8 = mode == QuantMode::kFp8;
-    std::map<std::string, const ir::Node*> by_output;
-    for (const ir::Node& n : model.graph.nodes)
-      for (const std::string& out : n.outputs) by_output[out] = &n;
+    const std::set<std::string> softmax = softmax_probability_tensors(model.graph);
     size_t probabilities = 0;
     for (const auto& [t, s] : stats) {
-      const bool p = *method != CalibrationMethod::kMax && softmax_probabilities(by_output, t);
+      const bool p = *method != CalibrationMethod::kMax && softmax.count(t);
       probabilities += p;
       table.amax[t] = compute_amax(s, p ? CalibrationMethod::kMax : *method, cp);
     }
