@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "backends/cpu/copy_util.h"
 #include "backends/cpu/kernel_registry.h"
@@ -445,18 +446,26 @@ void dropout_kernel(KernelContext& ctx) {
 
 // out[indices[j]] (a slice of data.shape[k:]) = updates[j], or combined with it (reduction add,
 // mul, max, min: float32/float64/int32/int64). Indices may be negative (counted from the end).
+enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
+
 template <typename T>
-void scatter_reduce(T* dst, const T* src, int64_t n, const std::string& red) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (red == "add") {
-      dst[i] += src[i];
-    } else if (red == "mul") {
-      dst[i] *= src[i];
-    } else if (red == "max") {
-      dst[i] = std::max(dst[i], src[i]);
-    } else {
-      dst[i] = std::min(dst[i], src[i]);
-    }
+void scatter_reduce(T* dst, const T* src, int64_t n, ScatterReduction red) {
+  switch (red) {
+    case ScatterReduction::kAdd:
+      for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+      break;
+    case ScatterReduction::kMul:
+      for (int64_t i = 0; i < n; ++i) dst[i] *= src[i];
+      break;
+    case ScatterReduction::kMax:
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::max(dst[i], src[i]);
+      break;
+    case ScatterReduction::kMin:
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::min(dst[i], src[i]);
+      break;
+    case ScatterReduction::kNone:
+      std::copy(src, src + n, dst);
+      break;
   }
 }
 
@@ -475,10 +484,17 @@ void scatter_nd_kernel(KernelContext& ctx) {
             "{}: updates have shape {}, expected {} for data {} and indices {}", node.describe(),
             shape_str(upd.shape()), shape_str(want), shape_str(data.shape()),
             shape_str(idx_t.shape()));
-  const std::string red = ctx.opset >= 16 ? node.attr_string("reduction", "none") : "none";
-  TRT_CHECK(red == "none" || red == "add" || red == "mul" || red == "max" || red == "min",
-            ErrorCode::kNotSupported, "{}: reduction '{}' (expected none, add, mul, max, min)",
-            node.describe(), red);
+  const std::string red_name = ctx.opset >= 16 ? node.attr_string("reduction", "none") : "none";
+  static const std::map<std::string, ScatterReduction> kReductions = {
+      {"none", ScatterReduction::kNone},
+      {"add", ScatterReduction::kAdd},
+      {"mul", ScatterReduction::kMul},
+      {"max", ScatterReduction::kMax},
+      {"min", ScatterReduction::kMin}};
+  const auto found = kReductions.find(red_name);
+  TRT_CHECK(found != kReductions.end(), ErrorCode::kNotSupported,
+            "{}: reduction '{}' (expected none, add, mul, max, min)", node.describe(), red_name);
+  const ScatterReduction red = found->second;
   const int64_t k = idx_t.shape().back();
   const int64_t rank = static_cast<int64_t>(data.rank());
   int64_t slice = 1;
@@ -503,7 +519,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
     }
     uint8_t* to = dst + static_cast<size_t>(off) * esz;
     const uint8_t* from = src + static_cast<size_t>(j * slice) * esz;
-    if (red == "none") {
+    if (red == ScatterReduction::kNone) {
       std::memcpy(to, from, static_cast<size_t>(slice) * esz);
       continue;
     }
@@ -526,7 +542,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
         break;
       default:
         TRT_CHECK(false, ErrorCode::kNotSupported, "{}: reduction '{}' on {} data", node.describe(),
-                  red, dtype_name(data.dtype()));
+                  red_name, dtype_name(data.dtype()));
     }
   }
   ctx.outputs.at(0) = std::move(out);
