@@ -87,7 +87,8 @@ std::vector<std::string> unsupported_nodes(const ir::Model& model);
 
 // What the executor's own fusions (graph_fusion.cpp, run on its private copy of the graph) will
 // make of `graph`: for each named node they absorb, the fused op (com.trtutils.cuda::Attention,
-// MatMulBias or Gelu) and the name of the node it becomes. Empty without the CUDA backend.
+// MatMulBias, Gelu or ConvQuantize) and the name of the node it becomes. Empty without the CUDA
+// backend.
 struct FusedInto {
   std::string op;
   std::string node;

@@ -12,6 +12,8 @@
 //                                                          => com.trtutils.cuda::Attention
 //     with the scalar Mul / Div on Q and on KT folded into its scale, and the Transposes /
 //     Reshapes feeding Q, KT or V (and a Transpose reading the output) absorbed as views.
+//   Conv / FusedConv (float32, <= 4 input channels) -> QuantizeLinear (per tensor)
+//                                                          => com.trtutils.cuda::ConvQuantize
 // The MatMul's bias rides in cuBLASLt's epilogue and the GELU runs as one exact (erf) pass, where
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
@@ -60,14 +62,18 @@ class Fuser {
       if (removed_[i]) continue;
       const ir::Node& n = g_.nodes[i];
       const bool qmatmul = n.domain == "com.trtutils" && n.op_type == "QMatMul";
-      if (!default_domain(n) && !qmatmul) continue;
-      const bool candidate = qmatmul || n.op_type == "MatMul" || n.op_type == "Gemm" ||
+      const bool conv = (default_domain(n) && n.op_type == "Conv") ||
+                        (n.domain == "com.trtutils" && n.op_type == "FusedConv");
+      if (!default_domain(n) && !qmatmul && !conv) continue;
+      const bool candidate = qmatmul || conv || n.op_type == "MatMul" || n.op_type == "Gemm" ||
                              n.op_type == "Div" || n.op_type == "Mul";
       if (!candidate || (qmatmul && !attention_fp8_)) continue;
       const std::vector<bool> before = absorbed ? removed_ : std::vector<bool>{};
       last_ = SIZE_MAX;
       size_t f = 0;
-      if (qmatmul) {
+      if (conv) {
+        f = fuse_conv_quantize(i);
+      } else if (qmatmul) {
         f = fuse_attention_q(i);
       } else if (n.op_type == "MatMul") {
         const size_t a = attention_ ? fuse_attention(i) : 0;
@@ -478,6 +484,46 @@ class Fuser {
     return place(std::move(f), chain);
   }
 
+  // Conv / com.trtutils::FusedConv with float32 W of at most k::kSmallCMaxChannels input
+  // channels (one group, 2-D) -> QuantizeLinear (scalar constant scale > 0 and zero point,
+  // saturating), the only reader  => com.trtutils.cuda::ConvQuantize: inputs X, W, B, R ("" where
+  // absent), y_scale[, y_zero_point]; the convolution's attributes plus the QuantizeLinear's
+  // output_dtype. The stem of a Q/DQ image model (left in float by the quantizer) then writes its
+  // int8 output directly instead of 4-byte floats that a second kernel reads back.
+  size_t fuse_conv_quantize(size_t i) {
+    const ir::Node& c = g_.nodes[i];
+    if (c.outputs.size() != 1 || c.inputs.size() < 2 || c.inputs.size() > 4) return 0;
+    const Tensor* w = g_.initializer(c.inputs[1]);
+    if (!w || w->dtype() != DataType::kFloat32 || w->rank() != 4 ||
+        w->dim(1) > k::kSmallCMaxChannels || c.attr_int("group", 1) != 1)
+      return 0;
+    const size_t qi = only_reader(c.outputs[0]);
+    if (qi == SIZE_MAX) return 0;
+    const ir::Node& q = g_.nodes[qi];
+    if (q.op_type != "QuantizeLinear" || !default_domain(q) || q.inputs.size() < 2 ||
+        q.inputs[0] != c.outputs[0] || q.outputs.size() != 1 || q.attr_int("saturate", 1) != 1)
+      return 0;
+    const float scale = scalar(q.inputs[1]);
+    if (!(scale > 0.0f) || std::isinf(scale)) return 0;
+    if (q.has_input(2)) {
+      const Tensor* zp = g_.initializer(q.inputs[2]);
+      if (!zp || zp->numel() != 1) return 0;
+    }
+    ir::Node f;
+    f.name = c.name;
+    f.op_type = "ConvQuantize";
+    f.domain = kGpuDomain;
+    f.inputs = c.inputs;
+    f.inputs.resize(4);
+    f.inputs.push_back(q.inputs[1]);
+    if (q.has_input(2)) f.inputs.push_back(q.inputs[2]);
+    f.outputs = q.outputs;
+    f.attributes = c.attributes;
+    auto od = q.attributes.find("output_dtype");
+    if (od != q.attributes.end()) f.attributes["output_dtype"] = od->second;
+    return place(std::move(f), {i, qi});
+  }
+
   // A per-tensor float8 QuantizeLinear (saturating, zero point 0) producing v for one reader:
   // its node index, scale and kind (E4M3 or E5M2), else SIZE_MAX.
   size_t fp8_quantizer(const std::string& v, float& scale, bool& e4m3) const {
@@ -623,7 +669,9 @@ size_t fuse_for_gpu(ir::Graph& graph, int64_t opset) {
   const size_t n =
       Fuser(graph, opset, env_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
           .run();
-  if (n) TRT_LOG_VERBOSE("cuda fusion: {} MatMul bias / GELU / attention chain(s) fused", n);
+  if (n)
+    TRT_LOG_VERBOSE(
+        "cuda fusion: {} MatMul bias / GELU / attention / conv + quantize chain(s) fused", n);
   return n;
 }
 

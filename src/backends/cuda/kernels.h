@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "trtutils/dtype.h"
 
@@ -326,6 +327,35 @@ struct IgemmDesc {
 };
 cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                         const QEpilogue& e, cudaStream_t stream);
+
+// Float32 2-D convolution with few input channels (conv_small_c.cu: the stem of image models)
+// on the TF32 tensor cores: X NCHW or NHWC float32, one group, Y = act(conv + bias) as float32
+// or quantized per tensor (round(y / y_scale) + y_zp, saturating: int8, uint8, float8), NCHW or
+// NHWC. W is packed by small_c_pack_weights (mma fragment order, TF32-rounded). Problems
+// small_c_supported refuses (C > kSmallCMaxChannels, R * S * C > kSmallCMaxReduction, a patch
+// larger than kSmallCMaxPatch floats, 2^31 elements) are cudaErrorNotSupported (nothing launched).
+constexpr int kSmallCMaxChannels = 4;
+constexpr int kSmallCMaxReduction = 256;
+constexpr int kSmallCMaxPatch = 8192;
+struct SmallCDesc {
+  int32_t n = 0, c = 0, h = 0, w = 0, k = 0, kh = 0, kw = 0, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1,
+          dw = 1, oh = 0, ow = 0;
+  int32_t kred = 0, kred_pad = 0;  // kh * kw * c, and rounded up to a multiple of 8
+  bool x_nhwc = false, y_nhwc = false;
+  Act act = Act::kNone;
+  float alpha = 0.0f, beta = 0.0f;
+  DataType y_t = DataType::kFloat32;
+  float y_scale = 1.0f, y_zp = 0.0f;
+};
+// A desc with the shapes and kred / kred_pad set (strides, pads, dilations, output size and the
+// rest to fill).
+SmallCDesc small_c_desc(int32_t n, int32_t c, int32_t h, int32_t w, int32_t k, int32_t kh,
+                        int32_t kw);
+bool small_c_supported(const SmallCDesc& d);
+// W [k, c, kh, kw] (host) in the kernel's order.
+std::vector<float> small_c_pack_weights(const float* w_kcrs, const SmallCDesc& d);
+cudaError_t conv_small_c(const SmallCDesc& d, const float* x, const float* w_packed,
+                         const float* bias, void* y, cudaStream_t stream);
 
 // True when this process' device can run the kernels compiled into this build (the error of
 // a trivial launch otherwise).

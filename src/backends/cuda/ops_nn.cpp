@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "backends/cuda/cuda_ops.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
+#include "ops/quant_params.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cuda {
@@ -20,6 +22,12 @@ namespace {
 struct PostOps {
   k::Act act = k::Act::kNone;
   float alpha = 0, beta = 0;
+};
+
+// A per-tensor quantization of a convolution's output (com.trtutils.cuda::ConvQuantize).
+struct OutQuant {
+  DataType y_t = DataType::kInt8;
+  float scale = 1.0f, zero_point = 0.0f;
 };
 
 PostOps read_post_ops(const ir::Node& node) {
@@ -93,6 +101,9 @@ class ConvOp : public GpuOp {
  public:
   explicit ConvOp(PostOps post) : post_(post) {}
   std::string kernel() const override {
+    if (small_c_ran_)
+      return std::string("CUDA small-C TF32 kernel") + (small_c_quantized_ ? " + quantize" : "") +
+             (small_c_nhwc_ ? " NHWC" : "");
     if (patch_) return "cuBLASLt (patch GEMM: kernel = stride)";
     if (alt_.decided && alt_.chosen) {
       const std::string what = std::string(alt_.label) + (alt_.nhwc ? " NHWC" : "");
@@ -105,6 +116,11 @@ class ConvOp : public GpuOp {
   }
   void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
                     std::vector<Layout>& want) const override {
+    if (in.size() > 1 && in[0] && in[1] &&
+        small_c_problem(ctx, *in[0], *in[1], in.size() > 3 && in[3], DataType::kFloat32)) {
+      for (Layout& l : want) l = Layout::kAny;  // X read in its layout; W and B packed here
+      return;
+    }
     if (!in.at(0) || !conv_channels_last(ctx, *in[0]) || !nhwc_refused_.empty()) return;
     if (patch_enabled_ && in.size() > 1 && in[1] &&
         patch_conv(conv_geometry(*ctx.node, in[0]->shape, in[1]->shape)))
@@ -115,6 +131,16 @@ class ConvOp : public GpuOp {
   }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
+    run_into(ctx, in, *out.at(0), nullptr);
+  }
+  // Y quantized per tensor as `q` says, when the small-C kernel applies (true); else nothing
+  // runs (false).
+  bool run_quantized(RunContext& ctx, const std::vector<Value*>& in, Value& y, const OutQuant& q) {
+    return run_into(ctx, in, y, &q);
+  }
+
+ private:
+  bool run_into(RunContext& ctx, const std::vector<Value*>& in, Value& y, const OutQuant* q) {
     const ir::Node& node = *ctx.node;
     Value& x = *in.at(0);
     Value& w = *in.at(1);
@@ -137,19 +163,21 @@ class ConvOp : public GpuOp {
                     "{}: residual {} {} must have the output's dtype and shape {} {}",
                     node.describe(), dtype_name(r->dtype), shape_str(r->shape), dtype_name(dt),
                     shape_str(ys));
+    if (run_small_c(ctx, x, w, b, r, y, ys, q)) return true;
+    if (q) return false;
     const bool cl = x.nhwc;
     TRT_CHECK(!r || r->nhwc == cl, ErrorCode::kInternal, "{}: the residual's layout differs",
               node.describe());
     patch_ = false;
     if (patch_enabled_ && !cl && patch_conv(g)) {
-      run_patch_gemm(ctx, g, x, w, b, r, *out.at(0), ys);
+      run_patch_gemm(ctx, g, x, w, b, r, y, ys);
       patch_ = true;
-      return;
+      return true;
     }
     const void* px = ctx.dev(x);
-    void* py = ctx.make(*out.at(0), dt, ys);
-    out[0]->nhwc = cl;
-    if (shape_numel(ys) == 0) return;
+    void* py = ctx.make(y, dt, ys);
+    y.nhwc = cl;
+    if (shape_numel(ys) == 0) return true;
     ConvEpilogue e;
     e.bias = b ? ctx.dev(*b) : nullptr;
     e.residual = r ? ctx.dev(*r) : nullptr;
@@ -170,13 +198,13 @@ class ConvOp : public GpuOp {
                       "depthwise convolution");
           };
           if (alternative(ctx, g, true, dt, dw_mode_, "CUDA depthwise kernel", dw, px, pw, py, e))
-            return;
+            return true;
         }
         std::shared_ptr<void> w_scratch;
         const void* pw = krsc_weights(ctx, w, w_scratch);
-        if (pointwise && pointwise_gemm(ctx, g, true, dt, px, pw, py, e)) return;
+        if (pointwise && pointwise_gemm(ctx, g, true, dt, px, pw, py, e)) return true;
         conv_.run(ctx, g, ConvConfig{dt, dt, true}, px, pw, py, e);
-        return;
+        return true;
       } catch (const Error& err) {
         // A problem cuDNN does not run channels-last (found on the eager first run): NCHW from
         // now on; this run converts X (and the residual) back.
@@ -195,13 +223,78 @@ class ConvOp : public GpuOp {
         convert_layout(ctx, esz, r->shape, e.residual, r_back.get(), false);
         e.residual = r_back.get();
       }
-      out[0]->nhwc = false;
+      y.nhwc = false;
     }
-    if (pointwise && pointwise_gemm(ctx, g, false, dt, px, ctx.dev(w), py, e)) return;
+    if (pointwise && pointwise_gemm(ctx, g, false, dt, px, ctx.dev(w), py, e)) return true;
     conv_.run(ctx, g, ConvConfig{dt, dt, false}, px, ctx.dev(w), py, e);
+    return true;
   }
 
- private:
+  // The small-C TF32 kernel's problem (conv_small_c.cu: few input channels, the stem of image
+  // models) when it applies: float32 X and W with TF32 allowed, 2-D, one group, no residual, W
+  // a constant (packed here), Y float32 or quantized (y_t). TRTUTILS_CUDA_SMALL_C=0 (or
+  // TRTUTILS_CUDA_FUSED_CONV=force, cuDNN only): never. Not timed against cuDNN: with C <= 4,
+  // cuDNN's kernels waste most of their tensor-core work on padding channels.
+  std::optional<k::SmallCDesc> small_c_problem(const RunContext& ctx, const Value& x,
+                                               const Value& w, bool residual, DataType y_t) const {
+    if (!small_c_enabled_ || !ctx.allow_tf32 || residual || x.dtype != DataType::kFloat32 ||
+        w.dtype != DataType::kFloat32 || !w.constant || !w.host.defined() || x.shape.size() != 4 ||
+        w.shape.size() != 4 || shape_numel(x.shape) >= (int64_t{1} << 31))
+      return std::nullopt;
+    const ConvGeometry g = conv_geometry(*ctx.node, x.shape, w.shape);
+    if (g.nspatial != 2 || g.group != 1 || g.in_channels > k::kSmallCMaxChannels ||
+        g.out_channels >= (int64_t{1} << 31))
+      return std::nullopt;
+    k::SmallCDesc d;
+    d.n = static_cast<int32_t>(g.batch);
+    set_2d_geometry(d, g);
+    d.k = static_cast<int32_t>(g.out_channels);
+    d.kred = d.kh * d.kw * d.c;
+    d.kred_pad = (d.kred + 7) / 8 * 8;
+    d.y_t = y_t;
+    if (!k::small_c_supported(d)) return std::nullopt;
+    return d;
+  }
+
+  bool run_small_c(RunContext& ctx, Value& x, Value& w, Value* b, Value* r, Value& y,
+                   const Shape& ys, const OutQuant* q) {
+    small_c_ran_ = false;
+    std::optional<k::SmallCDesc> d =
+        small_c_problem(ctx, x, w, r != nullptr, q ? q->y_t : DataType::kFloat32);
+    if (!d) return false;
+    d->x_nhwc = x.nhwc;
+    d->y_nhwc = conv_channels_last(ctx, x);  // the layout the following layers run in
+    d->act = post_.act;
+    d->alpha = post_.alpha;
+    d->beta = post_.beta;
+    if (q) {
+      d->y_scale = q->scale;
+      d->y_zp = q->zero_point;
+    }
+    if (!w_small_ || w_small_src_ != w.host.raw()) {
+      const std::vector<float> packed =
+          k::small_c_pack_weights(static_cast<const float*>(w.host.raw()), *d);
+      w_small_ = upload_bytes(packed.data(), packed.size() * sizeof(float));
+      w_small_src_ = w.host.raw();
+      if (ctx.weight_bytes) *ctx.weight_bytes += packed.size() * sizeof(float);
+    }
+    const auto* px = static_cast<const float*>(ctx.dev(x));
+    const auto* pb = b ? static_cast<const float*>(ctx.dev(*b)) : nullptr;
+    void* py = ctx.make(y, d->y_t, ys);
+    y.nhwc = d->y_nhwc;
+    const cudaError_t e =
+        k::conv_small_c(*d, px, static_cast<const float*>(w_small_.get()), pb, py, ctx.stream);
+    if (e == cudaErrorNotSupported) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    ctx.check(e, "small-channel convolution");
+    small_c_ran_ = true;
+    small_c_quantized_ = q != nullptr;
+    small_c_nhwc_ = d->y_nhwc;
+    return true;
+  }
+
   // W as KRSC: packed once on the host for a constant (the KCRS copy is never uploaded),
   // converted on the device into `scratch` otherwise.
   const void* krsc_weights(RunContext& ctx, Value& w, std::shared_ptr<void>& scratch) {
@@ -396,6 +489,68 @@ class ConvOp : public GpuOp {
   std::shared_ptr<void> w_krsc_;
   const void* w_src_ = nullptr;
   std::string nhwc_refused_;  // why this convolution runs NCHW after all
+  bool small_c_enabled_ = alt_mode("TRTUTILS_CUDA_SMALL_C") != AltMode::kOff;
+  std::shared_ptr<void> w_small_;
+  const void* w_small_src_ = nullptr;
+  bool small_c_ran_ = false, small_c_quantized_ = false, small_c_nhwc_ = false;
+};
+
+// com.trtutils.cuda::ConvQuantize (graph_fusion.cpp): a float convolution whose output only a
+// per-tensor QuantizeLinear reads. Inputs X, W, B, R (the convolution's, "" where absent), y_scale,
+// y_zero_point (constants). The small-C kernel writes the quantized bytes directly; otherwise the
+// convolution runs as ConvOp into a temporary and QuantizeLinear's kernel follows.
+class ConvQuantizeOp : public GpuOp {
+ public:
+  explicit ConvQuantizeOp(const OpBuild& b) : conv_(read_post_ops(b.node)) {
+    const Tensor* scale = b.constant_input(4);
+    const Tensor* zp = b.constant_input(5);
+    TRT_CHECK(scale && scale->numel() == 1 && (!b.node.has_input(5) || (zp && zp->numel() == 1)),
+              ErrorCode::kInternal, "{}: y_scale and y_zero_point must be constant scalars",
+              b.node.describe());
+    q_.scale = static_cast<float>(scale->at_double(0));
+    q_.zero_point = zp ? static_cast<float>(zp->at_double(0)) : 0.0f;
+    const float host[2] = {q_.scale, q_.zero_point};
+    params_ = upload_bytes(host, sizeof(host));
+  }
+  std::string kernel() const override {
+    return conv_.kernel() + (fused_ ? "" : " + QuantizeLinear kernel");
+  }
+  void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    std::vector<Value*> cin(in.begin(), in.begin() + std::min<size_t>(in.size(), 4));
+    std::vector<Layout> cw(want.begin(), want.begin() + std::min<size_t>(want.size(), 4));
+    conv_.want_layouts(ctx, cin, cw);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = i < cw.size() ? cw[i] : Layout::kAny;
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    TRT_CHECK(in.size() >= 5 && in[4], ErrorCode::kInternal, "{}: y_scale missing",
+              node.describe());
+    Value* zp = in.size() > 5 ? in[5] : nullptr;
+    q_.y_t = ops::quantize_output_dtype(node, ctx.opset, zp ? zp->dtype : DataType::kUndefined);
+    const std::vector<Value*> cin(in.begin(), in.begin() + 4);
+    Value& y = *out.at(0);
+    fused_ = conv_.run_quantized(ctx, cin, y, q_);
+    if (fused_) return;
+    Value tmp;
+    conv_.run(ctx, cin, {&tmp});
+    k::QuantDesc d;
+    d.n = tmp.numel();
+    d.scale = static_cast<const float*>(params_.get());
+    d.zero_point = d.scale + 1;
+    void* py = ctx.make(y, q_.y_t, tmp.shape);
+    y.nhwc = tmp.nhwc;
+    ctx.check(k::quantize(tmp.dtype, q_.y_t, ctx.dev(tmp), py, d, node.attr_int("saturate", 1) != 0,
+                          ctx.stream),
+              "QuantizeLinear");
+  }
+
+ private:
+  ConvOp conv_;
+  OutQuant q_;
+  std::shared_ptr<void> params_;  // y_scale, y_zero_point as float32 on the device
+  bool fused_ = false;
 };
 
 // ---- pools
@@ -638,6 +793,9 @@ void register_nn_ops(OpTable& t) {
   };
   t["com.trtutils::FusedConv"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
     return std::make_unique<ConvOp>(read_post_ops(b.node));
+  };
+  t[std::string(kGpuDomain) + "::ConvQuantize"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<ConvQuantizeOp>(b);
   };
   t["MaxPool"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
     TRT_CHECK(b.node.outputs.size() < 2 || b.node.outputs[1].empty(), ErrorCode::kNotSupported,
