@@ -59,13 +59,6 @@ __device__ __forceinline__ void mma_tf32(float c[4], const uint32_t a[4], uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-struct Geometry {
-  int pr, pc;        // patch rows, columns
-  int patch_floats;  // pr * pc * c
-  int stage_bytes;   // the epilogue's tile: 128 pixels x kLd floats
-  size_t smem;       // weights + max(patch, stage) + tap table + bias
-};
-
 // The epilogue after the bias. Fast modes (no activation, ReLU or Clip as a clamp; int8 and
 // E4M3 as y * (1 / y_scale), within one step of QuantizeLinear's division): a few instructions
 // per element. kGeneric: every activation, uint8 / E5M2 / zero points, QuantizeLinear's exact
@@ -90,7 +83,7 @@ __device__ __forceinline__ uint32_t out_byte(const SmallCDesc& d, const Epi& e, 
   if constexpr (kMode == kE4M3) return fast_byte<true>(clamp_act(e, v) * e.inv_y, 0);
   return byte_of(d.y_t, apply_act(d.act, v, d.alpha, d.beta) / d.y_scale, d.y_zp);
 }
-Mode mode_of(const SmallCDesc& d) {
+__host__ __device__ inline Mode mode_of(const SmallCDesc& d) {
   const bool fast_act = d.act == Act::kNone || d.act == Act::kRelu || d.act == Act::kClip;
   if (!fast_act) return kGeneric;
   if (d.y_t == DataType::kFloat32) return kF32;
@@ -99,21 +92,33 @@ Mode mode_of(const SmallCDesc& d) {
   return kGeneric;
 }
 
+// The quantized fast modes stage bytes ([128][kLdB]), the others float32 ([128][kLd]).
+constexpr int kLdB = kBN + 16;
+__host__ __device__ constexpr bool byte_stage(int mode) {
+  return mode == kI8 || mode == kE4M3;
+}
+
+struct Geometry {
+  int pr, pc;        // patch rows, columns
+  int patch_floats;  // pr * pc * c
+  int stage_bytes;   // the epilogue's tile of 128 pixels
+  size_t smem;       // weights + max(patch, stage) + tap table (+ 8) + bias
+};
 __host__ __device__ inline Geometry geometry_of(const SmallCDesc& d) {
   Geometry g;
   g.pr = (kTP - 1) * d.sh + (d.kh - 1) * d.dh + 1;
   g.pc = (kTQ - 1) * d.sw + (d.kw - 1) * d.dw + 1;
   g.patch_floats = g.pr * g.pc * d.c;
-  g.stage_bytes = kTP * kTQ * kLd * 4;
+  g.stage_bytes = byte_stage(mode_of(d)) ? kTP * kTQ * kLdB : kTP * kTQ * kLd * 4;
   const int patch_bytes = g.patch_floats * 4;
   g.smem = static_cast<size_t>(d.kred_pad) * kBN * 4 +
            static_cast<size_t>(patch_bytes > g.stage_bytes ? patch_bytes : g.stage_bytes) +
-           static_cast<size_t>(d.kred_pad) * 4 + kBN * 4;
+           static_cast<size_t>(d.kred_pad + 8) * 4 + kBN * 4;
   return g;
 }
 
 template <int kMode>
-__global__ void __launch_bounds__(kSmallCThreads)
+__global__ void __launch_bounds__(kSmallCThreads, 4)
     conv_small_c_kernel(const float* __restrict__ x, const float* __restrict__ w,
                         const float* __restrict__ bias, void* __restrict__ y, SmallCDesc d) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -124,7 +129,7 @@ __global__ void __launch_bounds__(kSmallCThreads)
   const int region =
       geo.patch_floats * 4 > geo.stage_bytes ? geo.patch_floats * 4 : geo.stage_bytes;
   int* koff = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(patch) + region);
-  float* bsm = reinterpret_cast<float*>(koff + d.kred_pad);
+  float* bsm = reinterpret_cast<float*>(koff + d.kred_pad + 8);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -135,7 +140,7 @@ __global__ void __launch_bounds__(kSmallCThreads)
     float4* dst = reinterpret_cast<float4*>(wsm);
     for (int i = tid; i < d.kred_pad * kBN / 4; i += kSmallCThreads) dst[i] = __ldg(src + i);
   }
-  for (int k = tid; k < d.kred_pad; k += kSmallCThreads) {
+  for (int k = tid; k < d.kred_pad + 8; k += kSmallCThreads) {  // + 8: the loop's prefetch
     int off = 0;  // past the reduction: any finite element (its weight is 0)
     if (k < d.kred) {
       const int c = k % d.c, s = (k / d.c) % d.kw, r = k / (d.c * d.kw);
@@ -210,8 +215,9 @@ __global__ void __launch_bounds__(kSmallCThreads)
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
     const float4* wf = reinterpret_cast<const float4*>(wsm) + lane;
+    int k0 = koff[t], k1 = koff[t + 4];
+#pragma unroll 2
     for (int kk = 0; kk < ksteps; ++kk) {
-      const int k0 = koff[kk * 8 + t], k1 = koff[kk * 8 + t + 4];
       uint32_t a[2][4];
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
@@ -220,6 +226,8 @@ __global__ void __launch_bounds__(kSmallCThreads)
         a[i][2] = tf32_bits(patch[base[i][0] + k1]);
         a[i][3] = tf32_bits(patch[base[i][1] + k1]);
       }
+      k0 = koff[kk * 8 + 8 + t];  // the next step's taps (the table has 8 spare entries)
+      k1 = koff[kk * 8 + 12 + t];
 #pragma unroll
       for (int jp = 0; jp < 4; ++jp) {
         const float4 b = wf[(kk * 4 + jp) * 32];
@@ -232,79 +240,121 @@ __global__ void __launch_bounds__(kSmallCThreads)
     }
     __syncthreads();  // the patch is dead: the stage reuses it
 
-    // The sums (+ bias) into the stage, float32 [128 pixels][kLd]: pixel (row 2 * warp + i,
-    // column g + 8 * h), channel 8 * j + 2 * t.
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float* px = stage + ((2 * warp + i) * kTQ + g + 8 * h) * kLd;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const int ch = 8 * j + 2 * t;
-          *reinterpret_cast<float2*>(px + ch) =
-              make_float2(acc[i][j][2 * h] + bsm[ch], acc[i][j][2 * h + 1] + bsm[ch + 1]);
-        }
-      }
-    __syncthreads();
-
     const int kvalid = d.k - n0 < kBN ? d.k - n0 : kBN;
-    if (d.y_nhwc && d.k % 16 == 0) {
-      // 16 channels of one pixel per job: 16-byte loads from the stage, 16-byte stores.
-      const int groups = kvalid / 16;
-      for (int e = tid; e < kTP * kTQ * groups; e += kSmallCThreads) {
-        const int pix = e / groups, c16 = (e % groups) * 16;
-        const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
-        if (p >= d.oh || q >= d.ow) continue;
-        const int64_t dst = ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + c16;
-        const float4* src = reinterpret_cast<const float4*>(stage + pix * kLd + c16);
-        float v[16];
+    if constexpr (byte_stage(kMode)) {
+      // The epilogue on the fragments, the bytes into the stage [128 pixels][kLdB], then 16-byte
+      // stores (channels-last, K % 16 == 0) or one byte per job.
+      unsigned char* sb = reinterpret_cast<unsigned char*>(stage);
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const float4 f = src[u];
-          v[4 * u] = f.x;
-          v[4 * u + 1] = f.y;
-          v[4 * u + 2] = f.z;
-          v[4 * u + 3] = f.w;
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          unsigned char* px = sb + ((2 * warp + i) * kTQ + g + 8 * h) * kLdB;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int ch = 8 * j + 2 * t;
+            const uint32_t b0 = out_byte<kMode>(d, epi, acc[i][j][2 * h] + bsm[ch]);
+            const uint32_t b1 = out_byte<kMode>(d, epi, acc[i][j][2 * h + 1] + bsm[ch + 1]);
+            *reinterpret_cast<uint16_t*>(px + ch) = static_cast<uint16_t>(b0 | (b1 << 8));
+          }
         }
-        if (quantized) {
-          uint32_t word[4] = {0, 0, 0, 0};
-#pragma unroll
-          for (int u = 0; u < 16; ++u)
-            word[u / 4] |= out_byte<kMode>(d, epi, v[u]) << (8 * (u % 4));
-          *reinterpret_cast<uint4*>(static_cast<unsigned char*>(y) + dst) =
-              make_uint4(word[0], word[1], word[2], word[3]);
-        } else {
-          float4* yf = reinterpret_cast<float4*>(static_cast<float*>(y) + dst);
-#pragma unroll
-          for (int u = 0; u < 4; ++u)
-            yf[u] = make_float4(
-                out_float<kMode>(d, epi, v[4 * u]), out_float<kMode>(d, epi, v[4 * u + 1]),
-                out_float<kMode>(d, epi, v[4 * u + 2]), out_float<kMode>(d, epi, v[4 * u + 3]));
+      __syncthreads();
+      unsigned char* yb = static_cast<unsigned char*>(y);
+      if (d.y_nhwc && d.k % 16 == 0) {
+        const int groups = kvalid / 16;
+        for (int e = tid; e < kTP * kTQ * groups; e += kSmallCThreads) {
+          const int pix = e / groups, c16 = (e % groups) * 16;
+          const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
+          if (p >= d.oh || q >= d.ow) continue;
+          *reinterpret_cast<uint4*>(yb + ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k +
+                                    n0 + c16) =
+              *reinterpret_cast<const uint4*>(sb + pix * kLdB + c16);
+        }
+      } else {
+        for (int e = tid; e < kTP * kTQ * kvalid; e += kSmallCThreads) {
+          const int pix = d.y_nhwc ? e / kvalid : e % (kTP * kTQ);
+          const int ch = d.y_nhwc ? e % kvalid : e / (kTP * kTQ);
+          const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
+          if (p >= d.oh || q >= d.ow) continue;
+          yb[d.y_nhwc ? ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + ch
+                      : ((static_cast<int64_t>(n) * d.k + n0 + ch) * d.oh + p) * d.ow + q] =
+              sb[pix * kLdB + ch];
         }
       }
     } else {
-      // One element per job: channels-last (channel fastest) or NCHW (column fastest).
-      for (int e = tid; e < kTP * kTQ * kvalid; e += kSmallCThreads) {
-        int pix, ch;
-        if (d.y_nhwc) {
-          pix = e / kvalid;
-          ch = e % kvalid;
-        } else {
-          pix = e % (kTP * kTQ);
-          ch = e / (kTP * kTQ);
+      // The sums (+ bias) into the stage, float32 [128 pixels][kLd]: pixel (row 2 * warp + i,
+      // column g + 8 * h), channel 8 * j + 2 * t.
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float* px = stage + ((2 * warp + i) * kTQ + g + 8 * h) * kLd;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const int ch = 8 * j + 2 * t;
+            *reinterpret_cast<float2*>(px + ch) =
+                make_float2(acc[i][j][2 * h] + bsm[ch], acc[i][j][2 * h + 1] + bsm[ch + 1]);
+          }
         }
-        const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
-        if (p >= d.oh || q >= d.ow) continue;
-        const int64_t dst = d.y_nhwc
-                                ? ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + ch
-                                : ((static_cast<int64_t>(n) * d.k + n0 + ch) * d.oh + p) * d.ow + q;
-        const float v = stage[pix * kLd + ch];
-        if (quantized) {
-          static_cast<unsigned char*>(y)[dst] =
-              static_cast<unsigned char>(out_byte<kMode>(d, epi, v));
-        } else {
-          static_cast<float*>(y)[dst] = out_float<kMode>(d, epi, v);
+      __syncthreads();
+
+      if (d.y_nhwc && d.k % 16 == 0) {
+        // 16 channels of one pixel per job: 16-byte loads from the stage, 16-byte stores.
+        const int groups = kvalid / 16;
+        for (int e = tid; e < kTP * kTQ * groups; e += kSmallCThreads) {
+          const int pix = e / groups, c16 = (e % groups) * 16;
+          const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
+          if (p >= d.oh || q >= d.ow) continue;
+          const int64_t dst = ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + c16;
+          const float4* src = reinterpret_cast<const float4*>(stage + pix * kLd + c16);
+          float v[16];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) {
+            const float4 f = src[u];
+            v[4 * u] = f.x;
+            v[4 * u + 1] = f.y;
+            v[4 * u + 2] = f.z;
+            v[4 * u + 3] = f.w;
+          }
+          if (quantized) {
+            uint32_t word[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int u = 0; u < 16; ++u)
+              word[u / 4] |= out_byte<kMode>(d, epi, v[u]) << (8 * (u % 4));
+            *reinterpret_cast<uint4*>(static_cast<unsigned char*>(y) + dst) =
+                make_uint4(word[0], word[1], word[2], word[3]);
+          } else {
+            float4* yf = reinterpret_cast<float4*>(static_cast<float*>(y) + dst);
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+              yf[u] = make_float4(
+                  out_float<kMode>(d, epi, v[4 * u]), out_float<kMode>(d, epi, v[4 * u + 1]),
+                  out_float<kMode>(d, epi, v[4 * u + 2]), out_float<kMode>(d, epi, v[4 * u + 3]));
+          }
+        }
+      } else {
+        // One element per job: channels-last (channel fastest) or NCHW (column fastest).
+        for (int e = tid; e < kTP * kTQ * kvalid; e += kSmallCThreads) {
+          int pix, ch;
+          if (d.y_nhwc) {
+            pix = e / kvalid;
+            ch = e % kvalid;
+          } else {
+            pix = e % (kTP * kTQ);
+            ch = e / (kTP * kTQ);
+          }
+          const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
+          if (p >= d.oh || q >= d.ow) continue;
+          const int64_t dst =
+              d.y_nhwc ? ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + ch
+                       : ((static_cast<int64_t>(n) * d.k + n0 + ch) * d.oh + p) * d.ow + q;
+          const float v = stage[pix * kLd + ch];
+          if (quantized) {
+            static_cast<unsigned char*>(y)[dst] =
+                static_cast<unsigned char>(out_byte<kMode>(d, epi, v));
+          } else {
+            static_cast<float*>(y)[dst] = out_float<kMode>(d, epi, v);
+          }
         }
       }
     }

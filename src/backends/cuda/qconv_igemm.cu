@@ -145,12 +145,27 @@ __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEp
       make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-// The tile's 16-channel chunks of column `col` (relative to the block), rows row0 + it * step:
-// the column's constants in registers once, every residual load issued before the first store.
+// The residual's 16 bytes at channels n.. of rows m0 + row0 + it * step (zeros past M or
+// without a residual), loaded before the main loop so that they arrive while it runs.
+template <int kIters>
+__device__ __forceinline__ void load_residual(const QEpilogue& e, uint4 res[kIters], int row0,
+                                              int step, int m0, int n, int m_total, int cols) {
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int m = m0 + row0 + it * step;
+    res[it] = make_uint4(0, 0, 0, 0);
+    if (e.residual && m < m_total && n < cols)
+      res[it] = *reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(e.residual) +
+                                                static_cast<int64_t>(m) * cols + n);
+  }
+}
+
+// The tile's 16-channel chunks of column `col` (relative to the block), rows row0 + it * step,
+// with the residual bytes `res` loaded already: the column's constants in registers once.
 template <bool kFp8, int kIters>
 __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile, int ld, int row0,
-                                           int step, int col, int m0, int n, int m_total,
-                                           int cols) {
+                                           int step, int col, int m0, int n, int m_total, int cols,
+                                           const uint4 res[kIters]) {
   const FastEpilogue f = fast_epilogue(e);
   float a[16], b[16];
 #pragma unroll
@@ -167,15 +182,6 @@ __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile
     b[4 * q + 2] = bs.z * f.inv_y;
     b[4 * q + 3] = bs.w * f.inv_y;
   }
-  uint4 res[kIters];
-#pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int m = m0 + row0 + it * step;
-    res[it] = make_uint4(0, 0, 0, 0);
-    if (e.residual && m < m_total)
-      res[it] = *reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(e.residual) +
-                                                static_cast<int64_t>(m) * cols + n);
-  }
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
     const int row = row0 + it * step, m = m0 + row;
@@ -187,7 +193,7 @@ __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile
 }
 
 template <int BN, typename Acc>
-__global__ void __launch_bounds__(igemm_threads<BN>())
+__global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
     qconv_igemm_kernel(const uint8_t* __restrict__ x, const uint8_t* __restrict__ w, IgemmDesc d,
                        QEpilogue e) {
   constexpr int kThreadsB = igemm_threads<BN>();
@@ -254,6 +260,16 @@ __global__ void __launch_bounds__(igemm_threads<BN>())
       cp_async16(bs + swz(row, chunk), src, valid);
     }
   };
+
+  // The short epilogue's thread layout (below): its residual bytes are loaded now, so that
+  // they arrive during the main loop (the 1x1 layers' few reduction steps hide no latency).
+  constexpr int kChunksPerRow = BN / 16;
+  constexpr int kStep = kThreadsB / kChunksPerRow;
+  constexpr int kIters = kBM / kStep;
+  const int col = (tid % kChunksPerRow) * 16, erow0 = tid / kChunksPerRow, n = n0 + col;
+  const bool fast = fast_epilogue(e).on;
+  uint4 res[kIters];
+  load_residual<kIters>(e, res, erow0, kStep, m0, fast ? n : d.k, m_total, d.k);
 
   Acc acc[4][4][4];
 #pragma unroll
@@ -323,16 +339,12 @@ __global__ void __launch_bounds__(igemm_threads<BN>())
     }
   __syncthreads();
   // Thread tid takes the chunk column tid % (BN / 16) of rows tid / (BN / 16) + it * step.
-  constexpr int kChunksPerRow = BN / 16;
-  constexpr int kStep = kThreadsB / kChunksPerRow;
-  constexpr int kIters = kBM / kStep;
-  const int col = (tid % kChunksPerRow) * 16, erow0 = tid / kChunksPerRow, n = n0 + col;
   if (n >= d.k) return;
-  if (fast_epilogue(e).on) {
+  if (fast) {
     if (e.y_t == DataType::kInt8) {
-      store_fast<false, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k);
+      store_fast<false, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k, res);
     } else {
-      store_fast<true, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k);
+      store_fast<true, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k, res);
     }
     return;
   }

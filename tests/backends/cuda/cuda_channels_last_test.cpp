@@ -247,7 +247,7 @@ TEST(CudaChannelsLast, NchwReadersGetConvertedCopies) {
 // with TF32), per-tensor QuantizeLinear, int8 MaxPool, the Transpose to NHWC the builder puts
 // before channels-last QConvs, and (at the end of the network) the Transpose back before a
 // global pool. Everything stays NHWC: no conversion of the graph input, the Transposes are
-// views, MaxPool takes 4 channels per thread when C % 4 == 0 (16) and one otherwise (12 + 1).
+// views, MaxPool takes 16 channels per thread when C % 16 == 0 (16) and one otherwise (13).
 TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
   TRT_REQUIRE_CUDA();
   for (int64_t k : {16, 13}) {
