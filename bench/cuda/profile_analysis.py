@@ -71,6 +71,8 @@ def main():
     info = json.load(open(a.inspect))
     prof = json.load(open(a.profile))
     times = {l["name"]: l["ms"] for l in prof.get("layers", [])}
+    # What ran each layer (benchmark --profile of a GPU engine), else inspect's build-time label.
+    ran = {l["name"]: l["kernel"] for l in prof.get("layers", []) if l.get("kernel")}
     rows = []
     for layer in info["layers"]:
         if layer["name"] not in times:
@@ -84,7 +86,7 @@ def main():
             cls = "launch"
         else:
             cls = "compute" if t_c >= t_m else "memory"
-        rows.append(dict(name=layer["name"], op=op, prec=prec, kernel=layer.get("kernel", ""),
+        rows.append(dict(name=layer["name"], op=op, prec=prec, kernel=ran.get(layer["name"], layer.get("kernel", "")),
                          ms=ms, ops=ops, bytes=nbytes, roof=max(t_c, t_m), cls=cls))
     total = sum(r["ms"] for r in rows)
     print(f"{len(rows)} layers, {total:.3f} ms per iteration (sum of layer times)")

@@ -79,6 +79,7 @@ struct LayerTiming {
   std::string op;
   double total_ms = 0;
   int64_t calls = 0;
+  std::string kernel;  // what ran it on the GPU ("cuDNN fused NHWC", ...); empty on the CPU
 };
 
 class ExecutionContext;

@@ -244,8 +244,11 @@ std::map<std::string, Tensor> ExecutionContext::execute(
     impl_->last_times = {rt.h2d_ms, rt.compute_ms, rt.d2h_ms};
     const auto& prof = impl_->gpu->profile();
     impl_->profile.resize(prof.size());
+    const std::vector<std::string> kernels =
+        prof.empty() ? std::vector<std::string>{} : impl_->gpu->node_kernels();
     for (size_t i = 0; i < prof.size(); ++i)
-      impl_->profile[i] = {prof[i].name, prof[i].op, prof[i].total_ms, prof[i].calls};
+      impl_->profile[i] = {prof[i].name, prof[i].op, prof[i].total_ms, prof[i].calls,
+                           i < kernels.size() ? kernels[i] : std::string()};
     return out;
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -256,7 +259,7 @@ std::map<std::string, Tensor> ExecutionContext::execute(
   const auto& prof = impl_->session->profile();
   impl_->profile.resize(prof.size());
   for (size_t i = 0; i < prof.size(); ++i)
-    impl_->profile[i] = {prof[i].name, prof[i].op_type, prof[i].total_ms, prof[i].calls};
+    impl_->profile[i] = {prof[i].name, prof[i].op_type, prof[i].total_ms, prof[i].calls, {}};
   return out;
 }
 

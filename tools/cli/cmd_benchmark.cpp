@@ -52,7 +52,8 @@ double percentile(std::vector<double> v, double p) {
 
 struct LayerTime {
   std::string name, op;
-  double ms = 0;  // per timed iteration
+  double ms = 0;       // per timed iteration
+  std::string kernel;  // GPU engines: what ran the layer
 };
 
 // Per-op-type and top per-layer times of the timed iterations (warm-up subtracted).
@@ -75,10 +76,14 @@ nlohmann::json print_profile(const std::vector<LayerTime>& layers_in) {
             [&](size_t a, size_t b) { return layers_in[a].ms > layers_in[b].ms; });
   fmt::print("slowest layers:\n");
   for (size_t k = 0; k < order.size() && k < 10; ++k)
-    fmt::print("  {:<40} {:<22} {:9.3f} ms\n", layers_in[order[k]].name, layers_in[order[k]].op,
-               layers_in[order[k]].ms);
+    fmt::print("  {:<40} {:<22} {:9.3f} ms  {}\n", layers_in[order[k]].name, layers_in[order[k]].op,
+               layers_in[order[k]].ms, layers_in[order[k]].kernel);
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& l : layers_in) j.push_back({{"name", l.name}, {"op", l.op}, {"ms", l.ms}});
+  for (const auto& l : layers_in) {
+    nlohmann::json e = {{"name", l.name}, {"op", l.op}, {"ms", l.ms}};
+    if (!l.kernel.empty()) e["kernel"] = l.kernel;
+    j.push_back(std::move(e));
+  }
   return j;
 }
 
@@ -109,7 +114,7 @@ void bench(const BenchOptions& o) {
     run_once = [&] { ctx->execute(feeds); };
     layer_times = [&] {
       std::vector<LayerTime> v;
-      for (const auto& p : ctx->profile()) v.push_back({p.name, p.op, p.total_ms});
+      for (const auto& p : ctx->profile()) v.push_back({p.name, p.op, p.total_ms, p.kernel});
       return v;
     };
     backend = engine->runtime_backend();
@@ -124,7 +129,7 @@ void bench(const BenchOptions& o) {
     run_once = [&] { session->run(feeds); };
     layer_times = [&] {
       std::vector<LayerTime> v;
-      for (const auto& p : session->profile()) v.push_back({p.name, p.op_type, p.total_ms});
+      for (const auto& p : session->profile()) v.push_back({p.name, p.op_type, p.total_ms, {}});
       return v;
     };
     what = o.onnx;

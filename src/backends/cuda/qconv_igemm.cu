@@ -192,7 +192,7 @@ __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile
   }
 }
 
-template <int BN, typename Acc>
+template <int BN, typename Acc, bool kPrefetch>
 __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
     qconv_igemm_kernel(const uint8_t* __restrict__ x, const uint8_t* __restrict__ w, IgemmDesc d,
                        QEpilogue e) {
@@ -261,15 +261,16 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
     }
   };
 
-  // The short epilogue's thread layout (below): its residual bytes are loaded now, so that
-  // they arrive during the main loop (the 1x1 layers' few reduction steps hide no latency).
+  // The short epilogue's thread layout (below). kPrefetch (a residual and the short epilogue):
+  // its residual bytes are loaded now, so that they arrive during the main loop (the 1x1 layers'
+  // few reduction steps hide no latency); the kernels without use fewer registers.
   constexpr int kChunksPerRow = BN / 16;
   constexpr int kStep = kThreadsB / kChunksPerRow;
   constexpr int kIters = kBM / kStep;
   const int col = (tid % kChunksPerRow) * 16, erow0 = tid / kChunksPerRow, n = n0 + col;
   const bool fast = fast_epilogue(e).on;
   uint4 res[kIters];
-  load_residual<kIters>(e, res, erow0, kStep, m0, fast ? n : d.k, m_total, d.k);
+  if constexpr (kPrefetch) load_residual<kIters>(e, res, erow0, kStep, m0, n, m_total, d.k);
 
   Acc acc[4][4][4];
 #pragma unroll
@@ -341,6 +342,7 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
   // Thread tid takes the chunk column tid % (BN / 16) of rows tid / (BN / 16) + it * step.
   if (n >= d.k) return;
   if (fast) {
+    if constexpr (!kPrefetch) load_residual<kIters>(e, res, erow0, kStep, m0, n, m_total, d.k);
     if (e.y_t == DataType::kInt8) {
       store_fast<false, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k, res);
     } else {
@@ -360,10 +362,17 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
 template <int BN, typename Acc>
 cudaError_t launch_igemm(const void* x, const void* w, const IgemmDesc& d, const QEpilogue& e,
                          cudaStream_t stream) {
-  auto* kernel = qconv_igemm_kernel<BN, Acc>;
+  const bool prefetch = e.residual && fast_epilogue(e).on;
+  auto* kernel = prefetch ? qconv_igemm_kernel<BN, Acc, true> : qconv_igemm_kernel<BN, Acc, false>;
   constexpr size_t smem = igemm_smem<BN>();
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  static const cudaError_t attr = [] {
+    const cudaError_t a = cudaFuncSetAttribute(qconv_igemm_kernel<BN, Acc, true>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    return a != cudaSuccess
+               ? a
+               : cudaFuncSetAttribute(qconv_igemm_kernel<BN, Acc, false>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  }();
   if (attr != cudaSuccess) return attr;
   const int64_t m = static_cast<int64_t>(d.n) * d.oh * d.ow;
   const dim3 grid(static_cast<unsigned>((d.k + BN - 1) / BN),
