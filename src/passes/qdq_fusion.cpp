@@ -15,7 +15,7 @@
 // (others may read them) and disappear in dead-code elimination when unused. Every value fused
 // away (the op's output, the Add and activation outputs) must have one reader and not be a graph
 // output. Also: DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and zero
-// point becomes a MaxPool on the int8/uint8 values (max commutes with the monotonic
+// point becomes a MaxPool on the int8/uint8 (or float8) values (max commutes with the monotonic
 // dequantization, and the requantization of a dequantized value is exact).
 #include <limits>
 #include <unordered_map>
@@ -415,7 +415,9 @@ class Fuser {
     const ir::Node& n = g_.nodes[i];
     if (n.outputs.size() != 1 || !n.has_input(0)) return;
     const auto d = per_tensor_dq(n.inputs[0]);
-    if (!d || (d->dtype != DataType::kInt8 && d->dtype != DataType::kUInt8)) return;
+    if (!d || (d->dtype != DataType::kInt8 && d->dtype != DataType::kUInt8 &&
+               d->dtype != DataType::kFloat8E4M3FN && d->dtype != DataType::kFloat8E5M2))
+      return;
     const auto next = single_reader(n.outputs[0]);
     if (!next) return;
     const ir::Node& q = g_.nodes[*next];
@@ -428,6 +430,7 @@ class Fuser {
     const double dz = d->zp_t ? d->zp_t->at_double(0) : 0.0;
     if (*qs->data<float>() != *d->scale_t->data<float>() || qz->at_double(0) != dz) return;
     if (opset_ >= 21 && q.attr_int("block_size", 0) != 0) return;
+    if (q.attr_int("saturate", 1) != 1) return;  // float8: the requantization saturates
     ir::Node p = n;
     p.inputs = {d->x};
     p.outputs = {q.outputs[0]};

@@ -567,27 +567,32 @@ TEST(QdqFusion, ChainedIslandsKeepInt8BetweenLayers) {
   expect_match(execute(last, feeds, true).at(c), want);
 }
 
-TEST(QdqFusion, MaxPoolBetweenEqualScalesRunsOnInt8) {
-  ir::GraphBuilder b("pool");
-  const auto xq = b.input("xq", DataType::kInt8, {2, 3, 7, 7});
-  std::map<std::string, Tensor> feeds{{"xq", random_quantized(DataType::kInt8, {2, 3, 7, 7}, 4)}};
-  const auto s = b.initializer("s", scalar(0.1f));
-  const auto zp = b.initializer("zp", zero_point(DataType::kInt8, {}));
-  const auto x = b.node("DequantizeLinear", {xq, s, zp})[0];
-  const auto p = b.node("MaxPool", {x},
-                        {ir::attr_ints("kernel_shape", {3, 3}), ir::attr_ints("strides", {2, 2}),
-                         ir::attr_ints("pads", {1, 1, 1, 1})})[0];
-  const auto q = b.node("QuantizeLinear", {p, s, zp})[0];
-  b.output(q, DataType::kInt8);
-  ir::Graph plain = b.build(kOpset).graph, fused = plain;
-  passes::run_pipeline(plain, kOpset, {"qdq_fusion"});
-  passes::run_pipeline(fused, kOpset);
-  ASSERT_EQ(fused.nodes.size(), 1u);
-  EXPECT_EQ(fused.nodes[0].op_type, "MaxPool");
-  EXPECT_EQ(fused.nodes[0].inputs[0], xq);
-  const Tensor got = execute(fused, feeds, false).at(q), want = execute(plain, feeds, true).at(q);
-  ASSERT_EQ(got.shape(), want.shape());
-  EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0);  // exact
+// int8 and float8 (the stem pool of an fp8 ResNet): the fused MaxPool on the quantized values is
+// bit-exact against dequantize -> float MaxPool -> quantize.
+TEST(QdqFusion, MaxPoolBetweenEqualScalesRunsOnQuantizedValues) {
+  for (DataType dt : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    ir::GraphBuilder b("pool");
+    const auto xq = b.input("xq", dt, {2, 3, 7, 7});
+    std::map<std::string, Tensor> feeds{{"xq", random_quantized(dt, {2, 3, 7, 7}, 4)}};
+    const auto s = b.initializer("s", scalar(0.1f));
+    const auto zp = b.initializer("zp", zero_point(dt, {}));
+    const auto x = b.node("DequantizeLinear", {xq, s, zp})[0];
+    const auto p = b.node("MaxPool", {x},
+                          {ir::attr_ints("kernel_shape", {3, 3}), ir::attr_ints("strides", {2, 2}),
+                           ir::attr_ints("pads", {1, 1, 1, 1})})[0];
+    const auto q = b.node("QuantizeLinear", {p, s, zp})[0];
+    b.output(q, dt);
+    ir::Graph plain = b.build(kOpset).graph, fused = plain;
+    passes::run_pipeline(plain, kOpset, {"qdq_fusion"});
+    passes::run_pipeline(fused, kOpset);
+    const std::string what(dtype_name(dt));
+    ASSERT_EQ(fused.nodes.size(), 1u) << what;
+    EXPECT_EQ(fused.nodes[0].op_type, "MaxPool") << what;
+    EXPECT_EQ(fused.nodes[0].inputs[0], xq) << what;
+    const Tensor got = execute(fused, feeds, false).at(q), want = execute(plain, feeds, true).at(q);
+    ASSERT_EQ(got.shape(), want.shape()) << what;
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0) << what;  // exact
+  }
 }
 
 TEST(QdqFusion, MaxPoolWithDifferentScalesStays) {

@@ -267,6 +267,27 @@ void max_pool_kernel(KernelContext& ctx) {
       max_pool(p, x_in.data<uint8_t>(), y.data<uint8_t>(), indices, storage_order == 1);
     return;
   }
+  if (dt == DataType::kFloat8E4M3FN || dt == DataType::kFloat8E5M2) {
+    // float8 MaxPool of Q/DQ models (qdq_fusion): through float32, exact both ways (the max is
+    // one of the inputs).
+    const bool e4m3 = dt == DataType::kFloat8E4M3FN;
+    const auto* src = static_cast<const uint8_t*>(x_in.raw());
+    Tensor xf(DataType::kFloat32, x_in.shape());
+    float* xv = xf.data<float>();
+    for (int64_t k = 0; k < x_in.numel(); ++k)
+      xv[k] = e4m3 ? e4m3fn_to_float(float8_e4m3fn{src[k]}) : e5m2_to_float(float8_e5m2{src[k]});
+    Tensor yf(DataType::kFloat32, out_shape);
+    if (indices)
+      max_pool(p, xv, yf.data<float>(), indices, storage_order == 1);
+    else
+      max_pool_rows(p, xv, yf.data<float>());
+    Tensor& y = ctx.make_output(0, dt, out_shape);
+    auto* dst = static_cast<uint8_t*>(y.raw());
+    const float* yv = yf.data<float>();
+    for (int64_t k = 0; k < y.numel(); ++k)
+      dst[k] = e4m3 ? float_to_e4m3fn(yv[k]).bits : float_to_e5m2(yv[k]).bits;
+    return;
+  }
   const Tensor x = to_compute(x_in, node, "input X");
   Tensor y(x.dtype(), out_shape);
   if (x.dtype() == DataType::kFloat64)

@@ -592,8 +592,9 @@ class PoolOp : public GpuOp {
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
     Value& x = *in.at(0);
-    const bool int8 = x.dtype == DataType::kInt8 || x.dtype == DataType::kUInt8;
-    if (!(is_max_ && int8)) require_float(node, x.dtype, "input X");
+    const bool bytes = x.dtype == DataType::kInt8 || x.dtype == DataType::kUInt8 ||
+                       x.dtype == DataType::kFloat8E4M3FN || x.dtype == DataType::kFloat8E5M2;
+    if (!(is_max_ && bytes)) require_float(node, x.dtype, "input X");
     Shape ys;
     k::PoolDesc p = pool_desc(node, x.shape, ys);
     require_indexable(node, shape_numel(ys));

@@ -247,10 +247,12 @@ TEST(CudaChannelsLast, NchwReadersGetConvertedCopies) {
 // with TF32), per-tensor QuantizeLinear, int8 MaxPool, the Transpose to NHWC the builder puts
 // before channels-last QConvs, and (at the end of the network) the Transpose back before a
 // global pool. Everything stays NHWC: no conversion of the graph input, the Transposes are
-// views, MaxPool takes 16 channels per thread when C % 16 == 0 (16) and one otherwise (13).
+// views, MaxPool takes 16 channels per thread when C % 16 == 0 (16) and one otherwise (13); the
+// float8 stem the same (its MaxPool compares the float8 bytes as keys).
 TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
   TRT_REQUIRE_CUDA();
-  for (int64_t k : {16, 13}) {
+  for (const auto& [k, zt] : std::vector<std::pair<int64_t, DataType>>{
+           {16, DataType::kInt8}, {13, DataType::kInt8}, {16, DataType::kFloat8E4M3FN}}) {
     ir::GraphBuilder b("stem");
     const std::string x = b.input("x", DataType::kFloat32, {2, 3, 23, 19});
     const std::string conv =
@@ -261,7 +263,7 @@ TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
     const std::string relu = b.node("Relu", {conv})[0];
     const std::string s =
         b.initializer("s", Tensor::from_vector<float>(DataType::kFloat32, {}, {0.02f}));
-    const std::string z = b.initializer("z", Tensor::from_vector<int8_t>(DataType::kInt8, {}, {0}));
+    const std::string z = b.initializer("z", Tensor(zt, {}));  // zero point 0
     const std::string q = b.node("QuantizeLinear", {relu, s, z})[0];
     const std::string pool =
         b.node("MaxPool", {q},
@@ -271,7 +273,7 @@ TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
     const std::string dq = b.node("DequantizeLinear", {first, s, z})[0];
     b.output(b.node("GlobalAveragePool", {dq})[0]);
     b.output(dq);
-    const ir::Model m = b.build(17);
+    const ir::Model m = b.build(zt == DataType::kInt8 ? 17 : 19);
     const Tensor xv = of(DataType::kFloat32, {2, 3, 23, 19}, 13);
     Session cpu(m);
     const auto want = cpu.run({{"x", xv}});
@@ -280,10 +282,11 @@ TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
     o.channels_last_min_batch = 1;
     cuda::Executor gpu(optimized(m), o);
     const auto got = gpu.run({{"x", xv}});
-    const std::string what = "stem K=" + std::to_string(k);
-    // TF32 moves a few values across a rounding boundary: one int8 step (0.02) after DQ.
-    for (const auto& [n, t] : want)
-      expect_close(got.at(n), t, Tolerance{0.0201, 0}, what + " " + n);
+    const std::string what = "stem K=" + std::to_string(k) + " " + std::string(dtype_name(zt));
+    // TF32 moves a few values across a rounding boundary: one int8 step (0.02) after DQ; one
+    // E4M3 step (2^-3 relative), or TF32's error near zero, for float8.
+    const Tolerance tol = zt == DataType::kInt8 ? Tolerance{0.0201, 0} : Tolerance{0.01, 0.13};
+    for (const auto& [n, t] : want) expect_close(got.at(n), t, tol, what + " " + n);
     const auto kernels = gpu.node_kernels();
     for (const auto& kk : kernels) std::cout << "[ kernel   ] " << what << ": " << kk << std::endl;
     EXPECT_TRUE(any_has(kernels, "view")) << what;

@@ -136,6 +136,11 @@ TEST(CudaPool, MaxAverageGlobal) {
               {feed(random_tensor(DataType::kInt8, {1, 4, 9, 9}, seed++, -100, 100))},
               {ais("kernel_shape", {3, 3}), ais("strides", {2, 2}), ais("pads", {1, 1, 1, 1})}},
              kExact, "MaxPool int8");
+  for (DataType f8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2})
+    check_case({"MaxPool",
+                {feed(random_tensor(f8, {1, 4, 9, 9}, seed++, -300, 300))},
+                {ais("kernel_shape", {3, 3}), ais("strides", {2, 2}), ais("pads", {1, 1, 1, 1})}},
+               kExact, "MaxPool " + std::string(dtype_name(f8)));
   check_case({"AveragePool",
               {feed(random_tensor(DataType::kFloat32, {2, 3, 20}, seed++))},
               {ais("kernel_shape", {4}), ais("strides", {3})}},
