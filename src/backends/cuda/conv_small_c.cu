@@ -374,21 +374,6 @@ float tf32_round_host(float f) {
 
 }  // namespace
 
-SmallCDesc small_c_desc(int32_t n, int32_t c, int32_t h, int32_t w, int32_t k, int32_t kh,
-                        int32_t kw) {
-  SmallCDesc d;
-  d.n = n;
-  d.c = c;
-  d.h = h;
-  d.w = w;
-  d.k = k;
-  d.kh = kh;
-  d.kw = kw;
-  d.kred = kh * kw * c;
-  d.kred_pad = (d.kred + 7) / 8 * 8;
-  return d;
-}
-
 bool small_c_supported(const SmallCDesc& d) {
   if (d.c < 1 || d.c > kSmallCMaxChannels || d.k < 1 || d.kred_pad > kSmallCMaxReduction ||
       d.kred_pad % 8 != 0 || d.kred_pad < d.kred || d.oh < 1 || d.ow < 1 || d.n < 1)

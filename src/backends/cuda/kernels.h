@@ -347,10 +347,6 @@ struct SmallCDesc {
   DataType y_t = DataType::kFloat32;
   float y_scale = 1.0f, y_zp = 0.0f;
 };
-// A desc with the shapes and kred / kred_pad set (strides, pads, dilations, output size and the
-// rest to fill).
-SmallCDesc small_c_desc(int32_t n, int32_t c, int32_t h, int32_t w, int32_t k, int32_t kh,
-                        int32_t kw);
 bool small_c_supported(const SmallCDesc& d);
 // W [k, c, kh, kw] (host) in the kernel's order.
 std::vector<float> small_c_pack_weights(const float* w_kcrs, const SmallCDesc& d);
