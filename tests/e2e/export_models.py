@@ -39,6 +39,15 @@ MODELS = {
     "convnext_tiny": ("convnext_tiny", 1, False),
     "swin_t": ("swin_t", 1, False),
     "deeplabv3_mobilenet_v3_large": ("segmentation.deeplabv3_mobilenet_v3_large", 1, False),
+    # Session 7: an 11x11 stride-4 stem (AlexNet), grouped 32x4d bottlenecks (ResNeXt), fused
+    # MBConv (EfficientNetV2), asymmetric 1x7 / 7x1 factorised convolutions (Inception v3), a
+    # lite R-ASPP segmentation head with global pooling and sigmoid gating.
+    "alexnet": ("alexnet", 1, False),
+    "resnext50_32x4d": ("resnext50_32x4d", 1, False),
+    "efficientnet_v2_s": ("efficientnet_v2_s", 1, False),
+    "inception_v3": ("inception_v3", 1, False),
+    "mobilenet_v3_small": ("mobilenet_v3_small", 1, False),
+    "lraspp_mobilenet_v3_large": ("segmentation.lraspp_mobilenet_v3_large", 1, False),
 }
 E2E_MODELS = ["resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0", "vit_b_16",
               "mobilenet_v2_dynbatch"]
@@ -61,7 +70,7 @@ def make_model(ctor_name):
     for part in ctor_name.split("."):  # e.g. segmentation.deeplabv3_mobilenet_v3_large
         ctor = getattr(ctor, part)
     kwargs = {"weights_backbone": None} if "." in ctor_name else {}
-    if ctor_name == "googlenet":
+    if ctor_name in ("googlenet", "inception_v3"):
         kwargs = {"aux_logits": False, "init_weights": True}
     model = ctor(weights=None, **kwargs)
     gen = torch.Generator().manual_seed(1)
