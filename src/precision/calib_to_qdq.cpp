@@ -27,6 +27,7 @@ CalibToQdqResult calib_to_qdq(ir::Model& model, const CalibrationCache& cache) {
   passes::infer_shapes(g, model.opset());
   quantize::PlacementOptions po;
   po.mode = quantize::QuantMode::kInt8;
+  po.skip_single_row = true;  // as the builder
   quantize::Placement placement = quantize::place_qdq(g, po);
 
   quantize::ScaleTable table;

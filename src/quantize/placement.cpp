@@ -162,7 +162,7 @@ Placement place_qdq(const ir::Graph& g, const PlacementOptions& o) {
       skip(n, "excluded");
       continue;
     }
-    const bool forced = forced_list;
+    const bool forced = forced_list || o.nodes_forced_exact.count(n.name) != 0;
     if (op == "Conv" || op == "ConvTranspose") {
       if (!n.has_input(1) || !is_float_weight(g, n.inputs[1]) ||
           !is_float_activation(g, n.inputs[0])) {

@@ -37,6 +37,9 @@ struct PlacementOptions {
   std::set<std::string> op_types_to_exclude;
   std::vector<std::regex> nodes_to_exclude;    // matched at the start of the node name (re.match)
   std::set<std::string> nodes_excluded_exact;  // e.g. the sensitivity fallback's choices
+  // Nodes asked for in int8 / fp8 by name (the builder's --layer_precision): the small-layer
+  // rules (< min_channels, GEMV) do not apply to them.
+  std::set<std::string> nodes_forced_exact;
   int64_t min_channels = 16;
   // int8/fp8: also skip a MatMul/Gemm whose output has a single row (M = 1: every output dim but
   // the last is statically 1, e.g. a classifier head at batch 1), as nvidia-modelopt's ONNX

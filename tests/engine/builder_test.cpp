@@ -301,6 +301,42 @@ TEST_F(BuilderTest, WeakInt8CalibratesSoftmaxOutputsByTheirMaximum) {
   EXPECT_TRUE(found) << "no scale for the Softmax output in the cache";
 }
 
+// A classifier at batch 1 (a Gemm with one output row) stays in float in a weakly typed INT8
+// build, as `quantize` leaves it (nvidia-modelopt's rule); at batch 2, or asked for by
+// layer_precision, it runs in int8.
+TEST_F(BuilderTest, WeakInt8LeavesASingleRowClassifierInFloat) {
+  auto build_fc = [&](int64_t batch, bool force) {
+    ir::GraphBuilder b("head");
+    auto x = b.input("input", DataType::kFloat32, {batch, 16, 6, 6});
+    x = b.node("Conv",
+               {x, b.initializer("w", random_tensor({16, 16, 3, 3}, 3, 0.2f)),
+                b.initializer("b", random_tensor({16}, 4, 0.1f))},
+               {ir::attr_ints("pads", {1, 1, 1, 1})}, 1, "", "conv")[0];
+    x = b.node("Relu", {x})[0];
+    x = b.node("Flatten", {b.node("GlobalAveragePool", {x})[0]})[0];
+    x = b.node("Gemm", {x, b.initializer("fw", random_tensor({10, 16}, 5, 0.3f))},
+               {ir::attr_int("transB", 1)}, 1, "", "fc")[0];
+    b.output(x, DataType::kFloat32);
+    const std::string tag = "fc" + std::to_string(batch) + (force ? "f" : "");
+    onnx_io::save_model(b.build(17), path(tag + ".onnx"));
+    npy_save(path(tag + ".npy"), random_tensor({4 * batch, 16, 6, 6}, 6, 1.0f));
+    BuildConfig c{.int8 = true, .calibration_data = path(tag + ".npy")};
+    if (force) {
+      c.layer_precision = {{"fc", DataType::kInt8}};
+      c.precision_constraints = "obey";
+    }
+    build_engine(path(tag + ".onnx"), path(tag + ".engine"), c);
+    std::map<std::string, std::string> prec;
+    for (const auto& l : Engine::load(path(tag + ".engine"))->layers()) prec[l.name] = l.precision;
+    return prec;
+  };
+  const auto b1 = build_fc(1, false);
+  EXPECT_EQ(b1.at("conv"), "int8");
+  EXPECT_EQ(b1.at("fc"), "fp32");
+  EXPECT_EQ(build_fc(2, false).at("fc"), "int8");
+  EXPECT_EQ(build_fc(1, true).at("fc"), "int8");
+}
+
 TEST_F(BuilderTest, WeakInt8CalibratesWritesCacheAndReproducesFromIt) {
   const fs::path calib = write_calibration(32);
   BuildConfig c{.int8 = true, .calibration_cache = path("model.cache"), .calibration_data = calib};

@@ -452,7 +452,7 @@ TEST_F(DlaTest, CalibToQdqMatchesTheWeaklyTypedBuild) {
 }
 
 TEST_F(DlaTest, CalibToQdqErrors) {
-  const fs::path m = save(cnn(1, false, 0), "m.onnx");
+  const fs::path m = save(cnn(2, false, 0), "m.onnx");
   precision::CalibrationCache other;
   other.scales = {{"not_in_this_model", 0.01f}};
   precision::write_calibration_cache(path("other.cache"), other);
