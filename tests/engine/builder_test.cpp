@@ -327,7 +327,8 @@ TEST_F(BuilderTest, WeakInt8LeavesASingleRowClassifierInFloat) {
     }
     build_engine(path(tag + ".onnx"), path(tag + ".engine"), c);
     std::map<std::string, std::string> prec;
-    for (const auto& l : Engine::load(path(tag + ".engine"))->layers()) prec[l.name] = l.precision;
+    const auto engine = Engine::load(path(tag + ".engine"));
+    for (const auto& l : engine->layers()) prec[l.name] = l.precision;
     return prec;
   };
   const auto b1 = build_fc(1, false);
