@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,22 +15,133 @@
 
 namespace trtutils {
 
-void check_cpu_kernels(const ir::Graph& graph) {
-  // Every node must have a kernel: report all unsupported ops at once (on one line: the CLI
-  // prints an error as a single "error:" line).
-  std::vector<std::string> unsupported;
-  for (const auto& n : graph.nodes)
-    if (!cpu::KernelRegistry::instance().find(n.domain, n.op_type))
-      unsupported.push_back(fmt::format("{} (op '{}{}{}')", n.describe(), n.domain,
-                                        n.domain.empty() ? "" : "::", n.op_type));
-  if (unsupported.empty()) return;
-  std::string list;
-  for (size_t i = 0; i < unsupported.size() && i < 10; ++i)
-    list += (i ? "; " : " ") + unsupported[i];
-  if (unsupported.size() > 10) list += fmt::format("; and {} more", unsupported.size() - 10);
+namespace {
+
+bool is_if(const ir::Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && n.op_type == "If";
+}
+
+// Every node of g and of its If branches (where Constant nodes are run by the interpreter).
+template <typename F>
+void for_each_node(const ir::Graph& g, bool branch, F&& f) {
+  for (const auto& n : g.nodes) {
+    if (is_if(n)) {
+      for (const char* b : {"then_branch", "else_branch"})
+        if (const ir::Attribute* a = n.attr(b); a && a->g) for_each_node(*a->g, true, f);
+      continue;
+    }
+    if (branch && n.op_type == "Constant" && (n.domain.empty() || n.domain == "ai.onnx")) continue;
+    f(n);
+  }
+}
+
+// A Constant node's value (inside If branches: the main graph's are folded into initializers).
+Tensor constant_value(const ir::Node& n) {
+  if (const ir::Attribute* a = n.attr("value"); a && a->kind == ir::Attribute::Kind::kTensor)
+    return a->t;
+  if (n.has_attr("value_float"))
+    return Tensor::from_vector<float>(DataType::kFloat32, {}, {n.attr_float("value_float", 0)});
+  if (n.has_attr("value_floats")) {
+    const auto v = n.attr_floats("value_floats");
+    return Tensor::from_vector<float>(DataType::kFloat32, {static_cast<int64_t>(v.size())}, v);
+  }
+  if (n.has_attr("value_int"))
+    return Tensor::from_vector<int64_t>(DataType::kInt64, {}, {n.attr_int("value_int", 0)});
+  if (n.has_attr("value_ints")) {
+    const auto v = n.attr_ints("value_ints");
+    return Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v);
+  }
   TRT_THROW(ErrorCode::kNotSupported,
-            "{} node(s) use operators the CPU backend does not support:{}", unsupported.size(),
-            list);
+            "{}: only value, value_float(s) and value_int(s) are "
+            "supported",
+            n.describe());
+}
+
+using Lookup = std::function<const Tensor*(const std::string&)>;
+
+std::vector<Tensor> run_if(const ir::Node& node, int64_t opset, bool reference,
+                           const Lookup& outer);
+
+// Runs an If branch: its values, then its initializers, then the enclosing scope's.
+std::vector<Tensor> run_branch(const ir::Graph& sub, int64_t opset, bool reference,
+                               const Lookup& outer) {
+  std::unordered_map<std::string, Tensor> env;
+  const Lookup lookup = [&](const std::string& name) -> const Tensor* {
+    if (auto it = env.find(name); it != env.end()) return &it->second;
+    if (const Tensor* t = sub.initializer(name)) return t;
+    return outer(name);
+  };
+  std::vector<const Tensor*> inputs;
+  for (const auto& node : sub.nodes) {
+    std::vector<Tensor> outs;
+    if (node.op_type == "Constant" && (node.domain.empty() || node.domain == "ai.onnx")) {
+      outs.push_back(constant_value(node));
+    } else if (is_if(node)) {
+      outs = run_if(node, opset, reference, lookup);
+    } else {
+      inputs.clear();
+      for (const auto& in : node.inputs) {
+        const Tensor* t = in.empty() ? nullptr : lookup(in);
+        TRT_CHECK(in.empty() || t, ErrorCode::kInternal, "{}: input '{}' was not computed",
+                  node.describe(), in);
+        inputs.push_back(t);
+      }
+      outs = cpu::run_node(node, opset, inputs, reference);
+    }
+    for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
+      if (!node.outputs[k].empty()) env[node.outputs[k]] = std::move(outs[k]);
+  }
+  std::vector<Tensor> result;
+  for (const auto& o : sub.outputs) {
+    const Tensor* t = lookup(o.name);
+    TRT_CHECK(t, ErrorCode::kInternal, "branch output '{}' was not computed", o.name);
+    result.push_back(*t);
+  }
+  return result;
+}
+
+std::vector<Tensor> run_if(const ir::Node& node, int64_t opset, bool reference,
+                           const Lookup& outer) {
+  TRT_CHECK_ARG(!node.inputs.empty() && !node.inputs[0].empty(), "{}: the condition is missing",
+                node.describe());
+  const Tensor* cond = outer(node.inputs[0]);
+  TRT_CHECK(cond, ErrorCode::kInternal, "{}: the condition was not computed", node.describe());
+  TRT_CHECK_ARG(cond->numel() == 1, "{}: the condition must hold one value, got {}",
+                node.describe(), shape_str(cond->shape()));
+  const char* which = cond->at_double(0) != 0.0 ? "then_branch" : "else_branch";
+  const ir::Attribute* a = node.attr(which);
+  TRT_CHECK_ARG(a && a->g, "{}: attribute {} is missing", node.describe(), which);
+  std::vector<Tensor> outs = run_branch(*a->g, opset, reference, outer);
+  TRT_CHECK_ARG(outs.size() == node.outputs.size(), "{}: {} has {} outputs, the node {}",
+                node.describe(), which, outs.size(), node.outputs.size());
+  return outs;
+}
+
+}  // namespace
+
+void check_cpu_kernels(const ir::Graph& graph) {
+  // Every node must have a kernel: report every unsupported op type at once, with its node
+  // count and the first node (on one line: the CLI prints an error as a single "error:" line).
+  std::vector<std::string> order;  // op types in order of first appearance
+  std::unordered_map<std::string, std::pair<size_t, std::string>> seen;
+  size_t total = 0;
+  for_each_node(graph, false, [&](const ir::Node& n) {
+    if (cpu::KernelRegistry::instance().find(n.domain, n.op_type)) return;
+    const std::string op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
+    auto [it, fresh] = seen.try_emplace(op, 0, n.describe());
+    if (fresh) order.push_back(op);
+    ++it->second.first;
+    ++total;
+  });
+  if (total == 0) return;
+  std::string list;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const auto& [count, first] = seen.at(order[i]);
+    list += fmt::format("{}{} ({} node{}: {}{})", i ? "; " : " ", order[i], count,
+                        count == 1 ? "" : "s", first, count == 1 ? "" : ", ...");
+  }
+  TRT_THROW(ErrorCode::kNotSupported,
+            "{} node(s) use operators the CPU backend does not support:{}", total, list);
 }
 
 Session Session::from_file(const std::filesystem::path& onnx, SessionOptions options) {
@@ -50,9 +162,12 @@ Session::Session(ir::Model model, SessionOptions options)
   std::unordered_set<std::string> keep;
   for (const auto& o : g.outputs) keep.insert(o.name);
   std::unordered_map<std::string, size_t> last;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& in : g.nodes[i].inputs)
       if (!in.empty() && !g.is_initializer(in)) last[in] = i;
+    for (const auto& in : g.nodes[i].implicit_inputs())  // read by an If branch
+      if (!g.is_initializer(in)) last[in] = i;
+  }
   // A node output nobody reads is freed right after the node.
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (const auto& o : g.nodes[i].outputs)
@@ -140,7 +255,13 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     const auto t0 = options_.profile ? std::chrono::steady_clock::now()
                                      : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs =
-        cpu::run_node(node, opset_, inputs, options_.use_reference, constant);
+        is_if(node) ? run_if(node, opset_, options_.use_reference,
+                             [&](const std::string& name) -> const Tensor* {
+                               if (const Tensor* t = g.initializer(name)) return t;
+                               auto it = env.find(name);
+                               return it == env.end() ? nullptr : &it->second;
+                             })
+                    : cpu::run_node(node, opset_, inputs, options_.use_reference, constant);
     if (options_.profile) {
       profile_[i].total_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -103,6 +103,35 @@ std::optional<ValueInfo> Graph::find_value_info(const std::string& n) const {
   return std::nullopt;
 }
 
+namespace {
+
+// Names `sub` reads that it neither defines (its inputs, initializers, node outputs) nor gets
+// from a nested subgraph's own definitions.
+void outer_reads(const Graph& sub, std::set<std::string>& out) {
+  std::unordered_set<std::string> local;
+  for (const auto& v : sub.inputs) local.insert(v.name);
+  for (const auto& [n, t] : sub.initializers) local.insert(n);
+  for (const auto& n : sub.nodes)
+    for (const auto& o : n.outputs) local.insert(o);
+  auto add = [&](const std::string& v) {
+    if (!v.empty() && !local.count(v)) out.insert(v);
+  };
+  for (const auto& n : sub.nodes) {
+    for (const auto& in : n.inputs) add(in);
+    for (const auto& v : n.implicit_inputs()) add(v);
+  }
+  for (const auto& o : sub.outputs) add(o.name);
+}
+
+}  // namespace
+
+std::vector<std::string> Node::implicit_inputs() const {
+  std::set<std::string> out;
+  for (const auto& [name, a] : attributes)
+    if (a.kind == Attribute::Kind::kGraph && a.g) outer_reads(*a.g, out);
+  return {out.begin(), out.end()};
+}
+
 void Graph::topological_sort() {
   // Kahn's algorithm, iterative (no recursion: deep graphs must not overflow the stack), stable:
   // among ready nodes the one that came first in the file goes first.
@@ -121,7 +150,9 @@ void Graph::topological_sort() {
   std::vector<std::vector<size_t>> consumers(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     std::set<size_t> deps;
-    for (const auto& in : nodes[i].inputs) {
+    std::vector<std::string> reads = nodes[i].inputs;
+    for (auto& v : nodes[i].implicit_inputs()) reads.push_back(std::move(v));
+    for (const auto& in : reads) {
       if (in.empty()) continue;
       auto it = producer.find(in);
       if (it != producer.end()) {
@@ -169,6 +200,7 @@ void Graph::remove_dead_nodes() {
     keep[k] = true;
     for (const auto& in : n.inputs)
       if (!in.empty()) needed.insert(in);
+    for (const auto& in : n.implicit_inputs()) needed.insert(in);
   }
   std::vector<Node> kept;
   for (size_t k = 0; k < nodes.size(); ++k)

@@ -78,6 +78,9 @@ struct Node {
   bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
   // "Conv 'conv1'" for messages.
   std::string describe() const;
+  // Values the node's subgraph attributes (If's branches, Loop's body) read from the enclosing
+  // scope without listing them as inputs (sorted, no duplicates; empty for most ops).
+  std::vector<std::string> implicit_inputs() const;
 };
 
 class Graph {

@@ -425,6 +425,79 @@ void infer_scatter_nd(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
 }
 
+// TopK: Values (X's dtype) and Indices (int64) of X's shape with K on the axis (unknown unless K
+// is an attribute, before opset 10, or a constant input).
+void infer_topk(InferContext& ctx) {
+  const DataType dt = ctx.input_dtype(0);
+  const auto& s = ctx.input_shape(0);
+  if (!s) {
+    ctx.set_output(0, dt, std::nullopt);
+    if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kInt64, std::nullopt);
+    return;
+  }
+  const int64_t axis =
+      normalize_axis(ctx.node.attr_int("axis", -1), static_cast<int64_t>(s->size()), ctx.node);
+  Dim k;
+  if (ctx.opset < 10) {
+    k = Dim(ctx.node.attr_int("k", -1));
+  } else if (const Tensor* kt = ctx.constant(1); kt && kt->numel() == 1) {
+    k = Dim(kt->to_int64_vector()[0]);
+  }
+  SymShape out = *s;
+  out[static_cast<size_t>(axis)] = k;
+  ctx.set_output(0, dt, out);
+  if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kInt64, out);
+}
+
+// NonZero: int64 [rank(X), number of non-zero elements (data-dependent)].
+void infer_nonzero(InferContext& ctx) {
+  const auto& s = ctx.input_shape(0);
+  ctx.set_output(0, DataType::kInt64,
+                 SymShape{s ? Dim(static_cast<int64_t>(s->size())) : Dim(), Dim()});
+}
+
+// GatherND: indices.shape[:-1] + data.shape[batch_dims + k:] with k = indices.shape[-1].
+void infer_gathernd(InferContext& ctx) {
+  const DataType dt = ctx.input_dtype(0);
+  const auto& ds = ctx.input_shape(0);
+  const auto& is = ctx.input_shape(1);
+  if (!ds || !is || is->empty() || !is->back().is_static())
+    return ctx.set_output(0, dt, std::nullopt);
+  const int64_t b = ctx.opset >= 12 ? ctx.node.attr_int("batch_dims", 0) : 0;
+  const int64_t k = is->back().value;
+  TRT_CHECK(b >= 0 && k >= 1 && b + k <= static_cast<int64_t>(ds->size()) &&
+                b < static_cast<int64_t>(is->size()),
+            ErrorCode::kInvalidArgument,
+            "{}: indices' last dimension {} and batch_dims {} do not fit data of rank {}",
+            ctx.node.describe(), k, b, ds->size());
+  SymShape out(is->begin(), is->end() - 1);
+  out.insert(out.end(), ds->begin() + b + k, ds->end());
+  ctx.set_output(0, dt, out);
+}
+
+// NonMaxSuppression: int64 [selected (data-dependent), 3].
+void infer_nms(InferContext& ctx) {
+  ctx.set_output(0, DataType::kInt64, SymShape{Dim(), Dim(3)});
+}
+
+// If: each output typed by the branches' outputs; the shape where both branches agree, else
+// the rank with unknown dims (or nothing).
+void infer_if(InferContext& ctx) {
+  const ir::Attribute* t = ctx.node.attr("then_branch");
+  const ir::Attribute* e = ctx.node.attr("else_branch");
+  if (!t || !t->g || !e || !e->g) return;
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    if (i >= t->g->outputs.size() || i >= e->g->outputs.size()) break;
+    const ir::ValueInfo& a = t->g->outputs[i];
+    const ir::ValueInfo& b = e->g->outputs[i];
+    const DataType dt = a.dtype != DataType::kUndefined ? a.dtype : b.dtype;
+    std::optional<SymShape> shape;
+    if (a.shape && b.shape && a.shape->size() == b.shape->size())
+      shape = *a.shape == *b.shape ? *a.shape : unknown_dims(a.shape->size());
+    ctx.set_output(i, dt, shape);
+  }
+}
+
 }  // namespace
 
 void register_tensor_ops(OpRegistry& r) {
@@ -448,6 +521,11 @@ void register_tensor_ops(OpRegistry& r) {
   r.add({"Tile", "", infer_tile});
   r.add({"Dropout", "", infer_dropout});
   r.add({"ScatterND", "", infer_scatter_nd});
+  r.add({"TopK", "", infer_topk});
+  r.add({"NonZero", "", infer_nonzero});
+  r.add({"GatherND", "", infer_gathernd});
+  r.add({"NonMaxSuppression", "", infer_nms});
+  r.add({"If", "", infer_if});
 }
 
 }  // namespace trtutils::ops

@@ -51,10 +51,17 @@ namespace fs = std::filesystem;
 class BatchSource {
  public:
   std::string input_name;
+  // The model input has no batch axis (e.g. torchvision's detectors: [3, H, W]): batches of one
+  // sample are fed without their leading axis.
+  bool unbatched = false;
   int64_t num_batches() const {
     return file_ ? static_cast<int64_t>(ranges_.size()) : static_cast<int64_t>(batches_.size());
   }
-  std::map<std::string, Tensor> feeds(int64_t i) const { return {{input_name, batch(i)}}; }
+  std::map<std::string, Tensor> feeds(int64_t i) const {
+    Tensor t = batch(i);
+    if (unbatched) t = t.reshaped(Shape(t.shape().begin() + 1, t.shape().end()));
+    return {{input_name, t}};
+  }
   int64_t samples(int64_t begin, int64_t end) const {
     int64_t n = 0;
     for (int64_t i = begin; i < end; ++i)
@@ -160,6 +167,17 @@ Tensor to_dtype(const Tensor& t, DataType dt) {
   return Tensor::from_vector<float>(DataType::kFloat32, t.shape(), v);
 }
 
+// A .npy of one more axis than the model input whose other dims match: samples for an input
+// without a batch axis (see BatchSource::unbatched).
+bool unbatched_npy(const fs::path& path, const ir::SymShape& ms) {
+  const auto header = npy_f32_header(path);
+  const Shape ds = header ? header->second : npy_load(path).shape();
+  bool yes = ds.size() == ms.size() + 1;
+  for (size_t d = 0; yes && d < ms.size(); ++d)
+    yes = !ms[d].is_static() || ms[d].value == ds[d + 1];
+  return yes;
+}
+
 BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
   TRT_CHECK_ARG(g.inputs.size() == 1,
                 "calibration data feeds one input, but the model has {} inputs", g.inputs.size());
@@ -171,7 +189,8 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
   src.input_name = in.name;
   const bool static_batch = !ms.empty() && ms[0].is_static();
   int64_t bs = o.batch_size;
-  if (static_batch && ms[0].value != bs) {
+  const bool data_file = !fs::is_directory(o.calibration_data);
+  if (static_batch && ms[0].value != bs && !(data_file && unbatched_npy(o.calibration_data, ms))) {
     TRT_LOG_INFO(
         "model input '{}' has a fixed batch of {}: calibrating with batch_size {} (not {})",
         in.name, ms[0].value, ms[0].value, bs);
@@ -213,15 +232,23 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
         "(expected [samples, {}])",
         o.calibration_data.string(), shape_str(dshape), in.name, ir::sym_shape_str(ms), expect);
   };
-  TRT_CHECK_ARG(dshape.size() == ms.size() && !dshape.empty(), "{}", mismatch());
-  for (size_t d = 1; d < ms.size(); ++d)
-    TRT_CHECK_ARG(!ms[d].is_static() || ms[d].value == dshape[d], "{}", mismatch());
+  const bool unbatched = unbatched_npy(o.calibration_data, ms);
+  if (unbatched) {
+    TRT_LOG_INFO("model input '{}' {} has no batch axis: calibrating one sample at a time", in.name,
+                 ir::sym_shape_str(ms));
+    src.unbatched = true;
+    bs = 1;
+  } else {
+    TRT_CHECK_ARG(dshape.size() == ms.size() && !dshape.empty(), "{}", mismatch());
+    for (size_t d = 1; d < ms.size(); ++d)
+      TRT_CHECK_ARG(!ms[d].is_static() || ms[d].value == dshape[d], "{}", mismatch());
+  }
   TRT_CHECK_ARG(dshape[0] >= 1, "calibration data {} has no samples", o.calibration_data.string());
   if (!data.defined()) src.set_file(o.calibration_data, header->first, dshape);
   const int64_t n = dshape[0];
   for (int64_t b = 0; b < n; b += bs) {
     const int64_t e = std::min(n, b + bs);
-    if (e - b < bs && static_batch) {
+    if (e - b < bs && static_batch && !unbatched) {
       TRT_LOG_INFO("dropping the last {} sample(s): the model's batch is fixed at {}", e - b, bs);
       break;
     }

@@ -98,6 +98,11 @@ const std::vector<ClaimedOp> kClaimedOps = {
     {"Slice", {"slice"}},
     {"Gather", {"gather"}},
     {"ScatterND", {"scatternd"}},
+    {"GatherND", {"gathernd"}},
+    {"TopK", {"top_k"}},
+    {"NonZero", {"nonzero"}},
+    {"NonMaxSuppression", {"nonmaxsuppression"}},
+    {"If", {"if"}},
     // Inference only: the training-mode tests (random masks) are refused as not supported.
     {"Dropout", {"dropout", "training_dropout"}},
     {"Reshape", {"reshape"}},

@@ -101,6 +101,87 @@ TEST(Session, UnsupportedOpIsReportedWithNodeAndOp) {
   }
 }
 
+// Unsupported ops are grouped by type with a count and the first node.
+TEST(Session, UnsupportedOpsAreGroupedByType) {
+  ir::Model m = add_reshape_model(ir::Dim(2));
+  m.graph.nodes.push_back(make_node("NoSuchOp", {"y"}, {"z"}));
+  m.graph.nodes.push_back(make_node("NoSuchOp", {"z"}, {"z2"}));
+  m.graph.outputs = {{"z2", DataType::kFloat32, std::nullopt, {}}};
+  try {
+    Session s(std::move(m));
+    FAIL() << "expected kNotSupported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 node(s) use operators the CPU backend does not "
+                                         "support: NoSuchOp (2 nodes: NoSuchOp 'NoSuchOp_z', ...)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// If (torchvision's detectors guard their NMS with one): the branch the condition picks runs,
+// reading outer values implicitly (kept alive until the If, their producers not removed as
+// dead) and its own Constant nodes; an If inside a branch too.
+TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
+  auto attr_graph = [](const std::string& name, ir::Graph g) {
+    ir::Attribute a;
+    a.name = name;
+    a.kind = ir::Attribute::Kind::kGraph;
+    a.g = std::make_shared<ir::Graph>(std::move(g));
+    return a;
+  };
+  auto constant = [](const std::string& out, float v) {
+    ir::Node n = make_node("Constant", {}, {out});
+    ir::Attribute a;
+    a.name = "value";
+    a.kind = ir::Attribute::Kind::kTensor;
+    a.t = Tensor::from_vector<float>(DataType::kFloat32, {}, {v});
+    n.attributes["value"] = a;
+    return n;
+  };
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = m.graph;
+  g.inputs.push_back({"x", DataType::kFloat32, ir::SymShape{3}, {}});
+  g.inputs.push_back({"c", DataType::kBool, ir::SymShape{}, {}});
+  g.nodes.push_back(make_node("Relu", {"x"}, {"r"}));   // read only inside the branches
+  g.nodes.push_back(make_node("Neg", {"x"}, {"neg"}));  // read only by the nested If
+  ir::Graph then_g;
+  then_g.nodes.push_back(constant("two", 2.0f));
+  then_g.nodes.push_back(make_node("Mul", {"r", "two"}, {"t_out"}));
+  then_g.outputs.push_back({"t_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Graph inner;
+  inner.nodes.push_back(make_node("Identity", {"neg"}, {"i_out"}));
+  inner.outputs.push_back({"i_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Graph inner_else;
+  inner_else.nodes.push_back(make_node("Identity", {"r"}, {"ie_out"}));
+  inner_else.outputs.push_back({"ie_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Graph else_g;
+  ir::Node nested = make_node("If", {"c"}, {"e_out"});  // c is false here: its else branch
+  nested.attributes["then_branch"] = attr_graph("then_branch", inner);
+  nested.attributes["else_branch"] = attr_graph("else_branch", inner_else);
+  ir::Node neg_c = make_node("Not", {"c"}, {"not_c"});
+  ir::Node nested2 = nested;
+  nested2.inputs = {"not_c"};
+  nested2.outputs = {"e_out2"};
+  else_g.nodes.push_back(neg_c);
+  else_g.nodes.push_back(nested2);  // not c is true: the inner then branch (Identity of neg)
+  else_g.outputs.push_back({"e_out2", DataType::kFloat32, std::nullopt, {}});
+  ir::Node if_node = make_node("If", {"c"}, {"y"});
+  if_node.attributes["then_branch"] = attr_graph("then_branch", then_g);
+  if_node.attributes["else_branch"] = attr_graph("else_branch", else_g);
+  g.nodes.push_back(if_node);
+  g.outputs.push_back({"y", DataType::kFloat32, std::nullopt, {}});
+  EXPECT_EQ(g.nodes.back().implicit_inputs(), (std::vector<std::string>{"c", "neg", "r"}));
+  Session s(std::move(m));
+  const Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {3}, {-1, 2, -3});
+  Tensor yes(DataType::kBool, {}), no(DataType::kBool, {});
+  yes.data<uint8_t>()[0] = 1;
+  const Tensor a = s.run({{"x", x}, {"c", yes}}).at("y");
+  const Tensor b = s.run({{"x", x}, {"c", no}}).at("y");
+  EXPECT_EQ(a.to_float_vector(), (std::vector<float>{0, 4, 0}));   // 2 * relu(x)
+  EXPECT_EQ(b.to_float_vector(), (std::vector<float>{1, -2, 3}));  // -x
+}
+
 // The bundled example against PyTorch's own output (examples/make_tiny_cnn.py).
 TEST(Session, TinyCnnExampleMatchesPyTorch) {
   const std::string dir = std::string(TRTUTILS_TEST_DATA_DIR) + "/../../examples/";

@@ -322,6 +322,82 @@ TEST(TensorScatterND, SlicesReductionsAndErrors) {
             ErrorCode::kInvalidArgument);
 }
 
+// ---- TopK / NonZero / GatherND (detection post-processing) --------------------------------
+
+TEST(TensorTopK, OrderTiesAxesAndNaN) {
+  // Ties: the lower index first; the middle axis of [2, 3, 2].
+  const Tensor x = f32({2, 3, 2}, {1, 5, 3, 5, 3, 0, -1, 2, 7, 2, 7, 2});
+  const std::vector<Tensor> o = run(node("TopK", {ai("axis", 1)}, 2), 13, {x, i64({1}, {2})});
+  expect_tensor(o.at(0), F, {2, 2, 2}, {3, 5, 3, 5, 7, 2, 7, 2});
+  expect_tensor(o.at(1), DataType::kInt64, {2, 2, 2}, {1, 0, 2, 1, 1, 0, 2, 1});
+  // Smallest (opset 11), K = 0, K from the attribute (opset 1).
+  const Tensor v = f32({5}, {4, -2, 4, 9, -2});
+  const std::vector<Tensor> s = run(node("TopK", {ai("largest", 0)}, 2), 11, {v, i64({1}, {3})});
+  expect_tensor(s.at(0), F, {3}, {-2, -2, 4});
+  expect_tensor(s.at(1), DataType::kInt64, {3}, {1, 4, 0});
+  expect_tensor(run(node("TopK", {}, 2), 11, {v, i64({1}, {0})}).at(0), F, {0}, {});
+  expect_tensor(run(node("TopK", {ai("k", 2)}, 2), 1, {v}).at(0), F, {2}, {9, 4});
+  // NaN counts as the largest value; int64 beyond float precision.
+  const std::vector<Tensor> n =
+      run(node("TopK", {}, 2), 11, {f32({3}, {1, std::nanf(""), 2}), i64({1}, {2})});
+  EXPECT_TRUE(std::isnan(n.at(0).data<float>()[0]));
+  EXPECT_EQ(n.at(1).data<int64_t>()[0], 1);
+  expect_tensor(run(node("TopK", {}, 2), 11, {i64({3}, {kMax - 1, kMax, 0}), i64({1}, {1})}).at(1),
+                DataType::kInt64, {1}, {1});
+  EXPECT_EQ(code_of([&] {
+              run(node("TopK", {}, 2), 11, {v, i64({1}, {6})});
+            }),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(TensorNonZero, CoordinatesInRowMajorOrder) {
+  expect_tensor(run1(node("NonZero"), 13, {f32({2, 3}, {0, 1, -0.0f, 2, 0, std::nanf("")})}),
+                DataType::kInt64, {2, 3}, {0, 1, 1, 1, 0, 2});
+  Tensor b(DataType::kBool, {3});
+  b.data<uint8_t>()[2] = 1;
+  expect_tensor(run1(node("NonZero"), 13, {b}), DataType::kInt64, {1, 1}, {2});
+  expect_tensor(run1(node("NonZero"), 13, {f32({2}, {0, 0})}), DataType::kInt64, {1, 0}, {});
+}
+
+TEST(TensorGatherND, SlicesBatchDimsAndErrors) {
+  const Tensor data = iota_f32({2, 2, 3});  // 0..11
+  // k = 1: rows of [2, 3]; k = 3: elements; negative indices.
+  expect_tensor(run1(node("GatherND"), 13, {data, i64({1, 1}, {-1})}), F, {1, 2, 3},
+                {6, 7, 8, 9, 10, 11});
+  expect_tensor(run1(node("GatherND"), 13, {data, i64({2, 3}, {0, 1, 2, 1, 0, -3})}), F, {2},
+                {5, 6});
+  // batch_dims = 1: per batch, rows of [3].
+  expect_tensor(run1(node("GatherND", {ai("batch_dims", 1)}), 13, {data, i64({2, 1}, {1, 0})}), F,
+                {2, 3}, {3, 4, 5, 6, 7, 8});
+  EXPECT_EQ(code_of([&] {
+              run1(node("GatherND"), 13, {data, i64({1, 1}, {2})});
+            }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] {
+              run1(node("GatherND"), 13, {data, i64({1, 4}, {0, 0, 0, 0})});
+            }),
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(TensorShapes, TopKNonZeroGatherND) {
+  const Tensor k = i64({1}, {5});
+  const auto topk =
+      infer(node("TopK", {ai("axis", 1)}, 2), 13, {{F, SymShape{Dim("n"), 10, 4}}, cin(k)});
+  ASSERT_EQ(topk.size(), 2u);
+  EXPECT_EQ(topk[0].shape, (SymShape{Dim("n"), 5, 4}));
+  EXPECT_EQ(topk[1].dtype, DataType::kInt64);
+  EXPECT_EQ(topk[1].shape, (SymShape{Dim("n"), 5, 4}));
+  const auto nz = infer(node("NonZero"), 13, {{F, SymShape{3, 4}}});
+  EXPECT_EQ(nz[0].dtype, DataType::kInt64);
+  ASSERT_TRUE(nz[0].shape.has_value());
+  ASSERT_EQ(nz[0].shape->size(), 2u);
+  EXPECT_EQ((*nz[0].shape)[0].value, 2);
+  EXPECT_FALSE((*nz[0].shape)[1].is_static());
+  const auto g = infer(node("GatherND", {ai("batch_dims", 1)}), 13,
+                       {{F, SymShape{2, 5, 6, 7}}, {DataType::kInt64, SymShape{2, 4, 2}}});
+  EXPECT_EQ(g[0].shape, (SymShape{2, 4, 7}));
+}
+
 // ---- Pad ------------------------------------------------------------------------------------
 
 TEST(TensorPad, ModesAndOpsets) {

@@ -105,6 +105,37 @@ TEST_F(QuantizeApiTest, ErrorsHaveTheOriginalsMeaning) {
   EXPECT_NE(error_of(o).find("invalid regex"), std::string::npos);
 }
 
+// An input without a batch axis ([16, 8, 8], as torchvision's detectors take [3, H, W]): the
+// calibration samples [n, 16, 8, 8] are fed one at a time without their leading axis.
+TEST_F(QuantizeApiTest, InputWithoutBatchAxisTakesOneSampleAtATime) {
+  ir::GraphBuilder b("unbatched");
+  auto x = b.input("x", DataType::kFloat32, {16, 8, 8});
+  auto u = b.node(
+      "Unsqueeze",
+      {x, b.initializer("axes", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {0}))})[0];
+  auto c = b.node("Conv",
+                  {u, b.initializer("w", randn({32, 16, 3, 3}, 1, 0.1f)),
+                   b.initializer("b", randn({32}, 2, 0.1f))},
+                  {ir::attr_ints("pads", {1, 1, 1, 1})}, 1, "", "conv")[0];
+  b.output(b.node("Relu", {c})[0], DataType::kFloat32);
+  const fs::path model = dir_ / "unbatched.onnx";
+  onnx_io::save_model(b.build(17), model);
+  auto o = opts("int8", "max");
+  o.onnx_path = model;
+  o.output_path = dir_ / "unbatched_qdq.onnx";
+  o.eval_batches = 2;
+  const QuantizeResult r = quantize_onnx(o);
+  EXPECT_EQ(r.num_quantized_nodes, 1);
+  EXPECT_EQ(r.calibration_samples + r.eval_samples, 40);
+  EXPECT_EQ(r.eval_samples, 2);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  EXPECT_GT(r.outputs[0].sqnr_db, 25.0);
+  // Two axes more than the input: neither layout.
+  npy_save(dir_ / "deep.npy", randn({2, 4, 16, 8, 8}, 9, 1.0f));
+  o.calibration_data = dir_ / "deep.npy";
+  EXPECT_NE(error_of(o).find("does not fit the model input 'x'"), std::string::npos);
+}
+
 TEST_F(QuantizeApiTest, Int8WritesRunnableQdqModelAndReport) {
   for (const std::string method : {"max", "entropy", "percentile", "mse"}) {
     auto o = opts("int8", method);

@@ -3,9 +3,12 @@
 // Reshape-like ops (Reshape, Flatten, Squeeze, Unsqueeze) return a view sharing the input
 // buffer. Resize/Upsample live in resize_kernels.cpp.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <type_traits>
+#include <vector>
 
 #include "backends/cpu/copy_util.h"
 #include "backends/cpu/kernel_registry.h"
@@ -710,6 +713,238 @@ void range_kernel(KernelContext& ctx) {
   for (int64_t i = 0; i < n; ++i, v += d) store_from_double(dt, dst + i * esz, v);
 }
 
+// ---- TopK / NonZero / GatherND (detection post-processing) ----------------------------------
+
+// The k largest (or smallest) elements along the axis, in order, equal values by lower index
+// first (ONNX); NaN counts as larger than every number. Keys: int64 / uint64 compared as
+// integers, everything else as doubles (exact for every other dtype).
+template <typename Key>
+void topk_slices(const Tensor& x, const std::vector<Key>& keys, int64_t axis, int64_t k,
+                 bool largest, Tensor& values, Tensor& indices, size_t esz) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  const int64_t n = x.dim(axis);
+  auto before = [&](int64_t a, int64_t b, const Key* row, int64_t step) {
+    const Key va = row[a * step], vb = row[b * step];
+    bool a_nan = false, b_nan = false;
+    if constexpr (std::is_floating_point_v<Key>) {
+      a_nan = std::isnan(va);
+      b_nan = std::isnan(vb);
+    }
+    if (a_nan || b_nan) {
+      if (a_nan && b_nan) return a < b;
+      return largest ? a_nan : b_nan;
+    }
+    if (va != vb) return largest ? va > vb : va < vb;
+    return a < b;
+  };
+  const uint8_t* src = bytes_of(x);
+  uint8_t* dst = bytes_of(values);
+  int64_t* idx_out = indices.data<int64_t>();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * n * inner + i;
+      const Key* row = keys.data() + base;
+      for (int64_t j = 0; j < n; ++j) order[static_cast<size_t>(j)] = j;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int64_t a, int64_t b) { return before(a, b, row, inner); });
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t from = base + order[static_cast<size_t>(j)] * inner;
+        const int64_t to = (o * k + j) * inner + i;
+        std::memcpy(dst + static_cast<size_t>(to) * esz, src + static_cast<size_t>(from) * esz,
+                    esz);
+        idx_out[to] = order[static_cast<size_t>(j)];
+      }
+    }
+}
+
+void topk_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& x = ctx.input(0);
+  TRT_CHECK_ARG(x.rank() >= 1, "{}: input X must have rank >= 1", node.describe());
+  const int64_t axis =
+      normalize_axis(node.attr_int("axis", -1), static_cast<int64_t>(x.rank()), node);
+  int64_t k = 0;
+  if (ctx.opset < 10) {
+    k = node.attr_int("k", -1);
+  } else {
+    const Tensor& kt = ctx.input(1);
+    TRT_CHECK_ARG(kt.numel() == 1, "{}: K must hold one value, got {}", node.describe(),
+                  shape_str(kt.shape()));
+    k = kt.to_int64_vector()[0];
+  }
+  TRT_CHECK_ARG(k >= 0 && k <= x.dim(axis), "{}: K = {} is outside [0, {}] (axis {} of {})",
+                node.describe(), k, x.dim(axis), axis, shape_str(x.shape()));
+  const bool largest = ctx.opset < 11 || node.attr_int("largest", 1) != 0;
+  Shape out = x.shape();
+  out[static_cast<size_t>(axis)] = k;
+  Tensor& values = ctx.make_output(0, x.dtype(), out);
+  Tensor tmp_indices;
+  Tensor& indices = ctx.outputs.size() > 1 ? ctx.make_output(1, DataType::kInt64, out)
+                                           : (tmp_indices = Tensor(DataType::kInt64, out));
+  if (values.numel() == 0) return;
+  const size_t esz = element_bytes(x.dtype(), node);
+  if (x.dtype() == DataType::kInt64 || x.dtype() == DataType::kUInt64) {
+    std::vector<int64_t> keys(x.data<int64_t>(), x.data<int64_t>() + x.numel());
+    if (x.dtype() == DataType::kUInt64) {  // order-preserving: flip the sign bit
+      for (auto& v : keys) v = static_cast<int64_t>(static_cast<uint64_t>(v) ^ (1ull << 63));
+    }
+    topk_slices(x, keys, axis, k, largest, values, indices, esz);
+  } else {
+    std::vector<double> keys(static_cast<size_t>(x.numel()));
+    for (int64_t i = 0; i < x.numel(); ++i) keys[static_cast<size_t>(i)] = x.at_double(i);
+    topk_slices(x, keys, axis, k, largest, values, indices, esz);
+  }
+}
+
+// The coordinates of the non-zero elements, [rank, count] in row-major order (NaN counts).
+void nonzero_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (x.at_double(i) != 0.0) hits.push_back(i);
+  const int64_t count = static_cast<int64_t>(hits.size());
+  Tensor& y = ctx.make_output(0, DataType::kInt64, {rank, count});
+  int64_t* out = y.data<int64_t>();
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t rest = hits[static_cast<size_t>(j)];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      out[d * count + j] = rest % x.dim(d);
+      rest /= x.dim(d);
+    }
+  }
+}
+
+// data[batch..., indices[batch..., j, :], ...]: slices of data.shape[batch_dims + k:].
+void gathernd_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& data = ctx.input(0);
+  const Tensor& idx_t = ctx.input(1);
+  TRT_CHECK(idx_t.dtype() == DataType::kInt64 || idx_t.dtype() == DataType::kInt32,
+            ErrorCode::kInvalidArgument, "{}: indices must be int64, got {}", node.describe(),
+            dtype_name(idx_t.dtype()));
+  const int64_t b = ctx.opset >= 12 ? node.attr_int("batch_dims", 0) : 0;
+  const int64_t r = static_cast<int64_t>(data.rank()), q = static_cast<int64_t>(idx_t.rank());
+  TRT_CHECK_ARG(q >= 1 && b >= 0 && b < q && b <= r, "{}: batch_dims {} for data {} and indices {}",
+                node.describe(), b, shape_str(data.shape()), shape_str(idx_t.shape()));
+  const int64_t k = idx_t.shape().back();
+  TRT_CHECK_ARG(k >= 1 && b + k <= r,
+                "{}: indices' last dimension {} does not fit data {} "
+                "with batch_dims {}",
+                node.describe(), k, shape_str(data.shape()), b);
+  for (int64_t d = 0; d < b; ++d)
+    TRT_CHECK_ARG(data.dim(d) == idx_t.dim(d),
+                  "{}: batch dimension {} differs: data {}, indices {}", node.describe(), d,
+                  shape_str(data.shape()), shape_str(idx_t.shape()));
+  Shape out(idx_t.shape().begin(), idx_t.shape().end() - 1);
+  out.insert(out.end(), data.shape().begin() + b + k, data.shape().end());
+  Tensor& y = ctx.make_output(0, data.dtype(), out);
+  int64_t batches = 1, slice = 1, per_batch = 1;
+  for (int64_t d = 0; d < b; ++d) batches *= data.dim(d);
+  for (int64_t d = b + k; d < r; ++d) slice *= data.dim(d);
+  for (int64_t d = b; d < q - 1; ++d) per_batch *= idx_t.dim(d);
+  std::vector<int64_t> stride(static_cast<size_t>(k), slice);
+  for (int64_t d = k - 2; d >= 0; --d) stride[d] = stride[d + 1] * data.dim(b + d + 1);
+  const int64_t batch_elems = k > 0 ? stride[0] * data.dim(b) : slice;
+  const std::vector<int64_t> idx = idx_t.to_int64_vector();
+  const size_t esz = element_bytes(data.dtype(), node);
+  const uint8_t* src = bytes_of(data);
+  uint8_t* dst = bytes_of(y);
+  for (int64_t bi = 0; bi < batches; ++bi)
+    for (int64_t j = 0; j < per_batch; ++j) {
+      const int64_t* ix = idx.data() + (bi * per_batch + j) * k;
+      int64_t off = bi * batch_elems;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t i = ix[d];
+        const int64_t size = data.dim(b + d);
+        TRT_CHECK(i >= -size && i < size, ErrorCode::kInvalidArgument,
+                  "{}: index {} is out of range for axis {} of size {}", node.describe(), i, b + d,
+                  size);
+        if (i < 0) i += size;
+        off += i * stride[d];
+      }
+      std::memcpy(dst + static_cast<size_t>((bi * per_batch + j) * slice) * esz,
+                  src + static_cast<size_t>(off) * esz, static_cast<size_t>(slice) * esz);
+    }
+}
+
+// Greedy non-maximum suppression per batch and class (ONNX NonMaxSuppression, ONNX Runtime's
+// order): boxes scoring above score_threshold, by score (equal scores: the lower index first);
+// a box is dropped when its IoU with a kept one exceeds iou_threshold; at most
+// max_output_boxes_per_class kept (0: none). Output [selected, 3]: batch, class, box.
+void nms_kernel(KernelContext& ctx) {
+  const auto& node = ctx.node;
+  const Tensor& boxes = ctx.input(0);
+  const Tensor& scores = ctx.input(1);
+  TRT_CHECK_ARG(boxes.rank() == 3 && boxes.dim(2) == 4 && scores.rank() == 3 &&
+                    scores.dim(0) == boxes.dim(0) && scores.dim(2) == boxes.dim(1),
+                "{}: boxes {} must be [batches, boxes, 4] and scores {} [batches, classes, boxes]",
+                node.describe(), shape_str(boxes.shape()), shape_str(scores.shape()));
+  const int64_t max_out =
+      ctx.has_input(2) && ctx.input(2).numel() > 0 ? ctx.input(2).to_int64_vector()[0] : 0;
+  const double iou_th =
+      ctx.has_input(3) && ctx.input(3).numel() > 0 ? ctx.input(3).at_double(0) : 0.0;
+  const bool has_score_th = ctx.has_input(4) && ctx.input(4).numel() > 0;
+  const double score_th = has_score_th ? ctx.input(4).at_double(0) : 0.0;
+  const bool center = node.attr_int("center_point_box", 0) != 0;
+  const int64_t nb = boxes.dim(0), n = boxes.dim(1), nc = scores.dim(1);
+  // Corners (y1, x1, y2, x2) with y1 <= y2, x1 <= x2.
+  std::vector<std::array<double, 4>> c(static_cast<size_t>(nb * n));
+  for (int64_t i = 0; i < nb * n; ++i) {
+    double v[4];
+    for (int d = 0; d < 4; ++d) v[d] = boxes.at_double(i * 4 + d);
+    if (center) {  // x_center, y_center, width, height
+      c[static_cast<size_t>(i)] = {v[1] - v[3] / 2, v[0] - v[2] / 2, v[1] + v[3] / 2,
+                                   v[0] + v[2] / 2};
+    } else {
+      c[static_cast<size_t>(i)] = {std::min(v[0], v[2]), std::min(v[1], v[3]), std::max(v[0], v[2]),
+                                   std::max(v[1], v[3])};
+    }
+  }
+  auto suppressed_by = [&](const std::array<double, 4>& a, const std::array<double, 4>& b) {
+    const double ih = std::min(a[2], b[2]) - std::max(a[0], b[0]);
+    const double iw = std::min(a[3], b[3]) - std::max(a[1], b[1]);
+    if (ih <= 0 || iw <= 0) return false;
+    const double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    if (area_a <= 0 || area_b <= 0) return false;
+    const double inter = ih * iw;
+    return inter / (area_a + area_b - inter) > iou_th;
+  };
+  std::vector<int64_t> selected;  // triples
+  std::vector<int64_t> order;
+  std::vector<int64_t> kept;
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t cl = 0; cl < nc; ++cl) {
+      if (max_out <= 0) continue;
+      const int64_t base = (b * nc + cl) * n;
+      order.clear();
+      for (int64_t i = 0; i < n; ++i)
+        if (!has_score_th || scores.at_double(base + i) > score_th) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        return scores.at_double(base + x) > scores.at_double(base + y);
+      });
+      kept.clear();
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        const auto& box = c[static_cast<size_t>(b * n + i)];
+        bool drop = false;
+        for (int64_t k : kept)
+          if (suppressed_by(box, c[static_cast<size_t>(b * n + k)])) {
+            drop = true;
+            break;
+          }
+        if (drop) continue;
+        kept.push_back(i);
+        selected.insert(selected.end(), {b, cl, i});
+      }
+    }
+  Tensor& y = ctx.make_output(0, DataType::kInt64, {static_cast<int64_t>(selected.size() / 3), 3});
+  std::copy(selected.begin(), selected.end(), y.data<int64_t>());
+}
+
 }  // namespace
 
 void register_tensor_kernels(KernelRegistry& r) {
@@ -731,6 +966,10 @@ void register_tensor_kernels(KernelRegistry& r) {
   r.add({"Tile", "", tile_kernel});
   r.add({"Dropout", "", dropout_kernel});
   r.add({"ScatterND", "", scatter_nd_kernel});
+  r.add({"TopK", "", topk_kernel});
+  r.add({"NonZero", "", nonzero_kernel});
+  r.add({"GatherND", "", gathernd_kernel});
+  r.add({"NonMaxSuppression", "", nms_kernel});
   register_resize_kernels(r);
 }
 
