@@ -167,11 +167,9 @@ Tensor to_dtype(const Tensor& t, DataType dt) {
   return Tensor::from_vector<float>(DataType::kFloat32, t.shape(), v);
 }
 
-// A .npy of one more axis than the model input whose other dims match: samples for an input
+// Data of one more axis than the model input whose other dims match: samples for an input
 // without a batch axis (see BatchSource::unbatched).
-bool unbatched_npy(const fs::path& path, const ir::SymShape& ms) {
-  const auto header = npy_f32_header(path);
-  const Shape ds = header ? header->second : npy_load(path).shape();
+bool unbatched_data(const Shape& ds, const ir::SymShape& ms) {
   bool yes = ds.size() == ms.size() + 1;
   for (size_t d = 0; yes && d < ms.size(); ++d)
     yes = !ms[d].is_static() || ms[d].value == ds[d + 1];
@@ -189,14 +187,16 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
   src.input_name = in.name;
   const bool static_batch = !ms.empty() && ms[0].is_static();
   int64_t bs = o.batch_size;
-  const bool data_file = !fs::is_directory(o.calibration_data);
-  if (static_batch && ms[0].value != bs && !(data_file && unbatched_npy(o.calibration_data, ms))) {
-    TRT_LOG_INFO(
-        "model input '{}' has a fixed batch of {}: calibrating with batch_size {} (not {})",
-        in.name, ms[0].value, ms[0].value, bs);
-    bs = ms[0].value;
-  }
+  auto fixed_batch = [&] {
+    if (static_batch && ms[0].value != bs) {
+      TRT_LOG_INFO(
+          "model input '{}' has a fixed batch of {}: calibrating with batch_size {} (not {})",
+          in.name, ms[0].value, ms[0].value, bs);
+      bs = ms[0].value;
+    }
+  };
   if (fs::is_directory(o.calibration_data)) {
+    fixed_batch();
     TRT_CHECK_ARG(ms.size() == 4 && ms[1].is_static() && ms[2].is_static() && ms[3].is_static(),
                   "an image directory needs a model input of shape [N, C, H, W] with static C, H, "
                   "W; '{}' is {}",
@@ -232,13 +232,14 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
         "(expected [samples, {}])",
         o.calibration_data.string(), shape_str(dshape), in.name, ir::sym_shape_str(ms), expect);
   };
-  const bool unbatched = unbatched_npy(o.calibration_data, ms);
+  const bool unbatched = unbatched_data(dshape, ms);
   if (unbatched) {
     TRT_LOG_INFO("model input '{}' {} has no batch axis: calibrating one sample at a time", in.name,
                  ir::sym_shape_str(ms));
     src.unbatched = true;
     bs = 1;
   } else {
+    fixed_batch();
     TRT_CHECK_ARG(dshape.size() == ms.size() && !dshape.empty(), "{}", mismatch());
     for (size_t d = 1; d < ms.size(); ++d)
       TRT_CHECK_ARG(!ms[d].is_static() || ms[d].value == dshape[d], "{}", mismatch());
