@@ -72,6 +72,7 @@ std::vector<Tensor> run_branch(const ir::Graph& sub, int64_t opset, bool referen
     return outer(name);
   };
   std::vector<const Tensor*> inputs;
+  std::vector<bool> constant;  // the branch's initializers (kernels may cache what they derive)
   for (const auto& node : sub.nodes) {
     std::vector<Tensor> outs;
     if (node.op_type == "Constant" && (node.domain.empty() || node.domain == "ai.onnx")) {
@@ -80,13 +81,15 @@ std::vector<Tensor> run_branch(const ir::Graph& sub, int64_t opset, bool referen
       outs = run_if(node, opset, reference, lookup);
     } else {
       inputs.clear();
+      constant.clear();
       for (const auto& in : node.inputs) {
         const Tensor* t = in.empty() ? nullptr : lookup(in);
         TRT_CHECK(in.empty() || t, ErrorCode::kInternal, "{}: input '{}' was not computed",
                   node.describe(), in);
         inputs.push_back(t);
+        constant.push_back(!in.empty() && sub.initializer(in) != nullptr);
       }
-      outs = cpu::run_node(node, opset, inputs, reference);
+      outs = cpu::run_node(node, opset, inputs, reference, constant);
     }
     for (size_t k = 0; k < outs.size() && k < node.outputs.size(); ++k)
       if (!node.outputs[k].empty()) env[node.outputs[k]] = std::move(outs[k]);
