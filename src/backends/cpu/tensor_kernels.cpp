@@ -916,15 +916,17 @@ void nms_kernel(KernelContext& ctx) {
   std::vector<int64_t> selected;  // triples
   std::vector<int64_t> order;
   std::vector<int64_t> kept;
-  for (int64_t b = 0; b < nb; ++b)
+  std::vector<double> s(static_cast<size_t>(n));  // one class's scores, converted once
+  for (int64_t b = 0; b < nb && max_out > 0; ++b)
     for (int64_t cl = 0; cl < nc; ++cl) {
-      if (max_out <= 0) continue;
       const int64_t base = (b * nc + cl) * n;
       order.clear();
-      for (int64_t i = 0; i < n; ++i)
-        if (!has_score_th || scores.at_double(base + i) > score_th) order.push_back(i);
+      for (int64_t i = 0; i < n; ++i) {
+        s[static_cast<size_t>(i)] = scores.at_double(base + i);
+        if (!has_score_th || s[static_cast<size_t>(i)] > score_th) order.push_back(i);
+      }
       std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-        return scores.at_double(base + x) > scores.at_double(base + y);
+        return s[static_cast<size_t>(x)] > s[static_cast<size_t>(y)];
       });
       kept.clear();
       for (int64_t i : order) {
