@@ -5,7 +5,9 @@
 # Run from the repo root with dist/ from scripts/make_dist.sh; results in $OUT/models_summary.txt.
 #   BATCH=256 SPECS="mobilenet_v2:fp16,int8 vit_b_16:fp16,fp8" [PROFILE=1] bash bench/cuda/bench_models.sh
 # PROFILE=1 also writes each engine's per-layer analysis to $OUT/profile_<model>_<prec>.txt.
-# Quantized engines: `trtutils quantize` (max, on BATCH random inputs) then `build --strongly_typed`.
+# Quantized engines: `trtutils quantize` (max, on BATCH random inputs) then `build --strongly_typed`;
+# int8h / fp8h: the same with `--high_precision_dtype fp16` (the un-quantized rest in fp16, as
+# nvidia-modelopt's default).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-$PWD/device-results}"
@@ -23,6 +25,10 @@ import sys, torch, torchvision, numpy as np
 w, b, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
 m = getattr(torchvision.models, name)().eval()
+with torch.no_grad():  # zero-initialised layers (ViT's head) random too: outputs worth comparing
+    for p in m.parameters():
+        if p.dim() >= 2 and not p.any():
+            p.normal_(0, 0.02)
 torch.onnx.export(m, torch.randn(b, 3, 224, 224), f"{w}/{name}.onnx", opset_version=17,
                   input_names=["input"], output_names=["output"], dynamo=False)
 np.save(f"{w}/calib.npy", np.random.default_rng(0).random((b, 3, 224, 224), dtype=np.float32))
@@ -33,9 +39,12 @@ PY
       e="$W/${m}_$prec.engine"
       case $prec in
         fp16) "$T" build --onnx "$W/$m.onnx" --output "$e" --backend cuda --fp16 >>"$out/models_build.log" 2>&1 ;;
-        int8 | fp8)
+        int8 | fp8 | int8h | fp8h)
+          hp=fp32
+          [ "${prec%h}" != "$prec" ] && hp=fp16
           "$T" quantize --onnx "$W/$m.onnx" --output "$W/${m}_$prec.onnx" --calibration_data "$W/calib.npy" \
-            --quantize_mode "$prec" --calibration_method max --batch_size "$B" --eval_batches 0 >>"$out/models_build.log" 2>&1
+            --quantize_mode "${prec%h}" --high_precision_dtype "$hp" --calibration_method max \
+            --batch_size "$B" --eval_batches 0 >>"$out/models_build.log" 2>&1
           "$T" build --onnx "$W/${m}_$prec.onnx" --output "$e" --backend cuda --strongly_typed >>"$out/models_build.log" 2>&1 ;;
       esac
       [ -f "$e" ] || { echo "$m $prec: no engine" | tee -a "$sum"; continue; }

@@ -15,6 +15,7 @@
 // Operands are read through (batch, row, column) strides, so transposed views need no copy:
 // 16-byte loads when the column stride is 1 and everything is 16-byte aligned, else one element
 // at a time with the row index fastest (coalesced for K^T stored [D, Sk]).
+#include <algorithm>
 #include <cfloat>
 
 #include "backends/cuda/device_util.cuh"
@@ -314,36 +315,253 @@ cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
 // probabilities are quantized after normalisation (p8 = fp8(p / p_scale)), which needs the row
 // max and sum first: pass 1 computes them over all keys (online), pass 2 recomputes the scores
 // and accumulates p8 V.
+//
+// Two kernels share the per-warp steps below. The resident kernel (attention_fp8_res_kernel)
+// quantizes a batch entry's K and V once into shared memory (all keys: a vision transformer's
+// 197 tokens take 2 x 256 x 72 halves for head size 64) and its eight warps then take 16-row
+// query strips, both passes reading the resident keys; it runs whenever K and V fit. Longer
+// sequences stream 64-key blocks (attention_fp8_kernel), quantizing them again in pass 2.
 
-// An rows x DP tile of src (float32 / float16 / bfloat16), each element quantized to float8 and
-// stored as its (exact) float16 value; zero outside the tensor.
+// Quantizes rows [0, rows_pad) x columns [0, DP) of an operand (rows_total x cols through the
+// row / column strides; zero outside) into dst (float16, row pitch DP + 8), by threads
+// tid, tid + nthreads, ... vec: unit column stride with 4-element aligned groups (one vector load
+// per group), else element by element with the row index fastest (coalesced for K^T). Each
+// thread issues kLoadsInFlight loads before converting any of them (the loop is latency-bound
+// otherwise: one global round trip per group).
+// The quantized type of the attention's operands; its values are exact in float16.
+enum QKind : int { kQE4M3 = 0, kQE5M2 = 1, kQInt8 = 2 };
+__device__ __forceinline__ int qkind_of(const AttentionQDesc& aq) {
+  return aq.int8 ? kQInt8 : (aq.e4m3 ? kQE4M3 : kQE5M2);
+}
+// v (already divided by the scale) quantized (saturating; int8: round half to even, NaN -> 0 as
+// the QuantizeLinear kernel does), as its float16 value.
+__device__ __forceinline__ __half quantized_half(float v, int kind) {
+  if (kind == kQInt8)
+    return __float2half_rn(isnan(v) ? 0.0f : fminf(fmaxf(rintf(v), -128.0f), 127.0f));
+  const __nv_fp8_interpretation_t k = kind == kQE4M3 ? __NV_E4M3 : __NV_E5M2;
+  return __half(__nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, k), k));
+}
+
+// How an operand is quantized: the graph's scaling before its quantizer (pre_op 1: x * pre,
+// 2: x / pre, rounded to Tin as the graph's own node would), then x / scale.
+struct Quantizer {
+  float scale = 1, pre = 1;
+  int pre_op = 0;
+};
+constexpr int kLoadsInFlight = 8;
 template <typename Tin, int DP>
-__device__ void load_tile_fp8(__half* dst, const Tin* src, const int64_t st[3], int64_t batch_off,
-                              int64_t row0, int64_t rows_total, int64_t cols, float qscale,
-                              bool e4m3, int rows) {
-  constexpr int ldh = Smem<DP>::ldh;
-  const bool row_major = st[2] == 1;  // consecutive threads along the unit stride
-  for (int e = threadIdx.x; e < rows * DP; e += kAttnThreads) {
-    const int r = row_major ? e / DP : e % rows;
-    const int c = row_major ? e % DP : e / rows;
-    const int64_t gr = row0 + r;
-    __half h = __float2half(0.0f);
-    if (gr < rows_total && c < cols) {
-      const float v = to_float(src[batch_off + gr * st[1] + c * st[2]]) / qscale;
-      const __nv_fp8_storage_t q =
-          __nv_cvt_float_to_fp8(v, __NV_SATFINITE, e4m3 ? __NV_E4M3 : __NV_E5M2);
-      h = __half(__nv_cvt_fp8_to_halfraw(q, e4m3 ? __NV_E4M3 : __NV_E5M2));
+__device__ void quantize_rows(__half* dst, const Tin* src, int64_t s_row, int64_t s_col,
+                              int64_t rows_total, int64_t cols, int rows_pad, Quantizer qz,
+                              int kind, bool vec, int tid, int nthreads) {
+  constexpr int ldh = DP + 8;
+  constexpr int U = kLoadsInFlight;
+  auto q = [&](float v) {
+    if (qz.pre_op != 0) v = to_float(from_float<Tin>(qz.pre_op == 1 ? v * qz.pre : v / qz.pre));
+    return quantized_half(v / qz.scale, kind);
+  };
+  if (vec) {
+    constexpr int groups = DP / 4;
+    struct alignas(4 * sizeof(Tin)) Four {
+      Tin v[4];
+    };
+    const int total = rows_pad * groups;
+    for (int e0 = tid; e0 < total; e0 += U * nthreads) {
+      Four f[U];
+      bool ok[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int e = e0 + u * nthreads;
+        const int r = e / groups, c = (e % groups) * 4;
+        ok[u] = e < total && r < rows_total && c < cols;
+        if (ok[u]) f[u] = *reinterpret_cast<const Four*>(src + r * s_row + c);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int e = e0 + u * nthreads;
+        if (e >= total) break;
+        const int r = e / groups, c = (e % groups) * 4;
+        __half h[4] = {__half(0.0f), __half(0.0f), __half(0.0f), __half(0.0f)};
+        if (ok[u])
+#pragma unroll
+          for (int j = 0; j < 4; ++j) h[j] = q(to_float(f[u].v[j]));
+        __half2* d2 = reinterpret_cast<__half2*>(dst + r * ldh + c);
+        d2[0] = __halves2half2(h[0], h[1]);
+        d2[1] = __halves2half2(h[2], h[3]);
+      }
     }
-    dst[r * ldh + c] = h;
+  } else {
+    const int total = rows_pad * DP;
+    for (int e0 = tid; e0 < total; e0 += U * nthreads) {
+      float x[U];
+      bool ok[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int e = e0 + u * nthreads;
+        const int r = e % rows_pad, c = e / rows_pad;
+        ok[u] = e < total && r < rows_total && c < cols;
+        x[u] = ok[u] ? to_float(src[r * s_row + c * s_col]) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int e = e0 + u * nthreads;
+        if (e >= total) break;
+        dst[(e % rows_pad) * ldh + e / rows_pad] = ok[u] ? q(x[u]) : __half(0.0f);
+      }
+    }
   }
 }
 
+__device__ __forceinline__ Quantizer q_quantizer(const AttentionQDesc& aq) {
+  return Quantizer{aq.q_scale, aq.q_pre, aq.q_pre_op};
+}
+__device__ __forceinline__ Quantizer k_quantizer(const AttentionQDesc& aq) {
+  return Quantizer{aq.k_scale, aq.k_pre, aq.k_pre_op};
+}
+
+// One warp's 16 query rows (Q as A fragments qf) against a 64-key block at ks (valid keys):
+// s[t][e] = sscale * (q8 . k8), -inf past the valid keys. Element (t, e): row lane / 4 (+ 8 for
+// e >= 2), key t * 8 + (lane % 4) * 2 + (e & 1).
+template <int DP>
+__device__ __forceinline__ void fp8_scores(float (&s)[kBlockN / 8][4],
+                                           const uint32_t (&qf)[DP / 16][4], const __half* ks,
+                                           int valid, float sscale, int lane) {
+  constexpr int ldh = DP + 8, kNT = kBlockN / 8;
+  const int pairs = (valid + 15) / 16;
+#pragma unroll
+  for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+  for (int np = 0; np < kNT / 2; ++np) {
+    if (np < pairs) {
+      const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; ++kk) {
+        uint32_t bf[4];
+        ldmatrix_x4(bf, ks + key * ldh + kk * 16 + ((lane / 8) % 2) * 8);
+        mma16816<__half>(s[2 * np], qf[kk], bf[0], bf[1]);
+        mma16816<__half>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kNT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = t * 8 + (lane % 4) * 2 + (e & 1);
+      s[t][e] = key < valid ? s[t][e] * sscale : -INFINITY;
+    }
+}
+
+// Pass 1 over one key block: the rows' running max (shared by the quad) and this lane's part of
+// the running sum of exp. Scores arrive multiplied by log2(e) (fp8_scores), so exp is one exp2
+// (the hardware's ex2; within a few ulp of expf, far below a float8 step of the probabilities).
+template <int DP>
+__device__ __forceinline__ void fp8_row_stats(const float (&s)[kBlockN / 8][4], float (&run_max)[2],
+                                              float (&run_sum)[2]) {
+  constexpr int kNT = kBlockN / 8;
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int t = 0; t < kNT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[t][e]);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    const float nm = fmaxf(run_max[h], mx[h]);
+    run_sum[h] *= exp2f(run_max[h] - nm);
+    run_max[h] = nm;
+  }
+#pragma unroll
+  for (int t = 0; t < kNT; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) run_sum[e >> 1] += exp2f(s[t][e] - run_max[e >> 1]);
+}
+
+// The quad's row sums -> 1 / (sum * p_scale).
+__device__ __forceinline__ void fp8_row_inverse(float (&run_sum)[2], float p_scale,
+                                                float (&inv)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 1);
+    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 2);
+    inv[h] = run_sum[h] > 0.0f ? 1.0f / (run_sum[h] * p_scale) : 0.0f;
+  }
+}
+
+// Pass 2 over one key block: p8 = fp8(p / p_scale) as A fragments, o += p8 v8 (V block at vs).
+// inv[h] is 1 / (row sum * p_scale): one multiplication per probability instead of a
+// normalisation and a division (each within an ulp of the graph's; a float8 rounding decision
+// changes only where p / p_scale lies that close to its midpoint).
+template <int DP>
+__device__ __forceinline__ void fp8_accumulate(float (&o)[DP / 8][4],
+                                               const float (&s)[kBlockN / 8][4],
+                                               const float (&run_max)[2], const float (&inv)[2],
+                                               const __half* vs, int valid, int kind, int lane) {
+  constexpr int ldh = DP + 8, kNT = kBlockN / 8, kOT = DP / 8;
+  const int pairs = (valid + 15) / 16;
+  auto q8 = [&](float p) { return quantized_half(p, kind); };
+#pragma unroll
+  for (int kk = 0; kk < kNT / 2; ++kk) {
+    if (kk < pairs) {
+      uint32_t pf[4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float* st = s[2 * kk + j];
+        const __half2 lo(q8(exp2f(st[0] - run_max[0]) * inv[0]),
+                         q8(exp2f(st[1] - run_max[0]) * inv[0]));
+        const __half2 hi(q8(exp2f(st[2] - run_max[1]) * inv[1]),
+                         q8(exp2f(st[3] - run_max[1]) * inv[1]));
+        pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+        pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+      }
+      const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+      for (int dp = 0; dp < kOT / 2; ++dp) {
+        uint32_t bf[4];
+        ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
+        mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
+        mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
+      }
+    }
+  }
+}
+
+// The warp's 16 output rows from row0 (pv_dq * o, float32 through a.o's strides).
+template <int DP>
+__device__ __forceinline__ void fp8_store(const AttentionDesc& a, int64_t b, int64_t row0,
+                                          const float (&o)[DP / 8][4], float pv_dq, int lane) {
+  float* op = static_cast<float*>(a.o) + b * a.o_st[0];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t gr = row0 + lane / 4 + h * 8;
+    if (gr >= a.sq) continue;
+    float* orow = op + gr * a.o_st[1];
+#pragma unroll
+    for (int t = 0; t < DP / 8; ++t) {
+      const int c = t * 8 + (lane % 4) * 2;
+      if (c < a.dv) orow[c * a.o_st[2]] = o[t][2 * h] * pv_dq;
+      if (c + 1 < a.dv) orow[(c + 1) * a.o_st[2]] = o[t][2 * h + 1] * pv_dq;
+    }
+  }
+}
+
+// 16 rows of Q at qs (pitch DP + 8) as A fragments.
+template <int DP>
+__device__ __forceinline__ void fp8_q_fragments(uint32_t (&qf)[DP / 16][4], const __half* qs,
+                                                int lane) {
+  constexpr int ldh = DP + 8;
+  const int r = (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; ++kk)
+    ldmatrix_x4(qf[kk], qs + r * ldh + kk * 16 + (lane / 16) * 8);
+}
+
+// Streaming kernel: a block takes 64 query rows (four warps), K / V in 64-key blocks.
 template <typename Tin, int DP>
 __global__ void __launch_bounds__(kAttnThreads)
-    attention_fp8_kernel(AttentionQDesc aq, int64_t q_blocks) {
+    attention_fp8_kernel(AttentionQDesc aq, int64_t q_blocks, bool vq, bool vk, bool vv) {
   using S = Smem<DP>;
   constexpr int ldh = S::ldh;
-  constexpr int kSteps = DP / 16;
   constexpr int kNT = kBlockN / 8;
   constexpr int kOT = DP / 8;
   const AttentionDesc& a = aq.a;
@@ -355,160 +573,166 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int64_t b = static_cast<int64_t>(blockIdx.x) / q_blocks;
   const int64_t q0 = qb * kBlockM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const Tin* qp = static_cast<const Tin*>(a.q);
-  const Tin* kp = static_cast<const Tin*>(a.k);
-  const Tin* vp = static_cast<const Tin*>(a.v);
-  const bool e4m3 = aq.e4m3;
-  load_tile_fp8<Tin, DP>(qs, qp, a.q_st, b * a.q_st[0], q0, a.sq, a.d, aq.q_scale, e4m3, kBlockM);
+  const Tin* qp = static_cast<const Tin*>(a.q) + b * a.q_st[0];
+  const Tin* kp = static_cast<const Tin*>(a.k) + b * a.k_st[0];
+  const Tin* vp = static_cast<const Tin*>(a.v) + b * a.v_st[0];
+  const int kind = qkind_of(aq);
+  const int tid = static_cast<int>(threadIdx.x);
+  quantize_rows<Tin, DP>(qs, qp + q0 * a.q_st[1], a.q_st[1], a.q_st[2], a.sq - q0, a.d, kBlockM,
+                         q_quantizer(aq), kind, vq, tid, kAttnThreads);
   __syncthreads();
   const bool active = q0 + warp * kRowsPerWarp < a.sq;
-  uint32_t qf[kSteps][4];
-  {
-    const int r = warp * kRowsPerWarp + (lane % 8) + ((lane / 8) % 2) * 8;
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk)
-      ldmatrix_x4(qf[kk], qs + r * ldh + kk * 16 + (lane / 16) * 8);
-  }
-  // Scores of one key block: s[t][e] = scale * qk_dq * sum_d q8 k8, -inf past Sk.
-  const float sscale = a.scale * aq.qk_dq;
-  auto scores = [&](float(&s)[kNT][4], int valid) {
-    const int pairs = (valid + 15) / 16;
-#pragma unroll
-    for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
-#pragma unroll
-    for (int np = 0; np < kNT / 2; ++np) {
-      if (np < pairs) {
-        const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
-#pragma unroll
-        for (int kk = 0; kk < kSteps; ++kk) {
-          uint32_t bf[4];
-          ldmatrix_x4(bf, ks + key * ldh + kk * 16 + ((lane / 8) % 2) * 8);
-          mma16816<__half>(s[2 * np], qf[kk], bf[0], bf[1]);
-          mma16816<__half>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-        }
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = t * 8 + (lane % 4) * 2 + (e & 1);
-        s[t][e] = key < valid ? s[t][e] * sscale : -INFINITY;
-      }
+  uint32_t qf[DP / 16][4];
+  fp8_q_fragments<DP>(qf, qs + warp * kRowsPerWarp * ldh, lane);
+  const float sscale = a.scale * aq.qk_dq * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
+  auto load = [&](__half* dst, const Tin* src, const int64_t st[3], int64_t k0, int64_t cols,
+                  Quantizer qz, bool vec) {
+    quantize_rows<Tin, DP>(dst, src + k0 * st[1], st[1], st[2], a.sk - k0, cols, kBlockN, qz, kind,
+                           vec, tid, kAttnThreads);
   };
-  // Pass 1: each row's max and sum of exp (a quad of lanes per row; sums per lane).
   float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
   for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN) {
     __syncthreads();
-    load_tile_fp8<Tin, DP>(ks, kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, aq.k_scale, e4m3, kBlockN);
+    load(ks, kp, a.k_st, k0, a.d, k_quantizer(aq), vk);
     __syncthreads();
     if (!active) continue;
     const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
     float s[kNT][4];
-    scores(s, valid);
-    float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[t][e]);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-      const float nm = fmaxf(run_max[h], mx[h]);
-      run_sum[h] *= expf(run_max[h] - nm);
-      run_max[h] = nm;
-    }
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) run_sum[e >> 1] += expf(s[t][e] - run_max[e >> 1]);
+    fp8_scores<DP>(s, qf, ks, valid, sscale, lane);
+    fp8_row_stats<DP>(s, run_max, run_sum);
   }
   float inv[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 1);
-    run_sum[h] += __shfl_xor_sync(0xffffffffu, run_sum[h], 2);
-    inv[h] = run_sum[h] > 0.0f ? 1.0f / run_sum[h] : 0.0f;
-  }
-  // Pass 2: p8 = fp8(p / p_scale) as A fragments, O += p8 v8.
+  fp8_row_inverse(run_sum, aq.p_scale, inv);
   float o[kOT][4];
 #pragma unroll
   for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
-  const __nv_fp8_interpretation_t kind = e4m3 ? __NV_E4M3 : __NV_E5M2;
-  auto q8 = [&](float p) {
-    return __half(
-        __nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(p / aq.p_scale, __NV_SATFINITE, kind), kind));
-  };
   for (int64_t k0 = 0; k0 < a.sk; k0 += kBlockN) {
     __syncthreads();
-    load_tile_fp8<Tin, DP>(ks, kp, a.k_st, b * a.k_st[0], k0, a.sk, a.d, aq.k_scale, e4m3, kBlockN);
-    load_tile_fp8<Tin, DP>(vs, vp, a.v_st, b * a.v_st[0], k0, a.sk, a.dv, aq.v_scale, e4m3,
-                           kBlockN);
+    load(ks, kp, a.k_st, k0, a.d, k_quantizer(aq), vk);
+    load(vs, vp, a.v_st, k0, a.dv, Quantizer{aq.v_scale}, vv);
     __syncthreads();
     if (!active) continue;
     const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
-    const int pairs = (valid + 15) / 16;
     float s[kNT][4];
-    scores(s, valid);
-#pragma unroll
-    for (int kk = 0; kk < kNT / 2; ++kk) {
-      if (kk < pairs) {
-        uint32_t pf[4];
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const float* st = s[2 * kk + j];
-          const __half2 lo(q8(expf(st[0] - run_max[0]) * inv[0]),
-                           q8(expf(st[1] - run_max[0]) * inv[0]));
-          const __half2 hi(q8(expf(st[2] - run_max[1]) * inv[1]),
-                           q8(expf(st[3] - run_max[1]) * inv[1]));
-          pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
-          pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
-        }
-        const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-#pragma unroll
-        for (int dp = 0; dp < kOT / 2; ++dp) {
-          uint32_t bf[4];
-          ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
-          mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
-          mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
-        }
-      }
-    }
+    fp8_scores<DP>(s, qf, ks, valid, sscale, lane);
+    fp8_accumulate<DP>(o, s, run_max, inv, vs, valid, kind, lane);
   }
-  if (!active) return;
-  float* op = static_cast<float*>(a.o) + b * a.o_st[0];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t gr = q0 + warp * kRowsPerWarp + lane / 4 + h * 8;
-    if (gr >= a.sq) continue;
-    float* orow = op + gr * a.o_st[1];
-#pragma unroll
-    for (int t = 0; t < kOT; ++t) {
-      const int c = t * 8 + (lane % 4) * 2;
-      if (c < a.dv) orow[c * a.o_st[2]] = o[t][2 * h] * aq.pv_dq;
-      if (c + 1 < a.dv) orow[(c + 1) * a.o_st[2]] = o[t][2 * h + 1] * aq.pv_dq;
+  if (active) fp8_store<DP>(a, b, q0 + warp * kRowsPerWarp, o, aq.pv_dq, lane);
+}
+
+// Resident kernel: a block quantizes K and V of its batch entry once (skp keys, a multiple of
+// 64, zero past Sk), then each warp takes the 16-row query strips part * 8 + warp, + 8 * qsplit,
+// ... and runs both passes over the resident keys; no block-wide barrier after the loads.
+constexpr int kResWarps = 8;
+constexpr int kResThreads = kResWarps * 32;
+template <int DP>
+size_t resident_bytes(int64_t skp) {
+  return static_cast<size_t>(2 * skp + kResWarps * kRowsPerWarp) * (DP + 8) * 2;
+}
+
+template <typename Tin, int DP>
+__global__ void __launch_bounds__(kResThreads)
+    attention_fp8_res_kernel(AttentionQDesc aq, int qsplit, int skp, bool vq, bool vk, bool vv) {
+  constexpr int ldh = DP + 8;
+  constexpr int kNT = kBlockN / 8;
+  constexpr int kOT = DP / 8;
+  const AttentionDesc& a = aq.a;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* ks = reinterpret_cast<__half*>(smem);
+  __half* vs = ks + static_cast<size_t>(skp) * ldh;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __half* qs = vs + static_cast<size_t>(skp) * ldh + warp * kRowsPerWarp * ldh;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) / qsplit;
+  const int part = static_cast<int>(blockIdx.x % static_cast<unsigned>(qsplit));
+  const int kind = qkind_of(aq);
+  const Tin* qp = static_cast<const Tin*>(a.q) + b * a.q_st[0];
+  const int tid = static_cast<int>(threadIdx.x);
+  quantize_rows<Tin, DP>(ks, static_cast<const Tin*>(a.k) + b * a.k_st[0], a.k_st[1], a.k_st[2],
+                         a.sk, a.d, skp, k_quantizer(aq), kind, vk, tid, kResThreads);
+  quantize_rows<Tin, DP>(vs, static_cast<const Tin*>(a.v) + b * a.v_st[0], a.v_st[1], a.v_st[2],
+                         a.sk, a.dv, skp, Quantizer{aq.v_scale}, kind, vv, tid, kResThreads);
+  __syncthreads();
+  const float sscale = a.scale * aq.qk_dq * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
+  const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
+  for (int64_t strip = static_cast<int64_t>(part) * kResWarps + warp; strip < strips;
+       strip += static_cast<int64_t>(qsplit) * kResWarps) {
+    const int64_t r0 = strip * kRowsPerWarp;
+    __syncwarp();  // the previous strip's fragments are loaded
+    quantize_rows<Tin, DP>(qs, qp + r0 * a.q_st[1], a.q_st[1], a.q_st[2], a.sq - r0, a.d,
+                           kRowsPerWarp, q_quantizer(aq), kind, vq, lane, 32);
+    __syncwarp();
+    uint32_t qf[DP / 16][4];
+    fp8_q_fragments<DP>(qf, qs, lane);
+    float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
+    for (int k0 = 0; k0 < a.sk; k0 += kBlockN) {
+      const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
+      float s[kNT][4];
+      fp8_scores<DP>(s, qf, ks + k0 * ldh, valid, sscale, lane);
+      fp8_row_stats<DP>(s, run_max, run_sum);
     }
+    float inv[2];
+    fp8_row_inverse(run_sum, aq.p_scale, inv);
+    float o[kOT][4];
+#pragma unroll
+    for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+    for (int k0 = 0; k0 < a.sk; k0 += kBlockN) {
+      const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
+      float s[kNT][4];
+      fp8_scores<DP>(s, qf, ks + k0 * ldh, valid, sscale, lane);
+      fp8_accumulate<DP>(o, s, run_max, inv, vs + k0 * ldh, valid, kind, lane);
+    }
+    fp8_store<DP>(a, b, r0, o, aq.pv_dq, lane);
   }
+}
+
+// Vector loads of 4 elements of Tin: unit column stride, 4-element aligned base, row and batch
+// strides and the column count multiples of 4.
+template <typename Tin>
+bool vector4_ok(const void* p, const int64_t st[3], int64_t cols) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(Tin)) == 0 && st[2] == 1 && st[1] % 4 == 0 &&
+         st[0] % 4 == 0 && cols % 4 == 0;
 }
 
 template <typename Tin, int DP>
 cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) {
-  constexpr size_t bytes = Smem<DP>::q + 2 * Smem<DP>::kv;
-  int dev = 0, optin = 0;
+  const AttentionDesc& a = aq.a;
+  int dev = 0, optin = 0, sms = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess)
     e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return e;
+  const bool vq = vector4_ok<Tin>(a.q, a.q_st, a.d), vk = vector4_ok<Tin>(a.k, a.k_st, a.d),
+             vv = vector4_ok<Tin>(a.v, a.v_st, a.dv);
+  const int64_t skp = (a.sk + kBlockN - 1) / kBlockN * kBlockN;
+  const size_t res_bytes = resident_bytes<DP>(skp);
+  if (aq.resident && res_bytes <= static_cast<size_t>(optin)) {
+    e = cudaFuncSetAttribute(attention_fp8_res_kernel<Tin, DP>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(res_bytes));
+    if (e != cudaSuccess) return e;
+    // Query strips split over blocks only where batch entries alone leave SMs idle.
+    const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
+    const int64_t max_split = (strips + kResWarps - 1) / kResWarps;
+    const int64_t want = (2 * static_cast<int64_t>(sms) + a.batch - 1) / a.batch;
+    const int64_t qsplit = std::max<int64_t>(1, std::min(max_split, want));
+    const int64_t blocks = a.batch * qsplit;
+    if (blocks > 0x7fffffff) return cudaErrorNotSupported;
+    attention_fp8_res_kernel<Tin, DP>
+        <<<static_cast<unsigned>(blocks), kResThreads, res_bytes, stream>>>(
+            aq, static_cast<int>(qsplit), static_cast<int>(skp), vq, vk, vv);
+    return cudaGetLastError();
+  }
+  constexpr size_t bytes = Smem<DP>::q + 2 * Smem<DP>::kv;
   if (static_cast<size_t>(optin) < bytes) return cudaErrorNotSupported;
   e = cudaFuncSetAttribute(attention_fp8_kernel<Tin, DP>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e != cudaSuccess) return e;
-  const int64_t q_blocks = (aq.a.sq + kBlockM - 1) / kBlockM;
-  const int64_t blocks = q_blocks * aq.a.batch;
+  const int64_t q_blocks = (a.sq + kBlockM - 1) / kBlockM;
+  const int64_t blocks = q_blocks * a.batch;
   if (blocks > 0x7fffffff) return cudaErrorNotSupported;
   attention_fp8_kernel<Tin, DP>
-      <<<static_cast<unsigned>(blocks), kAttnThreads, bytes, stream>>>(aq, q_blocks);
+      <<<static_cast<unsigned>(blocks), kAttnThreads, bytes, stream>>>(aq, q_blocks, vq, vk, vv);
   return cudaGetLastError();
 }
 

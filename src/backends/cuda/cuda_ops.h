@@ -418,7 +418,7 @@ inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
 // into Attention, absorbing the Transposes and scalar scalings around it (graph_fusion.cpp).
 // Returns the fusions made. TRTUTILS_CUDA_FUSION=0 turns it off; TRTUTILS_CUDA_ATTENTION=0 keeps
 // the attention ops as they are. The float8 Q/DQ attention (QuantizeLinear -> QMatMul -> Softmax
-// -> QuantizeLinear -> QMatMul, into AttentionQ) only with TRTUTILS_CUDA_ATTENTION_FP8=1.
+// -> QuantizeLinear -> QMatMul, into AttentionQ) unless TRTUTILS_CUDA_ATTENTION_FP8=0.
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset);
 
 // numpy matmul's output shape (1-D operands promoted and squeezed back).

@@ -99,7 +99,8 @@ cudaError_t cast(DataType from, DataType to, const void* x, void* y, int64_t n, 
 bool cast_supported(DataType t);
 
 // ---- convolution epilogue / channel affine ------------------------------------------------
-enum class Act : int { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish };
+// kGelu: the erf form, 0.5 x (1 + erf(x / sqrt 2)) (the quantized products' epilogue only).
+enum class Act : int { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish, kGelu };
 // y[i] = act(y[i] + bias[c] + residual[i]) with c = (i / inner) % channels; bias (dt, may be
 // null), residual (dt, may be null). dt float32/float16/bfloat16.
 cudaError_t bias_act(DataType dt, void* y, const void* bias, const void* residual, int64_t n,
@@ -184,6 +185,17 @@ cudaError_t softmax(DataType dt, Soft kind, const void* x, void* y, int64_t oute
 cudaError_t layer_norm(DataType dt, const void* x, const void* scale, const void* bias, void* y,
                        int64_t rows, int64_t d, float eps, float* mean, float* inv_std,
                        cudaStream_t stream);
+// The same with Y quantized per tensor: byte(LN(x) rounded to dt, / y_scale, + y_zp) of dtype
+// y_t (int8, uint8, float8; saturating), and, when grid0 > 0, the rows viewed [grid0, grid1]
+// written transposed ([grid1, grid0]: a following Transpose(1, 0, 2)).
+struct LnQuant {
+  DataType y_t = DataType::kInt8;
+  float y_scale = 1, y_zp = 0;
+  int64_t grid0 = 0, grid1 = 0;
+};
+cudaError_t layer_norm_quantize(DataType dt, const void* x, const void* scale, const void* bias,
+                                void* y, int64_t rows, int64_t d, float eps, const LnQuant& q,
+                                cudaStream_t stream);
 
 // Fused attention O[b, i, :] = sum_j softmax_j(scale * Q[b, i, :] . K[b, j, :]) V[b, j, :] for
 // float16 / bfloat16 (tensor cores, float accumulation and softmax). Every operand is read or
@@ -203,16 +215,23 @@ struct AttentionDesc {
 bool attention_supported(DataType dt, int64_t d, int64_t dv);
 // cudaErrorNotSupported when !attention_supported, sk < 1, or the device lacks the shared memory.
 cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream);
-// The float8 Q/DQ attention of a quantized graph, with the graph's numerics: Q, K, V (a's
-// pointers, dtype in_t: float32 / float16 / bfloat16) quantized on load to float8 (x / scale,
-// saturating; E4M3 or E5M2), scores scale * qk_dq * (q8 . k8), softmax in float32, the
-// probabilities quantized (p / p_scale), O = pv_dq * (p8 . v8) written as float32 through o's
-// strides.
+// The float8 / int8 Q/DQ attention of a quantized graph, with the graph's numerics: Q, K, V (a's
+// pointers, dtype in_t: float32 / float16 / bfloat16) quantized on load (x / scale, saturating;
+// E4M3, E5M2 or int8 with zero point 0), scores scale * qk_dq * (q8 . k8), softmax in float32,
+// the probabilities quantized (p / p_scale), O = pv_dq * (p8 . v8) written as float32 through
+// o's strides.
 struct AttentionQDesc {
   AttentionDesc a;
   bool e4m3 = true;
+  bool int8 = false;  // int8 operands (zero points 0) instead of float8
   float q_scale = 1, k_scale = 1, v_scale = 1, p_scale = 1;
   float qk_dq = 1, pv_dq = 1;
+  // K and V quantized once per batch entry into shared memory when they fit (else streamed).
+  bool resident = true;
+  // Q and K as the graph has them before their quantizers: x * pre (op 1), x / pre (op 2) or
+  // x (op 0), rounded to the input dtype.
+  float q_pre = 1, k_pre = 1;
+  int q_pre_op = 0, k_pre_op = 0;
 };
 cudaError_t attention_fp8(DataType in_t, const AttentionQDesc& aq, cudaStream_t stream);
 
@@ -296,6 +315,12 @@ struct QEpilogue {
   void* y = nullptr;
   DataType y_t = DataType::kFloat32;
   float y_scale = 1.0f, y_zp = 0.0f;
+  // grid0 > 0 (row-major products only): rows viewed [grid0, grid1] go to Y (and come from R)
+  // transposed, [grid1, grid0] (a following Reshape + Transpose(1, 0, 2)).
+  int64_t grid0 = 0, grid1 = 0;
+  // parts > 0 (row-major products only, not with grid0): the columns split into `parts` equal
+  // blocks, Y [parts, rows, cols / parts] (the packed QKV projection's split into Q, K, V).
+  int64_t parts = 0;
 };
 cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream);
 // Depthwise int8 / uint8 convolution, channels-last X [n, h, w, c] and Y [n, oh, ow, c], W int8

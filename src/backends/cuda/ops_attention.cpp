@@ -339,12 +339,13 @@ class AttentionOp : public GpuOp {
   LtMatmul lt1_, lt2_;
 };
 
-// com.trtutils.cuda::AttentionQ: the float8 Q/DQ attention of a quantized graph (QuantizeLinear
-// of Q, K^T and V -> QMatMul -> scalings -> Softmax -> QuantizeLinear -> QMatMul), with the
-// graph's numerics (k::attention_fp8): attributes q_scale, k_scale, v_scale, p_scale (the
-// quantizers'), qk_dq, pv_dq (the two QMatMuls' products of scales), scale, e4m3 (1, or 0 for
-// E5M2), views and perm_o as Attention. Output float32. Operands whose batch axes do not
-// collapse to one stride are copied dense first.
+// com.trtutils.cuda::AttentionQ: the float8 / int8 Q/DQ attention of a quantized graph
+// (QuantizeLinear of Q, K^T and V -> QMatMul -> scalings -> Softmax -> QuantizeLinear ->
+// QMatMul), with the graph's numerics (k::attention_fp8): attributes q_scale, k_scale, v_scale,
+// p_scale (the quantizers'), qk_dq, pv_dq (the two QMatMuls' products of scales), scale, e4m3
+// (1, or 0 for E5M2), int8 (1: int8 operands), q_pre / q_pre_op and k_pre / k_pre_op (a scalar
+// Mul (1) or Div (2) before the quantizer), views and perm_o as Attention. Output float32.
+// Operands whose batch axes do not collapse to one stride are copied dense first.
 class AttentionQOp : public GpuOp {
  public:
   explicit AttentionQOp(const ir::Node& node)
@@ -354,15 +355,22 @@ class AttentionQOp : public GpuOp {
         perm_o_(node.attr_ints("perm_o")) {
     d_.a.scale = node.attr_float("scale", 1.0f);
     d_.e4m3 = node.attr_int("e4m3", 1) != 0;
+    d_.int8 = node.attr_int("int8", 0) != 0;
     d_.q_scale = node.attr_float("q_scale", 1.0f);
     d_.k_scale = node.attr_float("k_scale", 1.0f);
     d_.v_scale = node.attr_float("v_scale", 1.0f);
     d_.p_scale = node.attr_float("p_scale", 1.0f);
     d_.qk_dq = node.attr_float("qk_dq", 1.0f);
     d_.pv_dq = node.attr_float("pv_dq", 1.0f);
+    d_.resident = env_switch("TRTUTILS_CUDA_ATTENTION_FP8_RESIDENT", true);
+    d_.q_pre = node.attr_float("q_pre", 1.0f);
+    d_.q_pre_op = static_cast<int>(node.attr_int("q_pre_op", 0));
+    d_.k_pre = node.attr_float("k_pre", 1.0f);
+    d_.k_pre_op = static_cast<int>(node.attr_int("k_pre_op", 0));
   }
   std::string kernel() const override {
-    return "fused float8 attention (tensor cores, exact float8 products)";
+    return d_.int8 ? "fused int8 attention (tensor cores, exact int8 products)"
+                   : "fused float8 attention (tensor cores, exact float8 products)";
   }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {

@@ -733,6 +733,62 @@ class LayerNormOp : public GpuOp {
   }
 };
 
+// com.trtutils.cuda::LayerNormQuantize (graph_fusion.cpp: LayerNormalization over the last axis
+// [-> Transpose(1, 0, 2)] -> QuantizeLinear per tensor): inputs X, Scale, B ("" = none),
+// y_scale, y_zero_point; attributes epsilon, swap01 (1: the Transpose; X of rank 3). Y holds
+// the quantized bytes of the LayerNormalization's output (its dtype rounding included).
+class LayerNormQuantizeOp : public GpuOp {
+ public:
+  explicit LayerNormQuantizeOp(const ir::Node& node)
+      : eps_(node.attr_float("epsilon", 1e-5f)), swap01_(node.attr_int("swap01", 0) != 0) {}
+  std::string kernel() const override {
+    return swap01_ ? "CUDA kernel (LayerNormalization + Transpose + QuantizeLinear)"
+                   : "CUDA kernel (LayerNormalization + QuantizeLinear)";
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& x = *in.at(0);
+    Value& scale = *in.at(1);
+    Value* bias = in.size() > 2 ? in[2] : nullptr;
+    Value& ys = *in.at(3);
+    Value& zp = *in.at(4);
+    require_float(node, x.dtype, "input X");
+    TRT_CHECK_ARG(!x.shape.empty() && (!swap01_ || x.shape.size() == 3),
+                  "{}: X {} does not fit the fused layer norm", node.describe(),
+                  shape_str(x.shape));
+    const int64_t d = x.shape.back();
+    const int64_t rows = d > 0 ? x.numel() / d : 0;
+    for (const Value* p : std::vector<const Value*>{&scale, bias})
+      TRT_CHECK(!p || (p->dtype == x.dtype && p->numel() == d), ErrorCode::kNotSupported,
+                "{}: Scale/B must be {} with {} elements on CUDA", node.describe(),
+                dtype_name(x.dtype), d);
+    k::LnQuant q;
+    q.y_t = zp.dtype;
+    TRT_CHECK(q.y_t == DataType::kInt8 || q.y_t == DataType::kUInt8 ||
+                  q.y_t == DataType::kFloat8E4M3FN || q.y_t == DataType::kFloat8E5M2,
+              ErrorCode::kNotSupported, "{}: quantized dtype {} is not supported", node.describe(),
+              dtype_name(q.y_t));
+    q.y_scale = static_cast<float>(ctx.host(ys).at_double(0));
+    q.y_zp = static_cast<float>(ctx.host(zp).at_double(0));
+    Shape ysh = x.shape;
+    if (swap01_) {
+      q.grid0 = x.shape[0];
+      q.grid1 = x.shape[1];
+      std::swap(ysh[0], ysh[1]);
+    }
+    void* py = ctx.make(*out.at(0), q.y_t, ysh);
+    ctx.check(
+        k::layer_norm_quantize(x.dtype, ctx.dev(x), ctx.dev(scale), bias ? ctx.dev(*bias) : nullptr,
+                               py, rows, d, eps_, q, ctx.stream),
+        "LayerNormalization + QuantizeLinear");
+  }
+
+ private:
+  float eps_;
+  bool swap01_;
+};
+
 class ReduceOp : public GpuOp {
  public:
   explicit ReduceOp(k::Reduce kind) : kind_(kind) {}
@@ -817,6 +873,10 @@ void register_nn_ops(OpTable& t) {
   };
   t["LogSoftmax"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
     return std::make_unique<SoftmaxOp>(k::Soft::kLogSoftmax);
+  };
+  t[std::string(kGpuDomain) + "::LayerNormQuantize"] =
+      [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<LayerNormQuantizeOp>(b.node);
   };
   t["LayerNormalization"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
     return std::make_unique<LayerNormOp>();

@@ -229,6 +229,7 @@ class QOp : public GpuOp {
     // Output geometry.
     Shape ys;
     ConvGeometry g;
+    int64_t grid0 = 0, grid1 = 0;
     int64_t rows = 0, positions = 1;
     if (kind_ == Kind::kConv) {
       TRT_CHECK_ARG(x.shape.size() >= 3, "{}: X {} must have rank >= 3", node.describe(),
@@ -245,6 +246,22 @@ class QOp : public GpuOp {
       ys = Shape(x.shape.begin(), x.shape.end() - 1);
       ys.push_back(n_);
       rows = k_ > 0 ? x.numel() / k_ : shape_numel(ys) / std::max<int64_t>(n_, 1);
+      if (!y_grid_.empty()) {  // the executor's fusion: Reshape [R0, R1, N] + Transpose(1, 0, 2)
+        int64_t g0 = y_grid_[0], g1 = y_grid_[1];
+        if (g0 < 0 && g1 > 0) g0 = rows / g1;
+        if (g1 < 0 && g0 > 0) g1 = rows / g0;
+        TRT_CHECK_ARG(g0 > 0 && g1 > 0 && g0 * g1 == rows,
+                      "{}: y_grid [{}, {}] does not fit the product's {} rows", node.describe(),
+                      y_grid_[0], y_grid_[1], rows);
+        ys = Shape{g1, g0, n_};
+        grid0 = g0;
+        grid1 = g1;
+      } else if (y_split_ > 0) {  // the fusion of the packed QKV split: Y [P, lead..., N / P]
+        TRT_CHECK_ARG(n_ % y_split_ == 0, "{}: y_split {} does not divide N = {}", node.describe(),
+                      y_split_, n_);
+        ys.back() = n_ / y_split_;
+        ys.insert(ys.begin(), y_split_);
+      }
     } else {
       ys = matmul_shape(node, x.shape, w.shape);
       rows = shape_numel(ys) / std::max<int64_t>(n_, 1);
@@ -266,6 +283,9 @@ class QOp : public GpuOp {
     e.residual = r ? ctx.dev(*r) : nullptr;
     e.residual_t = r ? r->dtype : DataType::kFloat32;
     e.y = py;
+    e.grid0 = grid0;
+    e.grid1 = grid1;
+    e.parts = kind_ == Kind::kGemm ? y_split_ : 0;
 
     std::shared_ptr<void> acc;
     bool done = false;
@@ -393,6 +413,17 @@ class QOp : public GpuOp {
       }
     }
     epilogue_.act = read_act(node, epilogue_.alpha, epilogue_.beta);
+    if (kind_ == Kind::kGemm) {
+      y_grid_ = node.attr_ints("y_grid", {});
+      TRT_CHECK_ARG(y_grid_.empty() || y_grid_.size() == 2, "{}: y_grid must have 2 values",
+                    node.describe());
+      y_split_ = node.attr_int("y_split", 0);
+    }
+    if (node.attr_int("gelu", 0) != 0) {  // the executor's fusion (graph_fusion.cpp)
+      TRT_CHECK_ARG(epilogue_.act == k::Act::kNone, "{}: gelu = 1 with another activation",
+                    node.describe());
+      epilogue_.act = k::Act::kGelu;
+    }
     epilogue_.bias = static_cast<const float*>(bias_.get());
 
     // Path.
@@ -823,7 +854,9 @@ class QOp : public GpuOp {
   // activation, no residual or an int8 one without zero point, Y row-major ([rows, N]: matrix
   // products, channels-last convolutions). TRTUTILS_CUDA_INT8_REQUANT=0 turns it off.
   bool requant_fits(const RunContext&, const k::QEpilogue& e) const {
-    if (!requant_ok_ || y_t_ != DataType::kInt8 || epilogue_.y_zp != 0.0f) return false;
+    if (!requant_ok_ || y_t_ != DataType::kInt8 || epilogue_.y_zp != 0.0f || e.grid0 > 0 ||
+        e.parts > 0)
+      return false;
     if (epilogue_.act != k::Act::kNone && epilogue_.act != k::Act::kRelu) return false;
     if (e.residual && (e.residual_t != DataType::kInt8 || epilogue_.r_zp != 0.0f)) return false;
     if (e.channels_first && e.positions != 1) return false;
@@ -834,7 +867,9 @@ class QOp : public GpuOp {
   // ReLU or no activation, no residual or an E4M3 one, Y row-major. TRTUTILS_CUDA_FP8_OUT=0
   // turns it off.
   bool fp8_out_fits(const k::QEpilogue& e) const {
-    if (!fp8_out_ok_ || y_t_ != DataType::kFloat8E4M3FN || epilogue_.y_zp != 0.0f) return false;
+    if (!fp8_out_ok_ || y_t_ != DataType::kFloat8E4M3FN || epilogue_.y_zp != 0.0f || e.grid0 > 0 ||
+        e.parts > 0)
+      return false;
     if (x_t_ != DataType::kFloat8E4M3FN || w_fp8_t_ != DataType::kFloat8E4M3FN) return false;
     if (epilogue_.act != k::Act::kNone && epilogue_.act != k::Act::kRelu) return false;
     if (e.residual && (e.residual_t != DataType::kFloat8E4M3FN || epilogue_.r_zp != 0.0f))
@@ -972,6 +1007,8 @@ class QOp : public GpuOp {
   float half_alpha_ = 1.0f;
   std::shared_ptr<void> colscale_half_;
   std::shared_ptr<void> w_scales_dev_, inv_y_scale_, r_scale_dev_, bias16_;
+  std::vector<int64_t> y_grid_;  // [R0, R1]: Y written as [R1, R0, N] (graph_fusion.cpp)
+  int64_t y_split_ = 0;          // P > 0: Y written as [P, rows..., N / P] (graph_fusion.cpp)
   std::string cudnn_refused_;
   CudnnConv conv_int8_;
   std::shared_ptr<void> x_scale_dev_, x_zp_dev_, w_scale_dev_, w_zp_dev_;

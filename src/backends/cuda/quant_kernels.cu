@@ -246,16 +246,34 @@ __global__ void dequantize_kernel(DataType xt, const void* x, T* y, QuantDesc q)
   }
 }
 
+// Where element (row, col) of a row-major product goes in Y (and comes from in R): e.grid0 > 0
+// the transposed grid of rows, e.parts > 0 the column blocks, else row * cols + col.
+template <typename I>
+__device__ __forceinline__ I out_index(const QEpilogue& e, I row, I col) {
+  const I cols = static_cast<I>(e.cols);
+  if (e.parts > 0) {
+    const I w = cols / static_cast<I>(e.parts);
+    return (col / w * static_cast<I>(e.rows) + row) * w + col % w;
+  }
+  if (e.grid0 > 0) {
+    const I g0 = static_cast<I>(e.grid0), g1 = static_cast<I>(e.grid1);
+    row = (row % g1) * g0 + row / g1;
+  }
+  return row * cols + col;
+}
+
 // kRows: acc and Y both [rows, cols] (the channels-last and matrix-product case): element i
-// reads acc[i] and channel i % cols, with 32-bit index arithmetic when I is int32_t.
+// reads acc[i] and channel i % cols, with 32-bit index arithmetic when I is int32_t; Y and R
+// element o (i's row moved by e.grid0 / grid1).
 template <bool kRows, typename I>
 __global__ void q_epilogue_kernel(QEpilogue e, I n) {
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<I>(gridDim.x) * blockDim.x) {
-    I a, c;
+    I a, c, o = i;
     if constexpr (kRows) {
       a = i;
       c = i % static_cast<I>(e.cols);
+      o = out_index(e, i / static_cast<I>(e.cols), c);
     } else {
       I b, p;
       const I cols = static_cast<I>(e.cols), positions = static_cast<I>(e.positions);
@@ -286,22 +304,22 @@ __global__ void q_epilogue_kernel(QEpilogue e, I n) {
     if (e.bias) v += e.bias[c];
     if (e.residual) {
       if (e.residual_t == DataType::kFloat32) {
-        v += static_cast<const float*>(e.residual)[i];
+        v += static_cast<const float*>(e.residual)[o];
       } else {
-        v += (load_quantized(e.residual_t, e.residual, i) - e.r_zp) * e.r_scale;
+        v += (load_quantized(e.residual_t, e.residual, o) - e.r_zp) * e.r_scale;
       }
     }
     v = apply_act(e.act, v, e.alpha, e.beta);
     if (e.y_t == DataType::kFloat32) {
-      put<float>(e.y, i, v);
+      put<float>(e.y, o, v);
     } else {
-      store_quantized(e.y_t, e.y, i, v / e.y_scale, e.y_zp, true);
+      store_quantized(e.y_t, e.y, o, v / e.y_scale, e.y_zp, true);
     }
   }
 }
 
-// Channels 4*c4 .. 4*c4+3 of vector i (row-major [rows, cols], cols % 4 == 0) from their
-// accumulations v (as float): scales, bias, residual, activation, the store.
+// Channels 4*c4 .. 4*c4+3 of vector i of Y and R (row-major [rows, cols], cols % 4 == 0) from
+// their accumulations v (as float): scales, bias, residual, activation, the store.
 __device__ __forceinline__ void epilogue4(const QEpilogue& e, float v[4], int32_t c4, int32_t i) {
   const float4 cs = reinterpret_cast<const float4*>(e.colscale)[c4];
   v[0] *= cs.x;
@@ -440,6 +458,7 @@ __global__ void q_epilogue_x4_kernel(QEpilogue e, int32_t n4) {
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n4;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
     const int32_t c4 = i % cols4;
+    const int32_t o = out_index(e, i / cols4, c4 * 4) / 4;
     float v[4];
     if constexpr (kAcc == 0) {
       const int4 a = reinterpret_cast<const int4*>(e.acc)[i];
@@ -465,7 +484,7 @@ __global__ void q_epilogue_x4_kernel(QEpilogue e, int32_t n4) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) v[k] = __half2float(h[k]);
     }
-    epilogue4(e, v, c4, i);
+    epilogue4(e, v, c4, o);
   }
 }
 
@@ -477,6 +496,7 @@ bool epilogue4_ok(const QEpilogue& e) {
   const bool byte_t = e.y_t == DataType::kInt8 || e.y_t == DataType::kUInt8 ||
                       e.y_t == DataType::kFloat8E4M3FN || e.y_t == DataType::kFloat8E5M2;
   if (e.cols % 4 != 0 || !(byte_t || e.y_t == DataType::kFloat32)) return false;
+  if (e.parts > 0 && (e.cols / e.parts) % 4 != 0) return false;  // 4 columns in one block
   if (!aligned_to(e.y, byte_t ? 4 : 16) || !aligned_to(e.colscale, 16)) return false;
   if (e.bias && !aligned_to(e.bias, 16)) return false;
   if (e.residual) {
@@ -649,8 +669,10 @@ cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
   if (e.y_t != DataType::kFloat32 && !quantizable_out(e.y_t)) return cudaErrorNotSupported;
   const int64_t n = e.rows * e.cols;
   if (n <= 0) return cudaSuccess;
-  if (env_switch_device_x4() && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
   const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
+  if (e.grid0 > 0 && (!rows || e.grid0 * e.grid1 != e.rows)) return cudaErrorInvalidValue;
+  if (e.parts > 0 && (!rows || e.grid0 > 0 || e.cols % e.parts != 0)) return cudaErrorInvalidValue;
+  if (env_switch_device_x4() && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
   // 32-bit indices while i + the grid stride (< 2^28) cannot overflow.
   const bool small = n < (int64_t{1} << 30);
   if (rows && small) {

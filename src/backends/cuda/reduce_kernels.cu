@@ -268,28 +268,43 @@ __global__ void softmax_cols_kernel(const T* x, T* y, int64_t outer, int64_t n, 
 }
 
 // ---- layer norm --------------------------------------------------------------------------------
+// kQ: Y quantized per tensor (LnQuant), else Y of X's dtype. Either way row `row` of X is
+// written at row ln_out_row(row) of Y (the fused Transpose(1, 0, 2) when q.grid0 > 0).
+__device__ __forceinline__ int64_t ln_out_row(int64_t row, const LnQuant& q) {
+  return q.grid0 > 0 ? (row % q.grid1) * q.grid0 + row / q.grid1 : row;
+}
+// One normalised value as Y stores it: T, or the quantized byte of its T-rounded value.
 template <typename T>
-__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t rows,
-                                  int64_t d, float eps, float* mean_out, float* inv_out) {
+__device__ __forceinline__ uint32_t ln_quant_byte(float o, const LnQuant& q) {
+  return byte_of(q.y_t, to_float(from_float<T>(o)) / q.y_scale, q.y_zp);
+}
+
+template <typename T, bool kQ>
+__global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, void* y, int64_t rows,
+                                  int64_t d, float eps, float* mean_out, float* inv_out,
+                                  LnQuant q) {
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   const T* xr = x + row * d;
-  T* yr = y + row * d;
+  const int64_t orow = ln_out_row(row, q);
   float s = 0.0f;
   for (int64_t j = lane; j < d; j += kWarp) s += to_float(xr[j]);
   const float mean = warp_sum(s) / static_cast<float>(d);
-  float q = 0.0f;
+  float qs = 0.0f;
   for (int64_t j = lane; j < d; j += kWarp) {
     const float c = to_float(xr[j]) - mean;
-    q += c * c;
+    qs += c * c;
   }
-  const float var = warp_sum(q) / static_cast<float>(d);
+  const float var = warp_sum(qs) / static_cast<float>(d);
   const float inv = rsqrtf(var + eps);
   for (int64_t j = lane; j < d; j += kWarp) {
     float v = (to_float(xr[j]) - mean) * inv * to_float(scale[j]);
     if (bias) v += to_float(bias[j]);
-    yr[j] = from_float<T>(v);
+    if constexpr (kQ)
+      static_cast<uint8_t*>(y)[orow * d + j] = static_cast<uint8_t>(ln_quant_byte<T>(v, q));
+    else
+      static_cast<T*>(y)[orow * d + j] = from_float<T>(v);
   }
   if (lane == 0) {
     if (mean_out) mean_out[row] = mean;
@@ -299,10 +314,12 @@ __global__ void layer_norm_kernel(const T* x, const T* scale, const T* bias, T* 
 
 // Rows of 16-byte multiples (d * sizeof(T) % 16 == 0, 16-byte aligned), at most 32 * kChunks
 // chunks: each lane loads its chunks of x (and of scale / bias) with 16-byte loads once and
-// keeps x in registers; two-pass mean and variance from the registers.
-template <typename T, int kChunks>
-__global__ void layer_norm_vec_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t rows,
-                                      int d, float eps, float* mean_out, float* inv_out) {
+// keeps x in registers; two-pass mean and variance from the registers. Quantized Y: one store of
+// 16 / sizeof(T) bytes per chunk.
+template <typename T, int kChunks, bool kQ>
+__global__ void layer_norm_vec_kernel(const T* x, const T* scale, const T* bias, void* y,
+                                      int64_t rows, int d, float eps, float* mean_out,
+                                      float* inv_out, LnQuant q) {
   constexpr int kV = 16 / sizeof(T);
   union Chunk {
     uint4 u;
@@ -327,19 +344,19 @@ __global__ void layer_norm_vec_kernel(const T* x, const T* scale, const T* bias,
     }
   }
   const float mean = warp_sum(s) / static_cast<float>(d);
-  float q = 0.0f;
+  float qs = 0.0f;
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
     if (lane + i * kWarp >= chunks) continue;
 #pragma unroll
     for (int e = 0; e < kV; ++e) {
       const float c = v[i][e] - mean;
-      q += c * c;
+      qs += c * c;
     }
   }
-  const float var = warp_sum(q) / static_cast<float>(d);
+  const float var = warp_sum(qs) / static_cast<float>(d);
   const float inv = rsqrtf(var + eps);
-  uint4* yr = reinterpret_cast<uint4*>(y + row * d);
+  const int64_t orow = ln_out_row(row, q);
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
     const int c = lane + i * kWarp;
@@ -347,18 +364,67 @@ __global__ void layer_norm_vec_kernel(const T* x, const T* scale, const T* bias,
     Chunk sc, bc, out;
     sc.u = reinterpret_cast<const uint4*>(scale)[c];
     if (bias) bc.u = reinterpret_cast<const uint4*>(bias)[c];
+    uint8_t bytes[kV];
 #pragma unroll
     for (int e = 0; e < kV; ++e) {
       float o = (v[i][e] - mean) * inv * to_float(sc.t[e]);
       if (bias) o += to_float(bc.t[e]);
-      out.t[e] = from_float<T>(o);
+      if constexpr (kQ)
+        bytes[e] = static_cast<uint8_t>(ln_quant_byte<T>(o, q));
+      else
+        out.t[e] = from_float<T>(o);
     }
-    yr[c] = out.u;
+    if constexpr (kQ) {
+      uint8_t* yb = static_cast<uint8_t*>(y) + orow * d + static_cast<int64_t>(c) * kV;
+      if constexpr (kV == 4) {
+        *reinterpret_cast<uint32_t*>(yb) = *reinterpret_cast<const uint32_t*>(bytes);
+      } else {
+        *reinterpret_cast<uint2*>(yb) = *reinterpret_cast<const uint2*>(bytes);
+      }
+    } else {
+      reinterpret_cast<uint4*>(static_cast<T*>(y) + orow * d)[c] = out.u;
+    }
   }
   if (lane == 0) {
     if (mean_out) mean_out[row] = mean;
     if (inv_out) inv_out[row] = inv;
   }
+}
+
+template <bool kQ>
+cudaError_t layer_norm_any(DataType dt, const void* x, const void* scale, const void* bias, void* y,
+                           int64_t rows, int64_t d, float eps, float* mean, float* inv_std,
+                           const LnQuant& q, cudaStream_t stream) {
+  if (rows <= 0 || d <= 0) return cudaSuccess;
+  const bool ok = dispatch_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    const unsigned blocks = warp_blocks(rows), threads = kWarpsPerBlock * kWarp;
+    const T* xt = static_cast<const T*>(x);
+    const T* st = static_cast<const T*>(scale);
+    const T* bt = static_cast<const T*>(bias);
+    const int di = static_cast<int>(d);
+    constexpr int kV = 16 / sizeof(T);
+    // Quantized rows are d bytes: the chunk stores need d aligned to their kV bytes.
+    const bool vec = d % kV == 0 && aligned16(x) && aligned16(y) && aligned16(scale) &&
+                     (!bias || aligned16(bias));
+    const int64_t chunks = d / kV;
+    if (vec && chunks <= kWarp)
+      layer_norm_vec_kernel<T, 1, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
+    else if (vec && chunks <= 2 * kWarp)
+      layer_norm_vec_kernel<T, 2, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
+    else if (vec && chunks <= 4 * kWarp)
+      layer_norm_vec_kernel<T, 4, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
+    else if (vec && chunks <= 8 * kWarp)
+      layer_norm_vec_kernel<T, 8, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
+    else
+      layer_norm_kernel<T, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, d, eps, mean, inv_std, q);
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }
 
 // ---- reductions ---------------------------------------------------------------------------------
@@ -585,36 +651,16 @@ cudaError_t softmax(DataType dt, Soft kind, const void* x, void* y, int64_t oute
 cudaError_t layer_norm(DataType dt, const void* x, const void* scale, const void* bias, void* y,
                        int64_t rows, int64_t d, float eps, float* mean, float* inv_std,
                        cudaStream_t stream) {
-  if (rows <= 0 || d <= 0) return cudaSuccess;
-  const bool ok = dispatch_float(dt, [&](auto tag) {
-    using T = decltype(tag);
-    const unsigned blocks = warp_blocks(rows), threads = kWarpsPerBlock * kWarp;
-    const T* xt = static_cast<const T*>(x);
-    const T* st = static_cast<const T*>(scale);
-    const T* bt = static_cast<const T*>(bias);
-    T* yt = static_cast<T*>(y);
-    const int di = static_cast<int>(d);
-    constexpr int kV = 16 / sizeof(T);
-    const bool vec = d % kV == 0 && aligned16(x) && aligned16(y) && aligned16(scale) &&
-                     (!bias || aligned16(bias));
-    const int64_t chunks = d / kV;
-    if (vec && chunks <= kWarp)
-      layer_norm_vec_kernel<T, 1>
-          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
-    else if (vec && chunks <= 2 * kWarp)
-      layer_norm_vec_kernel<T, 2>
-          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
-    else if (vec && chunks <= 4 * kWarp)
-      layer_norm_vec_kernel<T, 4>
-          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
-    else if (vec && chunks <= 8 * kWarp)
-      layer_norm_vec_kernel<T, 8>
-          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, di, eps, mean, inv_std);
-    else
-      layer_norm_kernel<T>
-          <<<blocks, threads, 0, stream>>>(xt, st, bt, yt, rows, d, eps, mean, inv_std);
-  });
-  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+  return layer_norm_any<false>(dt, x, scale, bias, y, rows, d, eps, mean, inv_std, LnQuant{},
+                               stream);
+}
+
+cudaError_t layer_norm_quantize(DataType dt, const void* x, const void* scale, const void* bias,
+                                void* y, int64_t rows, int64_t d, float eps, const LnQuant& q,
+                                cudaStream_t stream) {
+  if (q.grid0 < 0 || q.grid1 < 0 || (q.grid0 > 0 && q.grid0 * q.grid1 != rows))
+    return cudaErrorInvalidValue;
+  return layer_norm_any<true>(dt, x, scale, bias, y, rows, d, eps, nullptr, nullptr, q, stream);
 }
 
 cudaError_t reduce(DataType dt, Reduce kind, const void* x, void* y, int64_t outer, int64_t r,

@@ -288,8 +288,10 @@ TEST(CudaAttention, MatchesCpuAroundTileEdges) {
 
 // The float8 Q/DQ attention of a strongly typed engine (QuantizeLinear -> com.trtutils::QMatMul
 // -> Mul -> Softmax -> QuantizeLinear -> QMatMul), float32 q, k, v [b, h, s, d] with K^T from a
-// Transpose.
-ir::Model fp8_attention(int64_t bn, int64_t h, int64_t s, int64_t d, DataType f8) {
+// Transpose; q_div (when not 0): q divided by it before its quantizer, as torchvision's
+// MultiheadAttention export scales the queries.
+ir::Model fp8_attention(int64_t bn, int64_t h, int64_t s, int64_t d, DataType f8,
+                        float q_div = 0.0f) {
   ir::GraphBuilder b("fp8_attention");
   auto scalar_f32 = [&](const std::string& name, float v) {
     return b.initializer(name, scalar_tensor(DataType::kFloat32, v));
@@ -298,8 +300,10 @@ ir::Model fp8_attention(int64_t bn, int64_t h, int64_t s, int64_t d, DataType f8
   auto quant = [&](const std::string& x, const std::string& sc) {
     return b.node("QuantizeLinear", {x, sc, zero})[0];
   };
-  const std::string sx = scalar_f32("sx", 2.0f / 448.0f), sp = scalar_f32("sp", 1.0f / 448.0f);
-  const std::string q = b.input("q", DataType::kFloat32, {bn, h, s, d});
+  const float top = f8 == DataType::kInt8 ? 127.0f : 448.0f;
+  const std::string sx = scalar_f32("sx", 2.0f / top), sp = scalar_f32("sp", 1.0f / top);
+  std::string q = b.input("q", DataType::kFloat32, {bn, h, s, d});
+  if (q_div != 0.0f) q = b.node("Div", {q, scalar_f32("qdiv", q_div)})[0];
   const std::string k = b.input("k", DataType::kFloat32, {bn, h, s, d});
   const std::string v = b.input("v", DataType::kFloat32, {bn, h, s, d});
   const std::string kt = b.node("Transpose", {k}, {ir::attr_ints("perm", {0, 1, 3, 2})})[0];
@@ -314,14 +318,14 @@ ir::Model fp8_attention(int64_t bn, int64_t h, int64_t s, int64_t d, DataType f8
   return m;
 }
 
-// Opt-in (TRTUTILS_CUDA_ATTENTION_FP8=1): slower than the unfused layers for now.
+// On by default; TRTUTILS_CUDA_ATTENTION_FP8=0 leaves the layers one by one.
 TEST(GpuAttentionFusion, Float8QdqAttentionBecomesOneNode) {
+  ::setenv("TRTUTILS_CUDA_ATTENTION_FP8", "0", 1);
   ir::Model off = fp8_attention(1, 2, 10, 16, DataType::kFloat8E4M3FN);
   EXPECT_EQ(cuda::fuse_for_gpu(off.graph, 19), 0u);
-  ::setenv("TRTUTILS_CUDA_ATTENTION_FP8", "1", 1);
+  ::unsetenv("TRTUTILS_CUDA_ATTENTION_FP8");
   ir::Model m = fp8_attention(1, 2, 10, 16, DataType::kFloat8E4M3FN);
   EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
-  ::unsetenv("TRTUTILS_CUDA_ATTENTION_FP8");
   ASSERT_EQ(m.graph.nodes.size(), 1u);
   const ir::Node& a = m.graph.nodes[0];
   EXPECT_EQ(a.op_type, "AttentionQ");
@@ -331,17 +335,35 @@ TEST(GpuAttentionFusion, Float8QdqAttentionBecomesOneNode) {
   EXPECT_NEAR(a.attr_float("p_scale", 0), 1.0 / 448, 1e-9);
   EXPECT_NEAR(a.attr_float("qk_dq", 0), (2.0 / 448) * (2.0 / 448), 1e-9);
   EXPECT_EQ(a.attr_int("e4m3", -1), 1);
+  EXPECT_EQ(a.attr_int("int8", -1), 0);
+  EXPECT_EQ(a.attr_int("q_pre_op", 0), 0);
+  // The queries' Div joins the fused node (repeated before quantizing).
+  ir::Model scaled = fp8_attention(1, 2, 10, 16, DataType::kFloat8E4M3FN, 3.0f);
+  EXPECT_EQ(cuda::fuse_for_gpu(scaled.graph, 19), 1u);
+  ASSERT_EQ(scaled.graph.nodes.size(), 1u);
+  EXPECT_EQ(scaled.graph.nodes[0].inputs[0], "q");
+  EXPECT_EQ(scaled.graph.nodes[0].attr_int("q_pre_op", 0), 2);
+  EXPECT_NEAR(scaled.graph.nodes[0].attr_float("q_pre", 0), 3.0, 1e-6);
+  // int8 operands (zero points 0) too.
+  ir::Model i8 = fp8_attention(1, 2, 10, 16, DataType::kInt8);
+  EXPECT_EQ(cuda::fuse_for_gpu(i8.graph, 19), 1u);
+  ASSERT_EQ(i8.graph.nodes.size(), 1u);
+  EXPECT_EQ(i8.graph.nodes[0].attr_int("int8", 0), 1);
 }
 
 // Same numerics as the CPU session running the unfused Q/DQ graph: the products of float8
 // values are exact, so outputs agree to float rounding except where a probability's quantization
 // lies within rounding of a boundary (one float8 step of p times v; allowed for 0.1% of them).
+// Cases: keys resident in shared memory with one block per batch entry (s70) or query strips
+// split over two blocks (s197: 13 strips, 6 batch entries), element-by-element loads (d30), and
+// keys streamed in 64-key blocks (s400 d128: K and V do not fit in shared memory); the queries
+// divided by 3 before their quantizer in the s197 and s400 cases.
 TEST(CudaAttention, Float8MatchesTheQdqGraph) {
   TRT_REQUIRE_CUDA();
-  ::setenv("TRTUTILS_CUDA_ATTENTION_FP8", "1", 1);
-  for (DataType f8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2}) {
-    for (const auto& [s, d] : std::vector<std::pair<int64_t, int64_t>>{{70, 32}, {197, 64}}) {
-      const ir::Model m = fp8_attention(2, 3, s, d, f8);
+  for (DataType f8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2, DataType::kInt8}) {
+    for (const auto& [s, d] :
+         std::vector<std::pair<int64_t, int64_t>>{{70, 32}, {197, 64}, {33, 30}, {400, 128}}) {
+      const ir::Model m = fp8_attention(2, 3, s, d, f8, s >= 197 ? 3.0f : 0.0f);
       std::map<std::string, Tensor> feeds;
       uint32_t seed = 40;
       for (const char* n : {"q", "k", "v"})
@@ -366,10 +388,11 @@ TEST(CudaAttention, Float8MatchesTheQdqGraph) {
       ASSERT_EQ(kernels.size(), 1u) << what;
       std::cout << "[ kernel   ] " << what << ": " << kernels[0] << " (" << off
                 << " elements off, worst " << worst << ")" << std::endl;
-      EXPECT_NE(kernels[0].find("float8 attention"), std::string::npos) << kernels[0];
+      EXPECT_NE(kernels[0].find(f8 == DataType::kInt8 ? "int8 attention" : "float8 attention"),
+                std::string::npos)
+          << kernels[0];
     }
   }
-  ::unsetenv("TRTUTILS_CUDA_ATTENTION_FP8");
 }
 
 }  // namespace

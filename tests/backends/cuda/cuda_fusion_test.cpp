@@ -221,3 +221,282 @@ TEST(CudaFusion, ProjectionsMatchCpu) {
 
 }  // namespace
 }  // namespace trtutils
+
+namespace trtutils {
+namespace {
+
+using namespace cuda_testing;  // NOLINT
+
+// The MLP of a quantized transformer as the engine holds it after qdq_fusion: x -> QuantizeLinear
+// -> com.trtutils::QGemm (per-channel W, bias) -> erf GELU chain -> QuantizeLinear (h8, also a
+// graph output) -> QGemm -> y (float32). q: int8 or float8e4m3fn.
+ir::Model quantized_mlp(DataType q) {
+  ir::GraphBuilder b("qmlp");
+  const int64_t k = 32, n = 64;
+  auto f32 = [&](const std::string& name, float v) {
+    return b.initializer(name, scalar_tensor(DataType::kFloat32, v));
+  };
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  const bool fp8 = q == DataType::kFloat8E4M3FN;
+  const float sx = fp8 ? 3.0f / 448 : 3.0f / 127, sh = fp8 ? 4.0f / 448 : 4.0f / 127;
+  const std::string x = b.input("x", DataType::kFloat32, {2, 9, k});
+  const std::string x8 = b.node("QuantizeLinear", {x, f32("sx", sx), zero})[0];
+  auto qgemm = [&](const std::string& in, const std::string& s_in, int64_t kk, int64_t nn,
+                   const char* tag, uint32_t seed) {
+    const std::string t = tag;
+    const std::string w = b.initializer(t + "w", random_tensor(q, {nn, kk}, seed, -100.0f, 100.0f));
+    const std::string ws = b.initializer(
+        t + "ws",
+        random_tensor(DataType::kFloat32, {nn}, seed + 1, 0.5f / (100 * kk), 2.0f / (100 * kk)));
+    const std::string bias =
+        b.initializer(t + "b", random_tensor(DataType::kFloat32, {nn}, seed + 2, -0.5f, 0.5f));
+    return b.node("QGemm", {in, s_in, zero, w, ws, "", bias}, {ir::attr_int("transB", 1)}, 1,
+                  "com.trtutils")[0];
+  };
+  const std::string h = qgemm(x8, "sx", k, n, "p1", 10);
+  const std::string g = gelu_chain(b, h, DataType::kFloat32, false, "g");
+  const std::string h8 = b.node("QuantizeLinear", {g, f32("sh", sh), zero})[0];
+  b.output(h8);
+  b.output(qgemm(h8, "sh", n, k, "p2", 20));
+  ir::Model m = b.build(19, {{"com.trtutils", 1}});
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
+TEST(GpuFusion, QuantizedGeluJoinsTheProduct) {
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    ir::Model m = quantized_mlp(q);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u) << dtype_name(q);
+    EXPECT_EQ(count(m.graph, "Erf"), 0) << dtype_name(q);
+    EXPECT_EQ(count(m.graph, "QGemm"), 2) << dtype_name(q);
+    const ir::Node& f = m.graph.nodes.at(1);
+    ASSERT_EQ(f.op_type, "QGemm");
+    EXPECT_EQ(f.attr_int("gelu", 0), 1);
+    ASSERT_EQ(f.inputs.size(), 9u);
+    EXPECT_EQ(f.inputs[7], "sh");
+    EXPECT_EQ(f.outputs[0], m.graph.outputs[0].name);
+  }
+}
+
+// x [b, s, d] -> LayerNormalization -> Transpose(1, 0, 2) -> QuantizeLinear (y1), and
+// x -> LayerNormalization -> QuantizeLinear (y2), as a quantized transformer feeds its QKV and
+// MLP projections; dt the float type of x, q the quantized one.
+ir::Model norm_quantize(DataType dt, DataType q, int64_t bn, int64_t s, int64_t d) {
+  ir::GraphBuilder b("lnq");
+  const std::string x = b.input("x", dt, {bn, s, d});
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  auto ln = [&](const char* tag, uint32_t seed) {
+    const std::string t = tag;
+    return b.node("LayerNormalization",
+                  {x, b.initializer(t + "g", random_tensor(dt, {d}, seed, 0.5f, 1.5f)),
+                   b.initializer(t + "b", random_tensor(dt, {d}, seed + 1, -0.3f, 0.3f))},
+                  {ir::attr_int("axis", -1), ir::attr_float("epsilon", 1e-6f)})[0];
+  };
+  const std::string sc = b.initializer(
+      "sc",
+      scalar_tensor(DataType::kFloat32, q == DataType::kFloat8E4M3FN ? 4.0f / 448 : 4.0f / 127));
+  const std::string t = b.node("Transpose", {ln("a", 1)}, {ir::attr_ints("perm", {1, 0, 2})})[0];
+  b.output(b.node("QuantizeLinear", {t, sc, zero})[0]);
+  b.output(b.node("QuantizeLinear", {ln("c", 3), sc, zero})[0]);
+  ir::Model m = b.build(19);
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
+TEST(GpuFusion, LayerNormTransposeQuantizeBecomeOneNode) {
+  ir::Model m = norm_quantize(DataType::kFloat32, DataType::kInt8, 2, 5, 16);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 2u);
+  ASSERT_EQ(m.graph.nodes.size(), 2u);
+  EXPECT_EQ(m.graph.nodes[0].op_type, "LayerNormQuantize");
+  EXPECT_EQ(m.graph.nodes[0].attr_int("swap01", -1), 1);
+  EXPECT_EQ(m.graph.nodes[1].attr_int("swap01", -1), 0);
+}
+
+// Bit-exact against the CPU session except where float rounding puts a value on a rounding
+// boundary (one step).
+TEST(CudaFusion, LayerNormQuantizeMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+    for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+      // d 768 (vector kernel) and 20 (a float32 row is no multiple of 16 bytes: scalar kernel).
+      for (int64_t d : {768, 20}) {
+        const ir::Model m = norm_quantize(dt, q, 3, 7, d);
+        const std::map<std::string, Tensor> feeds{{"x", random_tensor(dt, {3, 7, d}, 8, -2, 2)}};
+        Session cpu(m);
+        const auto want = cpu.run(feeds);
+        cuda::Executor gpu(m, {});
+        const auto got = gpu.run(feeds);
+        const std::string what = std::string(dtype_name(dt)) + " -> " + std::string(dtype_name(q)) +
+                                 " d" + std::to_string(d);
+        for (const auto& [n, t] : want) {
+          if (q == DataType::kInt8)
+            expect_within_steps(got.at(n), t, 1.0, what + " " + n);
+          else
+            expect_close(got.at(n), t, {4e-3, 0.13}, what + " " + n);
+        }
+        const auto kernels = gpu.node_kernels();
+        ASSERT_EQ(kernels.size(), 2u) << what;
+        EXPECT_NE(kernels[0].find("Transpose + QuantizeLinear"), std::string::npos) << kernels[0];
+      }
+    }
+  }
+}
+
+// The attention's output projection as the engine holds it: a [s * b, k] -> QuantizeLinear ->
+// QGemm -> Reshape [s, b, n] -> Transpose(1, 0, 2) -> Add(r [b, s, n]) -> y.
+ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64_t n) {
+  ir::GraphBuilder b("qproj");
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  const float top = q == DataType::kInt8 ? 127.0f : 448.0f;
+  const std::string sa = b.initializer("sa", scalar_tensor(DataType::kFloat32, 2.0f / top));
+  const std::string a = b.input("a", DataType::kFloat32, {s * bn, k});
+  const std::string a8 = b.node("QuantizeLinear", {a, sa, zero})[0];
+  const std::string w = b.initializer("w", random_tensor(q, {n, k}, 3, -100.0f, 100.0f));
+  const std::string ws = b.initializer(
+      "ws", random_tensor(DataType::kFloat32, {n}, 4, 0.5f / (100 * k), 2.0f / (100 * k)));
+  const std::string bias = b.initializer("b", random_tensor(DataType::kFloat32, {n}, 5));
+  const std::string g = b.node("QGemm", {a8, sa, zero, w, ws, "", bias},
+                               {ir::attr_int("transB", 1)}, 1, "com.trtutils")[0];
+  Tensor shape(DataType::kInt64, {3});
+  shape.data<int64_t>()[0] = s;
+  shape.data<int64_t>()[1] = -1;
+  shape.data<int64_t>()[2] = n;
+  const std::string r = b.node("Reshape", {g, b.initializer("shape", shape)})[0];
+  const std::string t = b.node("Transpose", {r}, {ir::attr_ints("perm", {1, 0, 2})})[0];
+  b.output(b.node("Add", {t, b.input("res", DataType::kFloat32, {bn, s, n})})[0]);
+  ir::Model m = b.build(19, {{"com.trtutils", 1}});
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
+TEST(GpuFusion, QuantizedProjectionWritesTheTransposedRows) {
+  ir::Model m = quantized_out_proj(DataType::kFloat8E4M3FN, 3, 5, 32, 24);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 2u);
+  const ir::Node& f = m.graph.nodes[1];
+  EXPECT_EQ(f.op_type, "QGemm");
+  EXPECT_EQ(f.attr_ints("y_grid"), (std::vector<int64_t>{5, -1}));
+  ASSERT_EQ(f.inputs.size(), 10u);
+  EXPECT_EQ(f.inputs[9], "res");
+  EXPECT_EQ(f.outputs[0], m.graph.outputs[0].name);
+}
+
+TEST(CudaFusion, QuantizedProjectionMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    const int64_t bn = 3, s = 7, k = 64, n = 48;
+    const ir::Model m = quantized_out_proj(q, bn, s, k, n);
+    const std::map<std::string, Tensor> feeds{
+        {"a", random_tensor(DataType::kFloat32, {s * bn, k}, 6, -2.0f, 2.0f)},
+        {"res", random_tensor(DataType::kFloat32, {bn, s, n}, 7)}};
+    Session cpu(m);
+    const auto want = cpu.run(feeds);
+    cuda::Executor gpu(m, {});
+    const auto got = gpu.run(feeds);
+    const std::string what(dtype_name(q));
+    for (const auto& [name, t] : want) expect_close(got.at(name), t, {1e-3, 1e-3}, what);
+    const auto kernels = gpu.node_kernels();
+    ASSERT_EQ(kernels.size(), 2u);
+    std::cout << "[ kernel   ] " << what << ": " << kernels[1] << std::endl;
+  }
+}
+
+// torch's packed QKV projection: x [s, b, k] -> QuantizeLinear -> QGemm (N = 3 w) -> Reshape
+// [s, b, 3, w] -> Unsqueeze(0) -> Transpose(3, 1, 2, 0, 4) -> Squeeze(3) -> Gather(0 | 1 | 2) ->
+// three outputs [s, b, w].
+ir::Model quantized_qkv(DataType q, int64_t s, int64_t bn, int64_t k, int64_t w) {
+  ir::GraphBuilder b("qkv");
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  const float top = q == DataType::kInt8 ? 127.0f : 448.0f;
+  const std::string sa = b.initializer("sa", scalar_tensor(DataType::kFloat32, 2.0f / top));
+  const std::string x = b.input("x", DataType::kFloat32, {s, bn, k});
+  const std::string x8 = b.node("QuantizeLinear", {x, sa, zero})[0];
+  const int64_t n = 3 * w;
+  const std::string g = b.node(
+      "QGemm",
+      {x8, sa, zero, b.initializer("w", random_tensor(q, {n, k}, 3, -100.0f, 100.0f)),
+       b.initializer("ws",
+                     random_tensor(DataType::kFloat32, {n}, 4, 0.5f / (100 * k), 2.0f / (100 * k))),
+       "", b.initializer("b", random_tensor(DataType::kFloat32, {n}, 5))},
+      {ir::attr_int("transB", 1)}, 1, "com.trtutils")[0];
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    return b.initializer(
+        name, Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v));
+  };
+  const std::string r = b.node("Reshape", {g, ints("shape", {s, bn, 3, w})})[0];
+  const std::string u = b.node("Unsqueeze", {r, ints("ax0", {0})})[0];
+  const std::string t = b.node("Transpose", {u}, {ir::attr_ints("perm", {3, 1, 2, 0, 4})})[0];
+  const std::string sq = b.node("Squeeze", {t, ints("ax3", {3})})[0];
+  const char* names[3] = {"i0", "i1", "i2"};
+  for (int64_t i = 0; i < 3; ++i) {
+    const std::string idx =
+        b.initializer(names[i], Tensor::from_vector<int64_t>(DataType::kInt64, {}, {i}));
+    b.output(b.node("Gather", {sq, idx}, {ir::attr_int("axis", 0)})[0]);
+  }
+  ir::Model m = b.build(19, {{"com.trtutils", 1}});
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
+TEST(GpuFusion, QuantizedQkvProjectionWritesItsSplit) {
+  ir::Model m = quantized_qkv(DataType::kFloat8E4M3FN, 5, 3, 32, 16);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  EXPECT_EQ(count(m.graph, "Transpose"), 0);
+  int split = 0;
+  for (const auto& n : m.graph.nodes)
+    if (n.op_type == "QGemm") split = static_cast<int>(n.attr_int("y_split", 0));
+  EXPECT_EQ(split, 3);
+}
+
+TEST(CudaFusion, QuantizedQkvProjectionMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    const int64_t s = 7, bn = 3, k = 64, w = 16;
+    const ir::Model m = quantized_qkv(q, s, bn, k, w);
+    const std::map<std::string, Tensor> feeds{
+        {"x", random_tensor(DataType::kFloat32, {s, bn, k}, 6, -2.0f, 2.0f)}};
+    Session cpu(m);
+    const auto want = cpu.run(feeds);
+    cuda::Executor gpu(m, {});
+    const auto got = gpu.run(feeds);
+    const std::string what(dtype_name(q));
+    for (const auto& [name, t] : want) expect_close(got.at(name), t, {1e-3, 1e-3}, what + name);
+    for (const auto& kn : gpu.node_kernels())
+      std::cout << "[ kernel   ] " << what << ": " << kn << std::endl;
+  }
+}
+
+// The fused product (GELU and quantization in its epilogue) against the CPU session running the
+// unfused graph: h8 within one quantization step (float rounding near a boundary), y by SQNR.
+TEST(CudaFusion, QuantizedMlpMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    const ir::Model m = quantized_mlp(q);
+    const std::map<std::string, Tensor> feeds{
+        {"x", random_tensor(DataType::kFloat32, {2, 9, 32}, 5, -3.0f, 3.0f)}};
+    Session cpu(m);
+    const auto want = cpu.run(feeds);
+    cuda::Executor gpu(m, {});
+    const auto got = gpu.run(feeds);
+    const std::string what(dtype_name(q));
+    const std::string h8 = m.graph.outputs[0].name, y = m.graph.outputs[1].name;
+    if (q == DataType::kInt8)
+      expect_within_steps(got.at(h8), want.at(h8), 1.0, what + " h8");
+    else
+      expect_close(got.at(h8), want.at(h8), {4e-3, 0.13}, what + " h8");
+    double sig = 0, err = 0;
+    for (int64_t i = 0; i < want.at(y).numel(); ++i) {
+      const double a = want.at(y).at_double(i), d = got.at(y).at_double(i) - a;
+      sig += a * a;
+      err += d * d;
+    }
+    const double sqnr = 10 * std::log10(sig / std::max(err, 1e-30));
+    EXPECT_GE(sqnr, 30.0) << what;
+    for (const auto& k : gpu.node_kernels())
+      std::cout << "[ kernel   ] " << what << ": " << k << " (y SQNR " << sqnr << " dB)"
+                << std::endl;
+  }
+}
+
+}  // namespace
+}  // namespace trtutils
