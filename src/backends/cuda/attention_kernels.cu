@@ -318,7 +318,7 @@ cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
 //
 // Two kernels share the per-warp steps below. The resident kernel (attention_fp8_res_kernel)
 // quantizes a batch entry's K and V once into shared memory (all keys: a vision transformer's
-// 197 tokens take 2 x 256 x 72 halves for head size 64) and its eight warps then take 16-row
+// 197 tokens take 2 x 208 x 72 halves for head size 64) and its eight warps then take 16-row
 // query strips, both passes reading the resident keys; it runs whenever K and V fit. Longer
 // sequences stream 64-key blocks (attention_fp8_kernel), quantizing them again in pass 2.
 
@@ -326,8 +326,8 @@ cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
 // row / column strides; zero outside) into dst (float16, row pitch DP + 8), by threads
 // tid, tid + nthreads, ... vec: unit column stride with 4-element aligned groups (one vector load
 // per group), else element by element with the row index fastest (coalesced for K^T). Each
-// thread issues kLoadsInFlight loads before converting any of them (the loop is latency-bound
-// otherwise: one global round trip per group).
+// thread issues U loads before converting any of them (the loop is latency-bound otherwise: one
+// global round trip per group).
 // The quantized type of the attention's operands; its values are exact in float16.
 enum QKind : int { kQE4M3 = 0, kQE5M2 = 1, kQInt8 = 2 };
 __device__ __forceinline__ int qkind_of(const AttentionQDesc& aq) {
@@ -341,6 +341,13 @@ __device__ __forceinline__ __half quantized_half(float v, int kind) {
   const __nv_fp8_interpretation_t k = kind == kQE4M3 ? __NV_E4M3 : __NV_E5M2;
   return __half(__nv_cvt_fp8_to_halfraw(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, k), k));
 }
+// Two at once (lo in the low half): float8 through the paired conversions.
+__device__ __forceinline__ __half2 quantized_half2(float lo, float hi, int kind) {
+  if (kind == kQInt8) return __halves2half2(quantized_half(lo, kind), quantized_half(hi, kind));
+  const __nv_fp8_interpretation_t k = kind == kQE4M3 ? __NV_E4M3 : __NV_E5M2;
+  const __nv_fp8x2_storage_t p = __nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, k);
+  return __half2(__nv_cvt_fp8x2_to_halfraw2(p, k));
+}
 
 // How an operand is quantized: the graph's scaling before its quantizer (pre_op 1: x * pre,
 // 2: x / pre, rounded to Tin as the graph's own node would), then x / scale.
@@ -348,17 +355,16 @@ struct Quantizer {
   float scale = 1, pre = 1;
   int pre_op = 0;
 };
-constexpr int kLoadsInFlight = 8;
-template <typename Tin, int DP>
+template <typename Tin, int DP, int U = 8>
 __device__ void quantize_rows(__half* dst, const Tin* src, int64_t s_row, int64_t s_col,
                               int64_t rows_total, int64_t cols, int rows_pad, Quantizer qz,
                               int kind, bool vec, int tid, int nthreads) {
   constexpr int ldh = DP + 8;
-  constexpr int U = kLoadsInFlight;
-  auto q = [&](float v) {
+  auto pre = [&](float v) {
     if (qz.pre_op != 0) v = to_float(from_float<Tin>(qz.pre_op == 1 ? v * qz.pre : v / qz.pre));
-    return quantized_half(v / qz.scale, kind);
+    return v / qz.scale;
   };
+  auto q = [&](float v) { return quantized_half(pre(v), kind); };
   if (vec) {
     constexpr int groups = DP / 4;
     struct alignas(4 * sizeof(Tin)) Four {
@@ -499,7 +505,7 @@ __device__ __forceinline__ void fp8_accumulate(float (&o)[DP / 8][4],
                                                const __half* vs, int valid, int kind, int lane) {
   constexpr int ldh = DP + 8, kNT = kBlockN / 8, kOT = DP / 8;
   const int pairs = (valid + 15) / 16;
-  auto q8 = [&](float p) { return quantized_half(p, kind); };
+
 #pragma unroll
   for (int kk = 0; kk < kNT / 2; ++kk) {
     if (kk < pairs) {
@@ -507,10 +513,10 @@ __device__ __forceinline__ void fp8_accumulate(float (&o)[DP / 8][4],
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const float* st = s[2 * kk + j];
-        const __half2 lo(q8(exp2f(st[0] - run_max[0]) * inv[0]),
-                         q8(exp2f(st[1] - run_max[0]) * inv[0]));
-        const __half2 hi(q8(exp2f(st[2] - run_max[1]) * inv[1]),
-                         q8(exp2f(st[3] - run_max[1]) * inv[1]));
+        const __half2 lo = quantized_half2(exp2f(st[0] - run_max[0]) * inv[0],
+                                           exp2f(st[1] - run_max[0]) * inv[0], kind);
+        const __half2 hi = quantized_half2(exp2f(st[2] - run_max[1]) * inv[1],
+                                           exp2f(st[3] - run_max[1]) * inv[1], kind);
         pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
         pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
       }
@@ -621,7 +627,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 }
 
 // Resident kernel: a block quantizes K and V of its batch entry once (skp keys, a multiple of
-// 64, zero past Sk), then each warp takes the 16-row query strips part * 8 + warp, + 8 * qsplit,
+// 16, zero past Sk), then each warp takes the 16-row query strips part * 8 + warp, + 8 * qsplit,
 // ... and runs both passes over the resident keys; no block-wide barrier after the loads.
 constexpr int kResWarps = 8;
 constexpr int kResThreads = kResWarps * 32;
@@ -631,7 +637,7 @@ size_t resident_bytes(int64_t skp) {
 }
 
 template <typename Tin, int DP>
-__global__ void __launch_bounds__(kResThreads)
+__global__ void __launch_bounds__(kResThreads, DP <= 64 ? 2 : 1)
     attention_fp8_res_kernel(AttentionQDesc aq, int qsplit, int skp, bool vq, bool vk, bool vv) {
   constexpr int ldh = DP + 8;
   constexpr int kNT = kBlockN / 8;
@@ -704,7 +710,8 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
   if (e != cudaSuccess) return e;
   const bool vq = vector4_ok<Tin>(a.q, a.q_st, a.d), vk = vector4_ok<Tin>(a.k, a.k_st, a.d),
              vv = vector4_ok<Tin>(a.v, a.v_st, a.dv);
-  const int64_t skp = (a.sk + kBlockN - 1) / kBlockN * kBlockN;
+  // Keys padded to 16 (the 64-key loops read only the 16-key steps holding valid keys).
+  const int64_t skp = (a.sk + 15) / 16 * 16;
   const size_t res_bytes = resident_bytes<DP>(skp);
   if (aq.resident && res_bytes <= static_cast<size_t>(optin)) {
     e = cudaFuncSetAttribute(attention_fp8_res_kernel<Tin, DP>,
