@@ -777,6 +777,10 @@ cudaError_t attention_fp8(DataType in_t, const AttentionQDesc& aq, cudaStream_t 
   if (in_t == DataType::kFloat32) return attention_fp8_t<float>(aq, stream);
   if (in_t == DataType::kFloat16) return attention_fp8_t<__half>(aq, stream);
   if (in_t == DataType::kBFloat16) return attention_fp8_t<__nv_bfloat16>(aq, stream);
+  // Operands quantized by their producer (scales 1): loaded as they are.
+  if (in_t == DataType::kFloat8E4M3FN) return attention_fp8_t<E4M3>(aq, stream);
+  if (in_t == DataType::kFloat8E5M2) return attention_fp8_t<E5M2>(aq, stream);
+  if (in_t == DataType::kInt8) return attention_fp8_t<int8_t>(aq, stream);
   return cudaErrorNotSupported;
 }
 

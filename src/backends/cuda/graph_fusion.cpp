@@ -27,6 +27,7 @@
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -613,6 +614,61 @@ class Fuser {
     return x;
   }
 
+  // The attention's operands (q, kt, v: sources after their views) as Gathers (scalar constant
+  // index on axis 0) of one QGemm's y_split = 3 output that nothing else reads: that QGemm then
+  // quantizes each part itself (part_scales, part_pre, part_pre_op; y_scale / y_zero_point from
+  // the Q quantizer `ql` for the dtype), and the attention `f` reads the bytes (prequantized):
+  // a quarter of the float32 traffic between the two, and no quantizing in the attention's loads.
+  // The views between the Gathers and the quantizers only move elements, and the scalings are
+  // repeated exactly, so the values are the same.
+  void fold_quantizers_into_split(ir::Node& f, const std::array<std::string, 3>& src,
+                                  const std::array<float, 3>& scale,
+                                  const std::array<float, 3>& pre,
+                                  const std::array<int64_t, 3>& pre_op, const ir::Node& ql) {
+    std::string x;
+    std::array<int64_t, 3> part{};
+    for (size_t o = 0; o < 3; ++o) {
+      auto it = producer_.find(src[o]);
+      if (it == producer_.end() || removed_[it->second]) return;
+      const ir::Node& gth = g_.nodes[it->second];
+      if (gth.op_type != "Gather" || !default_domain(gth) || gth.inputs.size() != 2 ||
+          gth.attr_int("axis", 0) != 0 || only_reader(src[o]) == SIZE_MAX)
+        return;
+      const Tensor* idx = g_.initializer(gth.inputs[1]);
+      if (!idx || idx->numel() != 1 || idx->rank() != 0) return;
+      part[o] = static_cast<int64_t>(idx->at_double(0));
+      if (part[o] < 0) part[o] += 3;
+      if (part[o] < 0 || part[o] >= 3 || (o > 0 && gth.inputs[0] != x)) return;
+      x = gth.inputs[0];
+    }
+    if (part[0] == part[1] || part[1] == part[2] || part[0] == part[2]) return;
+    auto pr = producer_.find(x);
+    auto rd = readers_.find(x);
+    if (pr == producer_.end() || removed_[pr->second] || rd == readers_.end() ||
+        rd->second.size() != 3 || graph_outputs_.count(x))
+      return;
+    ir::Node& g = g_.nodes[pr->second];
+    if (g.domain != "com.trtutils" || g.op_type != "QGemm" || g.attr_int("y_split", 0) != 3 ||
+        g.inputs.size() > ops::qlinear::kYScale || g.attributes.count("gelu") ||
+        g.attributes.count("activation"))
+      return;
+    std::vector<float> ps(3), pp(3);
+    std::vector<int64_t> po(3);
+    for (size_t o = 0; o < 3; ++o) {
+      const size_t p = static_cast<size_t>(part[o]);
+      ps[p] = scale[o];
+      pp[p] = pre[o];
+      po[p] = pre_op[o];
+    }
+    g.inputs.resize(ops::qlinear::kYScale);
+    g.inputs.push_back(ql.inputs[1]);
+    g.inputs.push_back(ql.inputs[2]);
+    g.attributes["part_scales"] = ir::attr_floats("part_scales", ps);
+    g.attributes["part_pre"] = ir::attr_floats("part_pre", pp);
+    g.attributes["part_pre_op"] = ir::attr_ints("part_pre_op", po);
+    set_int(f, "prequantized", 1);
+  }
+
   // QuantizeLinear(Q), QuantizeLinear(KT) -> QMatMul -> Mul / Div by scalars -> Softmax(last
   // axis) -> QuantizeLinear -> QMatMul with QuantizeLinear(V) [-> Transpose], all float8 (or all
   // int8) per tensor with zero points 0, each value read only by the next  =>
@@ -679,6 +735,8 @@ class Fuser {
       set_float(f, "k_pre", k_pre);
       set_int(f, "k_pre_op", k_pre_op);
     }
+    fold_quantizers_into_split(f, {q, kt, v}, {q_scale, k_scale, v_scale}, {q_pre, k_pre, 1.0f},
+                               {q_pre_op, k_pre_op, 0}, g_.nodes[ql_q]);
     return place(std::move(f), chain);
   }
 

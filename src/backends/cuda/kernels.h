@@ -219,7 +219,8 @@ cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream);
 // pointers, dtype in_t: float32 / float16 / bfloat16) quantized on load (x / scale, saturating;
 // E4M3, E5M2 or int8 with zero point 0), scores scale * qk_dq * (q8 . k8), softmax in float32,
 // the probabilities quantized (p / p_scale), O = pv_dq * (p8 . v8) written as float32 through
-// o's strides.
+// o's strides. in_t may also be the quantized type itself (operands quantized by their
+// producer; then scales 1 and no pre-scaling).
 struct AttentionQDesc {
   AttentionDesc a;
   bool e4m3 = true;
@@ -321,6 +322,13 @@ struct QEpilogue {
   // parts > 0 (row-major products only, not with grid0): the columns split into `parts` equal
   // blocks, Y [parts, rows, cols / parts] (the packed QKV projection's split into Q, K, V).
   int64_t parts = 0;
+  // part_quant (with parts <= kMaxParts and a quantized Y): block p quantized by its own scale,
+  // after the graph's scalar Mul (op 1) / Div (op 2) by part_pre[p] (the attention's quantizers
+  // of Q, K and V moved here).
+  static constexpr int kMaxParts = 4;
+  bool part_quant = false;
+  float part_scale[kMaxParts] = {1, 1, 1, 1}, part_pre[kMaxParts] = {1, 1, 1, 1};
+  int part_pre_op[kMaxParts] = {0, 0, 0, 0};
 };
 cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream);
 // Depthwise int8 / uint8 convolution, channels-last X [n, h, w, c] and Y [n, oh, ow, c], W int8

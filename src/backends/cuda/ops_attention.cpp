@@ -367,6 +367,11 @@ class AttentionQOp : public GpuOp {
     d_.q_pre_op = static_cast<int>(node.attr_int("q_pre_op", 0));
     d_.k_pre = node.attr_float("k_pre", 1.0f);
     d_.k_pre_op = static_cast<int>(node.attr_int("k_pre_op", 0));
+    prequantized_ = node.attr_int("prequantized", 0) != 0;
+    if (prequantized_) {  // the quantizers (and their pre-scalings) ran in the producer
+      d_.q_scale = d_.k_scale = d_.v_scale = 1.0f;
+      d_.q_pre_op = d_.k_pre_op = 0;
+    }
   }
   std::string kernel() const override {
     return d_.int8 ? "fused int8 attention (tensor cores, exact int8 products)"
@@ -375,7 +380,16 @@ class AttentionQOp : public GpuOp {
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
-    const DataType dt = operand_dtype(node, in);
+    DataType dt = in.at(0)->dtype;
+    if (prequantized_) {
+      const DataType want =
+          d_.int8 ? DataType::kInt8 : (d_.e4m3 ? DataType::kFloat8E4M3FN : DataType::kFloat8E5M2);
+      for (size_t i = 0; i < 3; ++i)
+        TRT_CHECK_ARG(in.at(i)->dtype == want, "{}: quantized operand {} is {}, expected {}",
+                      node.describe(), i, dtype_name(in[i]->dtype), dtype_name(want));
+    } else {
+      dt = operand_dtype(node, in);
+    }
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
     AttentionPlan pl = plan_attention(ctx, in, esz, view_q_, view_k_, view_v_, perm_o_);
     void* py = ctx.make(*out.at(0), DataType::kFloat32, pl.y_shape);
@@ -405,6 +419,7 @@ class AttentionQOp : public GpuOp {
  private:
   std::vector<int64_t> view_q_, view_k_, view_v_, perm_o_;
   k::AttentionQDesc d_;
+  bool prequantized_ = false;
 };
 
 }  // namespace

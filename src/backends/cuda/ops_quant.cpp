@@ -418,6 +418,24 @@ class QOp : public GpuOp {
       TRT_CHECK_ARG(y_grid_.empty() || y_grid_.size() == 2, "{}: y_grid must have 2 values",
                     node.describe());
       y_split_ = node.attr_int("y_split", 0);
+      // The executor's fusion of the attention's quantizers (graph_fusion.cpp): one scale and
+      // scalar pre-scaling per part of the split output.
+      const auto ps = node.attr_floats("part_scales", {});
+      if (!ps.empty()) {
+        const auto pre = node.attr_floats("part_pre", {});
+        const auto op = node.attr_ints("part_pre_op", {});
+        TRT_CHECK_ARG(y_split_ == static_cast<int64_t>(ps.size()) &&
+                          ps.size() <= static_cast<size_t>(k::QEpilogue::kMaxParts) &&
+                          pre.size() == ps.size() && op.size() == ps.size() && input(kYScale),
+                      "{}: part_scales must come with y_split, part_pre, part_pre_op and y_scale",
+                      node.describe());
+        epilogue_.part_quant = true;
+        for (size_t p = 0; p < ps.size(); ++p) {
+          epilogue_.part_scale[p] = ps[p];
+          epilogue_.part_pre[p] = pre[p];
+          epilogue_.part_pre_op[p] = static_cast<int>(op[p]);
+        }
+      }
     }
     if (node.attr_int("gelu", 0) != 0) {  // the executor's fusion (graph_fusion.cpp)
       TRT_CHECK_ARG(epilogue_.act == k::Act::kNone, "{}: gelu = 1 with another activation",

@@ -262,6 +262,28 @@ __device__ __forceinline__ I out_index(const QEpilogue& e, I row, I col) {
   return row * cols + col;
 }
 
+// The quantization of part p's values (part_quant): its scalar pre-scaling, then its scale.
+__device__ __forceinline__ float part_scaled(const QEpilogue& e, float v, int p) {
+  // Selects instead of indexing: the arrays stay in the parameter bank.
+  const float pre =
+      p == 0 ? e.part_pre[0] : (p == 1 ? e.part_pre[1] : (p == 2 ? e.part_pre[2] : e.part_pre[3]));
+  const int op = p == 0
+                     ? e.part_pre_op[0]
+                     : (p == 1 ? e.part_pre_op[1] : (p == 2 ? e.part_pre_op[2] : e.part_pre_op[3]));
+  const float sc = p == 0
+                       ? e.part_scale[0]
+                       : (p == 1 ? e.part_scale[1] : (p == 2 ? e.part_scale[2] : e.part_scale[3]));
+  if (op == 1) v *= pre;
+  if (op == 2) v /= pre;
+  return v / sc;
+}
+
+// v of column col as a quantized Y takes it, already divided by its scale.
+__device__ __forceinline__ float scaled_for_y(const QEpilogue& e, float v, int64_t col) {
+  if (!e.part_quant) return v / e.y_scale;
+  return part_scaled(e, v, static_cast<int>(col / (e.cols / e.parts)));
+}
+
 // kRows: acc and Y both [rows, cols] (the channels-last and matrix-product case): element i
 // reads acc[i] and channel i % cols, with 32-bit index arithmetic when I is int32_t; Y and R
 // element o (i's row moved by e.grid0 / grid1).
@@ -313,14 +335,16 @@ __global__ void q_epilogue_kernel(QEpilogue e, I n) {
     if (e.y_t == DataType::kFloat32) {
       put<float>(e.y, o, v);
     } else {
-      store_quantized(e.y_t, e.y, o, v / e.y_scale, e.y_zp, true);
+      store_quantized(e.y_t, e.y, o, scaled_for_y(e, v, c), e.y_zp, true);
     }
   }
 }
 
 // Channels 4*c4 .. 4*c4+3 of vector i of Y and R (row-major [rows, cols], cols % 4 == 0) from
 // their accumulations v (as float): scales, bias, residual, activation, the store.
-__device__ __forceinline__ void epilogue4(const QEpilogue& e, float v[4], int32_t c4, int32_t i) {
+// part: the column block of channels 4*c4 .. 4*c4+3 (e.parts > 0; one block holds all four).
+__device__ __forceinline__ void epilogue4(const QEpilogue& e, float v[4], int32_t c4, int32_t i,
+                                          int part = 0) {
   const float4 cs = reinterpret_cast<const float4*>(e.colscale)[c4];
   v[0] *= cs.x;
   v[1] *= cs.y;
@@ -350,7 +374,9 @@ __device__ __forceinline__ void epilogue4(const QEpilogue& e, float v[4], int32_
   if (e.y_t != DataType::kFloat32) {
     uint32_t out = 0;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) out |= byte_of(e.y_t, v[k] / e.y_scale, e.y_zp) << (8 * k);
+    for (int k = 0; k < 4; ++k)
+      out |= byte_of(e.y_t, e.part_quant ? part_scaled(e, v[k], part) : v[k] / e.y_scale, e.y_zp)
+             << (8 * k);
     reinterpret_cast<uint32_t*>(e.y)[i] = out;
   } else {
     reinterpret_cast<float4*>(e.y)[i] = make_float4(v[0], v[1], v[2], v[3]);
@@ -455,10 +481,18 @@ __global__ void qconv_depthwise16_kernel(const uint4* x, const uint4* w, Depthwi
 template <int kAcc>
 __global__ void q_epilogue_x4_kernel(QEpilogue e, int32_t n4) {
   const int32_t cols4 = static_cast<int32_t>(e.cols / 4);
+  const int32_t rows = static_cast<int32_t>(e.rows);
+  const int32_t w4 = e.parts > 0 ? cols4 / static_cast<int32_t>(e.parts) : cols4;  // per block
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n4;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
     const int32_t c4 = i % cols4;
-    const int32_t o = out_index(e, i / cols4, c4 * 4) / 4;
+    int32_t o = i, part = 0;
+    if (e.parts > 0) {
+      part = c4 / w4;
+      o = (part * rows + i / cols4) * w4 + (c4 - part * w4);
+    } else if (e.grid0 > 0) {
+      o = out_index(e, i / cols4, c4 * 4) / 4;
+    }
     float v[4];
     if constexpr (kAcc == 0) {
       const int4 a = reinterpret_cast<const int4*>(e.acc)[i];
@@ -484,7 +518,7 @@ __global__ void q_epilogue_x4_kernel(QEpilogue e, int32_t n4) {
 #pragma unroll
       for (int k = 0; k < 4; ++k) v[k] = __half2float(h[k]);
     }
-    epilogue4(e, v, c4, o);
+    epilogue4(e, v, c4, o, part);
   }
 }
 
@@ -672,6 +706,8 @@ cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
   const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
   if (e.grid0 > 0 && (!rows || e.grid0 * e.grid1 != e.rows)) return cudaErrorInvalidValue;
   if (e.parts > 0 && (!rows || e.grid0 > 0 || e.cols % e.parts != 0)) return cudaErrorInvalidValue;
+  if (e.part_quant && (e.parts <= 0 || e.parts > QEpilogue::kMaxParts))
+    return cudaErrorInvalidValue;
   if (env_switch_device_x4() && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
   // 32-bit indices while i + the grid stride (< 2^28) cannot overflow.
   const bool small = n < (int64_t{1} << 30);

@@ -466,6 +466,108 @@ TEST(CudaFusion, QuantizedQkvProjectionMatchesCpu) {
   }
 }
 
+// The whole quantized self-attention as torch exports nn.MultiheadAttention (sequence first):
+// x [s, b, k] -> QuantizeLinear -> QGemm (packed QKV, N = 3 h d) -> split into q, k, v [s, b, h d]
+// (Reshape / Unsqueeze / Transpose / Squeeze / Gather) -> heads [b h, s, d] (K as K^T) -> q / 8
+// -> QuantizeLinear each -> QMatMul -> Softmax -> QuantizeLinear -> QMatMul -> [b h, s, d].
+ir::Model quantized_self_attention(DataType q, int64_t s, int64_t bn, int64_t h, int64_t d) {
+  ir::GraphBuilder b("qsa");
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  const float top = q == DataType::kInt8 ? 127.0f : 448.0f;
+  auto f32 = [&](const std::string& name, float v) {
+    return b.initializer(name, scalar_tensor(DataType::kFloat32, v));
+  };
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    return b.initializer(
+        name, Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v));
+  };
+  const int64_t k = h * d, n = 3 * k;
+  const std::string sa = f32("sa", 2.0f / top);
+  const std::string x = b.input("x", DataType::kFloat32, {s, bn, k});
+  const std::string g = b.node(
+      "QGemm",
+      {b.node("QuantizeLinear", {x, sa, zero})[0], sa, zero,
+       b.initializer("w", random_tensor(q, {n, k}, 3, -100.0f, 100.0f)),
+       b.initializer("ws",
+                     random_tensor(DataType::kFloat32, {n}, 4, 0.5f / (100 * k), 2.0f / (100 * k))),
+       "", b.initializer("b", random_tensor(DataType::kFloat32, {n}, 5))},
+      {ir::attr_int("transB", 1)}, 1, "com.trtutils")[0];
+  const std::string r = b.node("Reshape", {g, ints("shape", {s, bn, 3, k})})[0];
+  const std::string u = b.node("Unsqueeze", {r, ints("ax0", {0})})[0];
+  const std::string t = b.node("Transpose", {u}, {ir::attr_ints("perm", {3, 1, 2, 0, 4})})[0];
+  const std::string sq = b.node("Squeeze", {t, ints("ax3", {3})})[0];
+  const char* names[3] = {"i0", "i1", "i2"};
+  std::string part[3];
+  for (int64_t i = 0; i < 3; ++i) {
+    const std::string idx =
+        b.initializer(names[i], Tensor::from_vector<int64_t>(DataType::kInt64, {}, {i}));
+    const std::string gi = b.node("Gather", {sq, idx}, {ir::attr_int("axis", 0)})[0];
+    const std::string heads =
+        b.node("Reshape", {gi, ints(std::string(names[i]) + "h", {s, bn * h, d})})[0];
+    part[i] = b.node("Transpose", {heads},
+                     {ir::attr_ints("perm", i == 1 ? std::vector<int64_t>{1, 2, 0}
+                                                   : std::vector<int64_t>{1, 0, 2})})[0];
+  }
+  const std::string sx = f32("sx", 2.0f / top), sp = f32("sp", 1.0f / top);
+  const std::string qd = b.node("Div", {part[0], f32("eight", 8.0f)})[0];
+  auto quant = [&](const std::string& v, const std::string& sc) {
+    return b.node("QuantizeLinear", {v, sc, zero})[0];
+  };
+  const std::string s1 = b.node("QMatMul", {quant(qd, sx), sx, zero, quant(part[1], sx), sx, zero},
+                                {}, 1, "com.trtutils")[0];
+  const std::string p = b.node("Softmax", {s1}, {ir::attr_int("axis", -1)})[0];
+  b.output(b.node("QMatMul", {quant(p, sp), sp, zero, quant(part[2], sx), sx, zero}, {}, 1,
+                  "com.trtutils")[0]);
+  ir::Model m = b.build(19, {{"com.trtutils", 1}});
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
+TEST(GpuFusion, SelfAttentionQuantizersMoveIntoTheQkvProjection) {
+  ir::Model m = quantized_self_attention(DataType::kFloat8E4M3FN, 9, 2, 3, 16);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 2u);
+  const ir::Node* qgemm = nullptr;
+  const ir::Node* attn = nullptr;
+  for (const auto& nd : m.graph.nodes) {
+    if (nd.op_type == "QGemm") qgemm = &nd;
+    if (nd.op_type == "AttentionQ") attn = &nd;
+  }
+  ASSERT_TRUE(qgemm && attn);
+  EXPECT_EQ(qgemm->attr_int("y_split", 0), 3);
+  const auto ps = qgemm->attr_floats("part_scales");
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_NEAR(ps[0], 2.0 / 448, 1e-9);
+  EXPECT_EQ(qgemm->attr_ints("part_pre_op"), (std::vector<int64_t>{2, 0, 0}));
+  EXPECT_EQ(attn->attr_int("prequantized", 0), 1);
+}
+
+TEST(CudaFusion, QuantizedSelfAttentionMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    const int64_t s = 37, bn = 2, h = 3, d = 64;
+    const ir::Model m = quantized_self_attention(q, s, bn, h, d);
+    const std::map<std::string, Tensor> feeds{
+        {"x", random_tensor(DataType::kFloat32, {s, bn, h * d}, 6, -2.0f, 2.0f)}};
+    Session cpu(m);
+    const Tensor want = cpu.run(feeds).begin()->second;
+    cuda::Executor gpu(m, {});
+    const Tensor got = gpu.run(feeds).begin()->second;
+    ASSERT_EQ(got.shape(), want.shape());
+    double sig = 0, err = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const double a = want.at_double(i), e = got.at_double(i) - a;
+      sig += a * a;
+      err += e * e;
+    }
+    const double sqnr = 10 * std::log10(sig / std::max(err, 1e-30));
+    // The projection's float16 products move a few values across a quantization boundary.
+    EXPECT_GE(sqnr, 25.0) << dtype_name(q);
+    for (const auto& kn : gpu.node_kernels())
+      std::cout << "[ kernel   ] " << dtype_name(q) << ": " << kn << " (SQNR " << sqnr << " dB)"
+                << std::endl;
+  }
+}
+
 // The fused product (GELU and quantization in its epilogue) against the CPU session running the
 // unfused graph: h8 within one quantization step (float rounding near a boundary), y by SQNR.
 TEST(CudaFusion, QuantizedMlpMatchesCpu) {
