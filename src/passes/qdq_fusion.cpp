@@ -11,6 +11,9 @@
 //   [-> Add(residual of the same shape, float or DequantizeLinear(r_q) per tensor)]
 //   [-> Relu | Clip | LeakyRelu | Sigmoid | HardSwish]
 //   [-> QuantizeLinear(y_scale, y_zp)]              per tensor, saturating
+// In a float16 graph (--high_precision_dtype fp16, nvidia-modelopt's default) the same islands
+// fuse: float16 scales and bias become float32 copies, and a float Y is cast back to float16
+// (a float residual is fused only in float32 graphs).
 // Scales and zero points must be initializers; the DequantizeLinear nodes are left in place
 // (others may read them) and disappear in dead-code elimination when unused. Every value fused
 // away (the op's output, the Add and activation outputs) must have one reader and not be a graph
@@ -68,10 +71,16 @@ bool quantized_type(DataType t) {
          t == DataType::kFloat8E5M2;
 }
 
-// One-element float32 initializer.
-const Tensor* scalar_f32(const ir::Graph& g, const std::string& v) {
+// The float types of a Q/DQ graph's un-quantized part: float32, or float16
+// (--high_precision_dtype fp16, nvidia-modelopt's default).
+bool float_hp(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16;
+}
+
+// One-element float32 / float16 initializer.
+const Tensor* scalar_float(const ir::Graph& g, const std::string& v) {
   const Tensor* t = g.initializer(v);
-  return t && t->dtype() == DataType::kFloat32 && t->numel() == 1 ? t : nullptr;
+  return t && float_hp(t->dtype()) && t->numel() == 1 ? t : nullptr;
 }
 
 bool all_zero(const Tensor& t) {
@@ -115,7 +124,7 @@ class Fuser {
     std::vector<ir::Node> kept;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       if (auto it = replacement_.find(i); it != replacement_.end())
-        kept.push_back(std::move(it->second));
+        for (ir::Node& r : it->second) kept.push_back(std::move(r));
       else if (!removed_[i])
         kept.push_back(std::move(g_.nodes[i]));
     }
@@ -147,7 +156,7 @@ class Fuser {
     d.dtype = dtype_of(g_, d.x);
     if (!quantized_type(d.dtype)) return std::nullopt;
     d.scale_t = g_.initializer(d.scale);
-    if (!d.scale_t || d.scale_t->dtype() != DataType::kFloat32) return std::nullopt;
+    if (!d.scale_t || !float_hp(d.scale_t->dtype())) return std::nullopt;
     if (n.has_input(2)) {
       d.zp = n.inputs[2];
       d.zp_t = g_.initializer(d.zp);
@@ -201,9 +210,9 @@ class Fuser {
       } else {
         for (size_t k = 1; k <= 2; ++k) {
           if (!n.has_input(k)) continue;
-          const Tensor* t = scalar_f32(g_, n.inputs[k]);
+          const Tensor* t = scalar_float(g_, n.inputs[k]);
           if (!t) return std::nullopt;
-          (k == 1 ? lo : hi) = *t->data<float>();
+          (k == 1 ? lo : hi) = static_cast<float>(t->at_double(0));
         }
       }
       if (!(lo <= hi)) return std::nullopt;
@@ -230,9 +239,8 @@ class Fuser {
     // Bias: Add(out, constant [N] / [1, ..., N]) that does not broadcast out.
     if (next && bias_channels > 0 && is_add(*next) && out_shape) {
       const Tensor* c = g_.initializer(other_input(*next));
-      bool ok = c && c->dtype() == DataType::kFloat32 && c->numel() == bias_channels &&
-                c->rank() >= 1 && c->rank() <= out_shape->size() &&
-                c->shape().back() == bias_channels;
+      bool ok = c && float_hp(c->dtype()) && c->numel() == bias_channels && c->rank() >= 1 &&
+                c->rank() <= out_shape->size() && c->shape().back() == bias_channels;
       if (ok && !f.has_input(kBias)) {
         f.inputs[kBias] = other_input(*next);
         chain.push_back(*next);
@@ -245,9 +253,11 @@ class Fuser {
       const std::string& other = other_input(*next);
       const auto rs = known_shape(g_, other);
       const auto os = known_shape(g_, g_.nodes[*next].outputs[0]);
+      const auto rdq = per_tensor_dq(other);
+      // A float residual only in float32 (the fused ops' R is float32 or quantized).
       if (rs && os && *rs == *out_shape && *os == *out_shape &&
-          dtype_of(g_, other) == DataType::kFloat32 && !g_.initializer(other)) {
-        if (auto d = per_tensor_dq(other)) {
+          (rdq || dtype_of(g_, other) == DataType::kFloat32) && !g_.initializer(other)) {
+        if (const auto& d = rdq) {
           f.inputs[kResidual] = d->x;
           f.inputs[kRScale] = d->scale;
           f.inputs[kRZeroPoint] = d->zp;
@@ -294,7 +304,7 @@ class Fuser {
   // A per-tensor, saturating QuantizeLinear to int8/uint8/float8 with constant scale/zp.
   std::optional<Q> as_quantize(const ir::Node& q) {
     if (q.op_type != "QuantizeLinear" || !default_domain(q) || q.outputs.size() != 1 ||
-        !q.has_input(0) || !q.has_input(1) || !scalar_f32(g_, q.inputs[1]))
+        !q.has_input(0) || !q.has_input(1) || !scalar_float(g_, q.inputs[1]))
       return std::nullopt;
     if (opset_ >= 21 && q.attr_int("block_size", 0) != 0) return std::nullopt;
     if (q.attr_int("saturate", 1) == 0) return std::nullopt;
@@ -326,7 +336,8 @@ class Fuser {
   void fuse_compute(size_t i) {
     const ir::Node& n = g_.nodes[i];
     if (n.outputs.size() != 1 || !n.has_input(0) || !n.has_input(1)) return;
-    if (dtype_of(g_, n.outputs[0]) != DataType::kFloat32) return;
+    const DataType hp = dtype_of(g_, n.outputs[0]);
+    if (!float_hp(hp)) return;
     const auto dx = per_tensor_dq(n.inputs[0]);
     if (!dx) return;
     ir::Node f;
@@ -342,7 +353,7 @@ class Fuser {
       if (!ws || ws->size() < 3 || !(*ws)[0].is_static()) return;
       dw = weights_dq(n.inputs[1], 0, (*ws)[0].value);
       if (!dw) return;
-      if (n.has_input(2) && dtype_of(g_, n.inputs[2]) != DataType::kFloat32) return;
+      if (n.has_input(2) && !float_hp(dtype_of(g_, n.inputs[2]))) return;
       f.op_type = "QConv";
       f.attributes = n.attributes;
       f.inputs[kBias] = n.has_input(2) ? n.inputs[2] : "";
@@ -356,8 +367,8 @@ class Fuser {
       if (!dw) return;
       if (n.has_input(2)) {
         const Tensor* c = g_.initializer(n.inputs[2]);
-        if (n.attr_float("beta", 1.0f) != 1.0f || !c || c->dtype() != DataType::kFloat32 ||
-            c->numel() != nn || c->shape().back() != nn)
+        if (n.attr_float("beta", 1.0f) != 1.0f || !c || !float_hp(c->dtype()) || c->numel() != nn ||
+            c->shape().back() != nn)
           return;
         f.inputs[kBias] = n.inputs[2];
       } else {
@@ -399,7 +410,34 @@ class Fuser {
     f.name = n.name.empty() ? g_.unique_name(f.op_type) : n.name;
     f.domain = kDomain;
     f.outputs = {out};
-    while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
+    // The fused ops take float32 scales and bias: float16 ones (a float16 graph) get float32
+    // copies; a float Y is float32, cast back to float16 for the rest of such a graph.
+    for (size_t k :
+         {size_t{kXScale}, size_t{kWScale}, size_t{kBias}, size_t{kYScale}, size_t{kRScale}})
+      if (f.has_input(k)) f.inputs[k] = float32_copy(f.inputs[k]);
+    std::vector<ir::Node> nodes;
+    const bool cast_back = hp == DataType::kFloat16 && !f.has_input(kYScale);
+    if (cast_back) {
+      const auto shape = known_shape(g_, out);
+      const std::string y32 = g_.unique_name(out + "_float32");
+      f.outputs = {y32};
+      g_.value_info[y32] = ir::ValueInfo{y32, DataType::kFloat32, shape, {}};
+      ir::Node c;
+      c.name = g_.unique_name(f.name + "_to_float16");
+      c.op_type = "Cast";
+      c.inputs = {y32};
+      c.outputs = {out};
+      ir::Attribute to;
+      to.name = "to";
+      to.kind = ir::Attribute::Kind::kInt;
+      to.i = static_cast<int64_t>(DataType::kFloat16);  // DataType values are ONNX's
+      c.attributes[to.name] = to;
+      nodes.push_back(std::move(f));
+      nodes.push_back(std::move(c));
+    } else {
+      nodes.push_back(std::move(f));
+    }
+    while (!nodes[0].inputs.empty() && nodes[0].inputs.back().empty()) nodes[0].inputs.pop_back();
     // Intermediate values disappear; the fused node sits where the island's last node was (all
     // of its inputs are computed before that point).
     removed_[i] = true;
@@ -407,8 +445,22 @@ class Fuser {
     if (!chain.empty()) g_.value_info.erase(n.outputs[0]);
     for (size_t k = 0; k + 1 < chain.size(); ++k)
       g_.value_info.erase(g_.nodes[chain[k]].outputs[0]);
-    replacement_.emplace(chain.empty() ? i : chain.back(), std::move(f));
+    replacement_.emplace(chain.empty() ? i : chain.back(), std::move(nodes));
     ++fused_;
+  }
+
+  // A float32 initializer with v's values (v itself when it is float32; one copy per v).
+  std::string float32_copy(const std::string& v) {
+    const Tensor* t = g_.initializer(v);
+    if (!t || t->dtype() == DataType::kFloat32) return v;
+    if (auto it = f32_copies_.find(v); it != f32_copies_.end()) return it->second;
+    Tensor c(DataType::kFloat32, t->shape());
+    for (int64_t k = 0; k < t->numel(); ++k)
+      c.data<float>()[k] = static_cast<float>(t->at_double(k));
+    const std::string name = g_.unique_name(v + "_float32");
+    g_.initializers[name] = std::move(c);
+    f32_copies_[v] = name;
+    return name;
   }
 
   void fuse_max_pool(size_t i) {
@@ -424,11 +476,11 @@ class Fuser {
     if (q.op_type != "QuantizeLinear" || !default_domain(q) || q.outputs.size() != 1 ||
         q.inputs[0] != n.outputs[0] || !q.has_input(2))
       return;
-    const Tensor* qs = scalar_f32(g_, q.inputs[1]);
+    const Tensor* qs = scalar_float(g_, q.inputs[1]);
     const Tensor* qz = g_.initializer(q.inputs[2]);
     if (!qs || !qz || qz->numel() != 1 || qz->dtype() != d->dtype) return;
     const double dz = d->zp_t ? d->zp_t->at_double(0) : 0.0;
-    if (*qs->data<float>() != *d->scale_t->data<float>() || qz->at_double(0) != dz) return;
+    if (qs->at_double(0) != d->scale_t->at_double(0) || qz->at_double(0) != dz) return;
     if (opset_ >= 21 && q.attr_int("block_size", 0) != 0) return;
     if (q.attr_int("saturate", 1) != 1) return;  // float8: the requantization saturates
     ir::Node p = n;
@@ -437,7 +489,7 @@ class Fuser {
     removed_[i] = true;
     removed_[*next] = true;
     g_.value_info.erase(n.outputs[0]);
-    replacement_.emplace(*next, std::move(p));
+    replacement_.emplace(*next, std::vector<ir::Node>{std::move(p)});
     ++fused_;
   }
 
@@ -446,7 +498,8 @@ class Fuser {
   std::unordered_map<std::string, int> uses_;
   std::unordered_map<std::string, size_t> consumer_, producer_;
   std::vector<bool> removed_;
-  std::unordered_map<size_t, ir::Node> replacement_;
+  std::unordered_map<size_t, std::vector<ir::Node>> replacement_;
+  std::unordered_map<std::string, std::string> f32_copies_;
   size_t fused_ = 0;
 };
 

@@ -11,6 +11,7 @@
 #include "engine/session.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
+#include "passes/passes.h"
 #include "quantize/quantize_test_util.h"
 #include "trtutils/file_util.h"
 #include "trtutils/npy.h"
@@ -259,6 +260,51 @@ TEST_F(QuantizeApiTest, Fp16HighPrecisionKeepsFp32Io) {
   for (const auto& [n, t] : q.graph.initializers) EXPECT_NE(t.dtype(), DataType::kFloat32) << n;
   o.high_precision_dtype = "bf16";
   EXPECT_NE(error_of(o).find("fp32, fp16"), std::string::npos);
+}
+
+// A float16 Q/DQ graph (nvidia-modelopt's default high precision) fuses like a float32 one:
+// QConv / QGemm with float32 copies of the float16 scales and bias, a float output cast back to
+// float16; and it computes what the unfused graph computes.
+TEST_F(QuantizeApiTest, Fp16HighPrecisionGraphFusesIntoQuantizedOps) {
+  for (const char* mode : {"int8", "fp8"}) {
+    auto o = opts(mode, "max");
+    o.high_precision_dtype = "fp16";
+    quantize_onnx(o);
+    const ir::Model q = onnx_io::load_model(o.output_path);
+    ir::Model fused = q;
+    passes::run_pipeline(fused.graph, fused.opset());
+    int quantized_ops = 0, casts_back = 0;
+    for (const auto& n : fused.graph.nodes) {
+      quantized_ops += n.op_type == "QConv" || n.op_type == "QGemm";
+      casts_back += n.op_type == "Cast" && n.attr_int("to", 0) == 10;
+      for (const std::string& in : n.inputs) {
+        const Tensor* t = in.empty() ? nullptr : fused.graph.initializer(in);
+        if (n.domain == "com.trtutils" && t) {
+          EXPECT_NE(t->dtype(), DataType::kFloat16) << mode << " " << n.name << " " << in;
+        }
+      }
+    }
+    EXPECT_EQ(quantized_ops, 3) << mode;  // conv1, conv2, fc
+    EXPECT_GE(casts_back, 1) << mode;
+    const Tensor x = randn({4, 16, 8, 8}, 21, 1.0f);
+    SessionOptions off;
+    off.run_passes = false;  // the Q/DQ graph as saved, node by node
+    ir::Model plain = q;
+    Session unfused(plain, off);
+    Session with_fusion(fused, off);
+    const Tensor want = unfused.run({{"x", x}}).begin()->second;
+    const Tensor got = with_fusion.run({{"x", x}}).begin()->second;
+    ASSERT_EQ(got.shape(), want.shape());
+    double sig = 0, err = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const double a = want.at_double(i), e = got.at_double(i) - a;
+      sig += a * a;
+      err += e * e;
+    }
+    // float16 rounding of the dequantized operands in the unfused graph moves a few values
+    // across quantization boundaries; the fused ops compute in float32.
+    EXPECT_GE(10 * std::log10(sig / std::max(err, 1e-30)), 30.0) << mode;
+  }
 }
 
 TEST_F(QuantizeApiTest, ExistingQdqIsWrittenUnchanged) {
