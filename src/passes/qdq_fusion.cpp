@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "core/check.h"
+#include "ir/graph_builder.h"
 #include "ops/qlinear_ops.h"
 #include "ops/quant_params.h"
 #include "passes/passes.h"
@@ -427,11 +428,8 @@ class Fuser {
       c.op_type = "Cast";
       c.inputs = {y32};
       c.outputs = {out};
-      ir::Attribute to;
-      to.name = "to";
-      to.kind = ir::Attribute::Kind::kInt;
-      to.i = static_cast<int64_t>(DataType::kFloat16);  // DataType values are ONNX's
-      c.attributes[to.name] = to;
+      // (DataType values are ONNX's.)
+      c.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat16));
       nodes.push_back(std::move(f));
       nodes.push_back(std::move(c));
     } else {
@@ -544,11 +542,7 @@ size_t qdq_channels_last(ir::Graph& g) {
     t.op_type = "Transpose";
     t.inputs = {in};
     t.outputs = {out};
-    ir::Attribute a;
-    a.name = "perm";
-    a.kind = ir::Attribute::Kind::kInts;
-    a.ints = perm;
-    t.attributes[a.name] = a;
+    t.attributes["perm"] = ir::attr_ints("perm", perm);
     return t;
   };
   // The channels-last twin of NCHW value `v` (a Transpose appended to `nodes` if needed).

@@ -2,6 +2,7 @@
 // GELU chain) into com.trtutils.cuda::MatMulBias, lone GELU chains into Gelu. GpuFusion.* check
 // the rewrite itself (no device needed); CudaFusion.* run a transformer MLP block on the GPU
 // against the CPU session (float32 with TF32 off, float16).
+#include <array>
 #include <cmath>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "backends/cuda/cuda_test_util.h"
 #include "engine/session.h"
 #include "passes/passes.h"
+#include "quantize/report.h"
 
 namespace trtutils {
 namespace {
@@ -227,6 +229,13 @@ namespace {
 
 using namespace cuda_testing;  // NOLINT
 
+// The model of a quantized test graph (opset 19 with com.trtutils), shapes inferred.
+ir::Model built(ir::GraphBuilder& b) {
+  ir::Model m = b.build(19, {{"com.trtutils", 1}});
+  passes::infer_shapes(m.graph, 19);
+  return m;
+}
+
 // The MLP of a quantized transformer as the engine holds it after qdq_fusion: x -> QuantizeLinear
 // -> com.trtutils::QGemm (per-channel W, bias) -> erf GELU chain -> QuantizeLinear (h8, also a
 // graph output) -> QGemm -> y (float32). q: int8 or float8e4m3fn.
@@ -258,9 +267,7 @@ ir::Model quantized_mlp(DataType q) {
   const std::string h8 = b.node("QuantizeLinear", {g, f32("sh", sh), zero})[0];
   b.output(h8);
   b.output(qgemm(h8, "sh", n, k, "p2", 20));
-  ir::Model m = b.build(19, {{"com.trtutils", 1}});
-  passes::infer_shapes(m.graph, 19);
-  return m;
+  return built(b);
 }
 
 TEST(GpuFusion, QuantizedGeluJoinsTheProduct) {
@@ -364,9 +371,7 @@ ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64
   const std::string r = b.node("Reshape", {g, b.initializer("shape", shape)})[0];
   const std::string t = b.node("Transpose", {r}, {ir::attr_ints("perm", {1, 0, 2})})[0];
   b.output(b.node("Add", {t, b.input("res", DataType::kFloat32, {bn, s, n})})[0]);
-  ir::Model m = b.build(19, {{"com.trtutils", 1}});
-  passes::infer_shapes(m.graph, 19);
-  return m;
+  return built(b);
 }
 
 TEST(GpuFusion, QuantizedProjectionWritesTheTransposedRows) {
@@ -404,38 +409,50 @@ TEST(CudaFusion, QuantizedProjectionMatchesCpu) {
 // torch's packed QKV projection: x [s, b, k] -> QuantizeLinear -> QGemm (N = 3 w) -> Reshape
 // [s, b, 3, w] -> Unsqueeze(0) -> Transpose(3, 1, 2, 0, 4) -> Squeeze(3) -> Gather(0 | 1 | 2) ->
 // three outputs [s, b, w].
-ir::Model quantized_qkv(DataType q, int64_t s, int64_t bn, int64_t k, int64_t w) {
-  ir::GraphBuilder b("qkv");
-  const std::string zero = b.initializer("zero", Tensor(q, {}));
+// An int64 vector initializer.
+std::string int64s(ir::GraphBuilder& b, const std::string& name, std::vector<int64_t> v) {
+  return b.initializer(
+      name, Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v));
+}
+
+// x [s, b, k] (a graph input) -> QuantizeLinear -> QGemm (N = 3 w, per-channel W, bias) ->
+// Reshape [s, b, 3, w] -> Unsqueeze(0) -> Transpose(3, 1, 2, 0, 4) -> Squeeze(3) -> Gather(0, 1,
+// 2): the three parts [s, b, w], as torch exports the packed QKV projection. zero: the
+// quantized type's zero point.
+std::array<std::string, 3> packed_qkv(ir::GraphBuilder& b, DataType q, const std::string& zero,
+                                      int64_t s, int64_t bn, int64_t k, int64_t w) {
   const float top = q == DataType::kInt8 ? 127.0f : 448.0f;
   const std::string sa = b.initializer("sa", scalar_tensor(DataType::kFloat32, 2.0f / top));
   const std::string x = b.input("x", DataType::kFloat32, {s, bn, k});
-  const std::string x8 = b.node("QuantizeLinear", {x, sa, zero})[0];
   const int64_t n = 3 * w;
   const std::string g = b.node(
       "QGemm",
-      {x8, sa, zero, b.initializer("w", random_tensor(q, {n, k}, 3, -100.0f, 100.0f)),
+      {b.node("QuantizeLinear", {x, sa, zero})[0], sa, zero,
+       b.initializer("w", random_tensor(q, {n, k}, 3, -100.0f, 100.0f)),
        b.initializer("ws",
                      random_tensor(DataType::kFloat32, {n}, 4, 0.5f / (100 * k), 2.0f / (100 * k))),
        "", b.initializer("b", random_tensor(DataType::kFloat32, {n}, 5))},
       {ir::attr_int("transB", 1)}, 1, "com.trtutils")[0];
-  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-    return b.initializer(
-        name, Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v));
-  };
-  const std::string r = b.node("Reshape", {g, ints("shape", {s, bn, 3, w})})[0];
-  const std::string u = b.node("Unsqueeze", {r, ints("ax0", {0})})[0];
+  const std::string r = b.node("Reshape", {g, int64s(b, "shape", {s, bn, 3, w})})[0];
+  const std::string u = b.node("Unsqueeze", {r, int64s(b, "ax0", {0})})[0];
   const std::string t = b.node("Transpose", {u}, {ir::attr_ints("perm", {3, 1, 2, 0, 4})})[0];
-  const std::string sq = b.node("Squeeze", {t, ints("ax3", {3})})[0];
+  const std::string sq = b.node("Squeeze", {t, int64s(b, "ax3", {3})})[0];
   const char* names[3] = {"i0", "i1", "i2"};
+  std::array<std::string, 3> parts;
   for (int64_t i = 0; i < 3; ++i) {
     const std::string idx =
         b.initializer(names[i], Tensor::from_vector<int64_t>(DataType::kInt64, {}, {i}));
-    b.output(b.node("Gather", {sq, idx}, {ir::attr_int("axis", 0)})[0]);
+    parts[i] = b.node("Gather", {sq, idx}, {ir::attr_int("axis", 0)})[0];
   }
-  ir::Model m = b.build(19, {{"com.trtutils", 1}});
-  passes::infer_shapes(m.graph, 19);
-  return m;
+  return parts;
+}
+
+// The packed QKV projection alone, its three parts the graph's outputs.
+ir::Model quantized_qkv(DataType q, int64_t s, int64_t bn, int64_t k, int64_t w) {
+  ir::GraphBuilder b("qkv");
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  for (const std::string& part : packed_qkv(b, q, zero, s, bn, k, w)) b.output(part);
+  return built(b);
 }
 
 TEST(GpuFusion, QuantizedQkvProjectionWritesItsSplit) {
@@ -477,33 +494,11 @@ ir::Model quantized_self_attention(DataType q, int64_t s, int64_t bn, int64_t h,
   auto f32 = [&](const std::string& name, float v) {
     return b.initializer(name, scalar_tensor(DataType::kFloat32, v));
   };
-  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
-    return b.initializer(
-        name, Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(v.size())}, v));
-  };
-  const int64_t k = h * d, n = 3 * k;
-  const std::string sa = f32("sa", 2.0f / top);
-  const std::string x = b.input("x", DataType::kFloat32, {s, bn, k});
-  const std::string g = b.node(
-      "QGemm",
-      {b.node("QuantizeLinear", {x, sa, zero})[0], sa, zero,
-       b.initializer("w", random_tensor(q, {n, k}, 3, -100.0f, 100.0f)),
-       b.initializer("ws",
-                     random_tensor(DataType::kFloat32, {n}, 4, 0.5f / (100 * k), 2.0f / (100 * k))),
-       "", b.initializer("b", random_tensor(DataType::kFloat32, {n}, 5))},
-      {ir::attr_int("transB", 1)}, 1, "com.trtutils")[0];
-  const std::string r = b.node("Reshape", {g, ints("shape", {s, bn, 3, k})})[0];
-  const std::string u = b.node("Unsqueeze", {r, ints("ax0", {0})})[0];
-  const std::string t = b.node("Transpose", {u}, {ir::attr_ints("perm", {3, 1, 2, 0, 4})})[0];
-  const std::string sq = b.node("Squeeze", {t, ints("ax3", {3})})[0];
-  const char* names[3] = {"i0", "i1", "i2"};
+  const std::array<std::string, 3> qkv = packed_qkv(b, q, zero, s, bn, h * d, h * d);
+  const char* shapes[3] = {"hq", "hk", "hv"};
   std::string part[3];
-  for (int64_t i = 0; i < 3; ++i) {
-    const std::string idx =
-        b.initializer(names[i], Tensor::from_vector<int64_t>(DataType::kInt64, {}, {i}));
-    const std::string gi = b.node("Gather", {sq, idx}, {ir::attr_int("axis", 0)})[0];
-    const std::string heads =
-        b.node("Reshape", {gi, ints(std::string(names[i]) + "h", {s, bn * h, d})})[0];
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string heads = b.node("Reshape", {qkv[i], int64s(b, shapes[i], {s, bn * h, d})})[0];
     part[i] = b.node("Transpose", {heads},
                      {ir::attr_ints("perm", i == 1 ? std::vector<int64_t>{1, 2, 0}
                                                    : std::vector<int64_t>{1, 0, 2})})[0];
@@ -518,9 +513,7 @@ ir::Model quantized_self_attention(DataType q, int64_t s, int64_t bn, int64_t h,
   const std::string p = b.node("Softmax", {s1}, {ir::attr_int("axis", -1)})[0];
   b.output(b.node("QMatMul", {quant(p, sp), sp, zero, quant(part[2], sx), sx, zero}, {}, 1,
                   "com.trtutils")[0]);
-  ir::Model m = b.build(19, {{"com.trtutils", 1}});
-  passes::infer_shapes(m.graph, 19);
-  return m;
+  return built(b);
 }
 
 TEST(GpuFusion, SelfAttentionQuantizersMoveIntoTheQkvProjection) {
@@ -553,13 +546,9 @@ TEST(CudaFusion, QuantizedSelfAttentionMatchesCpu) {
     cuda::Executor gpu(m, {});
     const Tensor got = gpu.run(feeds).begin()->second;
     ASSERT_EQ(got.shape(), want.shape());
-    double sig = 0, err = 0;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      const double a = want.at_double(i), e = got.at_double(i) - a;
-      sig += a * a;
-      err += e * e;
-    }
-    const double sqnr = 10 * std::log10(sig / std::max(err, 1e-30));
+    quantize::MetricsAccumulator metrics;
+    metrics.add(want, got);
+    const double sqnr = metrics.result().sqnr_db;
     // The projection's float16 products move a few values across a quantization boundary.
     EXPECT_GE(sqnr, 25.0) << dtype_name(q);
     for (const auto& kn : gpu.node_kernels())
@@ -586,13 +575,9 @@ TEST(CudaFusion, QuantizedMlpMatchesCpu) {
       expect_within_steps(got.at(h8), want.at(h8), 1.0, what + " h8");
     else
       expect_close(got.at(h8), want.at(h8), {4e-3, 0.13}, what + " h8");
-    double sig = 0, err = 0;
-    for (int64_t i = 0; i < want.at(y).numel(); ++i) {
-      const double a = want.at(y).at_double(i), d = got.at(y).at_double(i) - a;
-      sig += a * a;
-      err += d * d;
-    }
-    const double sqnr = 10 * std::log10(sig / std::max(err, 1e-30));
+    quantize::MetricsAccumulator metrics;
+    metrics.add(want.at(y), got.at(y));
+    const double sqnr = metrics.result().sqnr_db;
     EXPECT_GE(sqnr, 30.0) << what;
     for (const auto& k : gpu.node_kernels())
       std::cout << "[ kernel   ] " << what << ": " << k << " (y SQNR " << sqnr << " dB)"
