@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "core/check.h"
@@ -185,6 +186,8 @@ struct Reader {
 
 // The deepest bracket nesting of a JSON text (strings skipped): refused above a bound so that
 // no parser or destructor recursion can exhaust the stack.
+constexpr int kMaxSubgraphDepth = 4;  // an If inside an If inside ...: far beyond real models
+
 size_t json_depth(std::string_view s) {
   size_t depth = 0, best = 0;
   bool in_string = false;
@@ -208,76 +211,116 @@ size_t json_depth(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+using Blobs = std::vector<std::pair<std::string, const Tensor*>>;
+
+json graph_json(const ir::Graph& g, const std::string& path, Blobs& blobs,
+                const std::vector<LayerRecord>* layers);
+
+// One node's attributes; tensors (and subgraph initializers) go to blobs, referenced by index.
+json attributes_json(const ir::Node& n, const std::string& path, Blobs& blobs) {
+  json attrs = json::array();
+  for (const auto& [name, a] : n.attributes) {
+    json ja{{"name", name}};
+    switch (a.kind) {
+      case ir::Attribute::Kind::kInt:
+        ja["kind"] = "int";
+        ja["value"] = a.i;
+        break;
+      case ir::Attribute::Kind::kFloat:
+        ja["kind"] = "float";
+        ja["value"] = float_bits(a.f);
+        break;
+      case ir::Attribute::Kind::kString:
+        ja["kind"] = "string";
+        ja["value"] = to_hex(a.s);
+        break;
+      case ir::Attribute::Kind::kInts:
+        ja["kind"] = "ints";
+        ja["value"] = a.ints;
+        break;
+      case ir::Attribute::Kind::kFloats: {
+        ja["kind"] = "floats";
+        json v = json::array();
+        for (float f : a.floats) v.push_back(float_bits(f));
+        ja["value"] = v;
+        break;
+      }
+      case ir::Attribute::Kind::kStrings: {
+        ja["kind"] = "strings";
+        json v = json::array();
+        for (const auto& s : a.strings) v.push_back(to_hex(s));
+        ja["value"] = v;
+        break;
+      }
+      case ir::Attribute::Kind::kTensor:
+        ja["kind"] = "tensor";
+        ja["value"] = blobs.size();
+        blobs.emplace_back("@attr" + path + "/" + n.name + "/" + name, &a.t);
+        break;
+      case ir::Attribute::Kind::kGraph:  // control flow (If): the branch, recursively
+        TRT_CHECK(a.g != nullptr, ErrorCode::kInvalidArgument, "{}: attribute '{}' holds no graph",
+                  n.describe(), name);
+        ja["kind"] = "graph";
+        ja["value"] = graph_json(*a.g, path + "/" + n.name + "/" + name, blobs, nullptr);
+        break;
+      case ir::Attribute::Kind::kUndefined:
+        TRT_THROW(ErrorCode::kNotSupported, "{}: attribute '{}' has no value", n.describe(), name);
+    }
+    attrs.push_back(std::move(ja));
+  }
+  return attrs;
+}
+
+// A graph: nodes (with their layer records at the top level), inputs, outputs, value infos;
+// a subgraph (layers null) also lists its initializers as weight indices.
+json graph_json(const ir::Graph& g, const std::string& path, Blobs& blobs,
+                const std::vector<LayerRecord>* layers) {
+  json nodes = json::array();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    json jn{{"name", n.name},       {"op", n.op_type},
+            {"domain", n.domain},   {"inputs", n.inputs},
+            {"outputs", n.outputs}, {"attributes", attributes_json(n, path, blobs)}};
+    if (layers) {
+      const LayerRecord& l = (*layers)[i];
+      jn["precision"] = l.precision;
+      jn["device"] = l.device;
+      jn["kernel"] = l.kernel;
+      jn["tactic"] = l.tactic;
+    }
+    nodes.push_back(std::move(jn));
+  }
+  json graph{{"name", g.name}, {"nodes", std::move(nodes)}};
+  json ins = json::array(), outs = json::array(), values = json::array();
+  for (const auto& v : g.inputs) ins.push_back(value_to_json(v));
+  for (const auto& v : g.outputs) outs.push_back(value_to_json(v));
+  for (const auto& [name, v] : g.value_info) values.push_back(value_to_json(v));
+  graph["inputs"] = std::move(ins);
+  graph["outputs"] = std::move(outs);
+  graph["values"] = std::move(values);
+  if (!layers) {
+    json inits = json::array();
+    for (const auto& [name, t] : g.initializers) {
+      inits.push_back({{"name", name}, {"weight", blobs.size()}});
+      blobs.emplace_back("@graph" + path + "/" + name, &t);
+    }
+    graph["initializers"] = std::move(inits);
+  }
+  return graph;
+}
+
+}  // namespace
+
 std::string serialize_engine(const EngineData& e) {
   const ir::Graph& g = e.model.graph;
   TRT_CHECK(e.layers.size() == g.nodes.size(), ErrorCode::kInternal,
             "engine: {} layer records for {} nodes", e.layers.size(), g.nodes.size());
-  // Weights: initializers, then tensor attributes.
-  std::vector<std::pair<std::string, const Tensor*>> blobs;
+  // Weights: initializers, then tensor attributes and subgraph initializers.
+  Blobs blobs;
   for (const auto& [name, t] : g.initializers) blobs.emplace_back(name, &t);
-  json nodes = json::array();
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& n = g.nodes[i];
-    json attrs = json::array();
-    for (const auto& [name, a] : n.attributes) {
-      json ja{{"name", name}};
-      switch (a.kind) {
-        case ir::Attribute::Kind::kInt:
-          ja["kind"] = "int";
-          ja["value"] = a.i;
-          break;
-        case ir::Attribute::Kind::kFloat:
-          ja["kind"] = "float";
-          ja["value"] = float_bits(a.f);
-          break;
-        case ir::Attribute::Kind::kString:
-          ja["kind"] = "string";
-          ja["value"] = to_hex(a.s);
-          break;
-        case ir::Attribute::Kind::kInts:
-          ja["kind"] = "ints";
-          ja["value"] = a.ints;
-          break;
-        case ir::Attribute::Kind::kFloats: {
-          ja["kind"] = "floats";
-          json v = json::array();
-          for (float f : a.floats) v.push_back(float_bits(f));
-          ja["value"] = v;
-          break;
-        }
-        case ir::Attribute::Kind::kStrings: {
-          ja["kind"] = "strings";
-          json v = json::array();
-          for (const auto& s : a.strings) v.push_back(to_hex(s));
-          ja["value"] = v;
-          break;
-        }
-        case ir::Attribute::Kind::kTensor:
-          ja["kind"] = "tensor";
-          ja["value"] = blobs.size();
-          blobs.emplace_back("@attr/" + n.name + "/" + name, &a.t);
-          break;
-        case ir::Attribute::Kind::kGraph:
-        case ir::Attribute::Kind::kUndefined:
-          TRT_THROW(ErrorCode::kNotSupported,
-                    "{}: attribute '{}' holds a subgraph; engines cannot hold control flow (If, "
-                    "Loop, Scan) yet",
-                    n.describe(), name);
-      }
-      attrs.push_back(std::move(ja));
-    }
-    const LayerRecord& l = e.layers[i];
-    nodes.push_back({{"name", n.name},
-                     {"op", n.op_type},
-                     {"domain", n.domain},
-                     {"inputs", n.inputs},
-                     {"outputs", n.outputs},
-                     {"attributes", std::move(attrs)},
-                     {"precision", l.precision},
-                     {"device", l.device},
-                     {"kernel", l.kernel},
-                     {"tactic", l.tactic}});
-  }
+  json graph = graph_json(g, "", blobs, &e.layers);
   json weights = json::array();
   uint64_t blob_size = 0;
   std::vector<uint64_t> offsets;
@@ -290,14 +333,6 @@ std::string serialize_engine(const EngineData& e) {
                        {"size", t->nbytes()}});
     blob_size = align_up(blob_size + t->nbytes());
   }
-  json graph{{"name", g.name}, {"nodes", std::move(nodes)}};
-  json ins = json::array(), outs = json::array(), values = json::array();
-  for (const auto& v : g.inputs) ins.push_back(value_to_json(v));
-  for (const auto& v : g.outputs) outs.push_back(value_to_json(v));
-  for (const auto& [name, v] : g.value_info) values.push_back(value_to_json(v));
-  graph["inputs"] = std::move(ins);
-  graph["outputs"] = std::move(outs);
-  graph["values"] = std::move(values);
   json opsets = json::array();
   for (const auto& o : e.model.opset_imports)
     opsets.push_back({{"domain", o.domain}, {"version", o.version}});
@@ -360,7 +395,7 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
       blob_off < meta_off + meta_size || blob_off > size || blob_size != size - blob_off)
     r.fail("section offsets or sizes are inconsistent");
   const std::string_view meta_text(reinterpret_cast<const char*>(p + meta_off), meta_size);
-  if (json_depth(meta_text) > 32) r.fail("metadata nested too deeply");
+  if (json_depth(meta_text) > 48) r.fail("metadata nested too deeply");
   json meta;
   try {
     meta = json::parse(meta_text);
@@ -404,90 +439,120 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
       weight_tensors.push_back(Tensor::wrap(dt, shape, std::move(data)));
       weight_names.push_back(name);
     }
-    // Graph.
+    // Graph (and, in control-flow attributes, subgraphs).
+    std::set<size_t> used_weights;  // by tensor attributes and subgraph initializers
+    std::function<void(const json&, ir::Graph&, std::vector<LayerRecord>*, int)> read_graph;
+    read_graph = [&](const json& jg, ir::Graph& g, std::vector<LayerRecord>* layers, int depth) {
+      g.name = r.str(jg, "name");
+      for (const auto& v : r.array(jg, "inputs")) g.inputs.push_back(r.value(v));
+      for (const auto& v : r.array(jg, "outputs")) g.outputs.push_back(r.value(v));
+      for (const auto& v : r.array(jg, "values")) {
+        ir::ValueInfo vi = r.value(v);
+        g.value_info[vi.name] = vi;
+      }
+      auto weight = [&](const json& v, const std::string& what) -> const Tensor& {
+        const int64_t idx = r.integer(v, what.c_str());
+        if (idx < 0 || static_cast<size_t>(idx) >= weight_tensors.size())
+          r.fail(fmt::format("{} index out of range", what));
+        used_weights.insert(static_cast<size_t>(idx));
+        return weight_tensors[static_cast<size_t>(idx)];
+      };
+      if (!layers)
+        for (const auto& ji : r.array(jg, "initializers")) {
+          const std::string name = r.str(ji, "name");
+          if (!g.initializers.emplace(name, weight(r.field(ji, "weight"), "subgraph weight"))
+                   .second)
+            r.fail(fmt::format("subgraph weight '{}' appears twice", name));
+        }
+      for (const auto& jn : r.array(jg, "nodes")) {
+        ir::Node n;
+        n.name = r.str(jn, "name");
+        n.op_type = r.str(jn, "op");
+        n.domain = r.str(jn, "domain");
+        n.inputs = r.strings(jn, "inputs");
+        n.outputs = r.strings(jn, "outputs");
+        for (const auto& ja : r.array(jn, "attributes")) {
+          ir::Attribute a;
+          a.name = r.str(ja, "name");
+          const std::string kind = r.str(ja, "kind");
+          const json& v = r.field(ja, "value");
+          if (kind == "int") {
+            a.kind = ir::Attribute::Kind::kInt;
+            a.i = r.integer(v, "attribute");
+          } else if (kind == "float") {
+            a.kind = ir::Attribute::Kind::kFloat;
+            a.f = r.float_from(v);
+          } else if (kind == "string") {
+            a.kind = ir::Attribute::Kind::kString;
+            if (!v.is_string()) r.fail("string attribute is not a string");
+            a.s = r.from_hex(v.get<std::string>());
+          } else if (kind == "ints" || kind == "floats" || kind == "strings") {
+            if (!v.is_array()) r.fail("list attribute is not an array");
+            for (const auto& e : v) {
+              if (kind == "ints") {
+                a.ints.push_back(r.integer(e, "attribute"));
+              } else if (kind == "floats") {
+                a.floats.push_back(r.float_from(e));
+              } else {
+                if (!e.is_string()) r.fail("strings attribute holds a non-string");
+                a.strings.push_back(r.from_hex(e.get<std::string>()));
+              }
+            }
+            a.kind = kind == "ints"     ? ir::Attribute::Kind::kInts
+                     : kind == "floats" ? ir::Attribute::Kind::kFloats
+                                        : ir::Attribute::Kind::kStrings;
+          } else if (kind == "tensor") {
+            a.kind = ir::Attribute::Kind::kTensor;
+            a.t = weight(v, fmt::format("node '{}': tensor attribute", n.name));
+          } else if (kind == "graph") {
+            if (depth >= kMaxSubgraphDepth) r.fail("subgraphs nested too deeply");
+            if (!v.is_object()) r.fail(fmt::format("node '{}': graph attribute", n.name));
+            a.kind = ir::Attribute::Kind::kGraph;
+            a.g = std::make_shared<ir::Graph>();
+            read_graph(v, *a.g, nullptr, depth + 1);
+          } else {
+            r.fail(fmt::format("node '{}': unknown attribute kind '{}'", n.name, kind));
+          }
+          n.attributes[a.name] = std::move(a);
+        }
+        if (layers)
+          layers->push_back({r.str(jn, "precision"), r.str(jn, "device"), r.str(jn, "kernel"),
+                             r.str(jn, "tactic")});
+        g.nodes.push_back(std::move(n));
+      }
+    };
     const json& jg = r.field(meta, "graph");
     ir::Graph& g = m.graph;
-    g.name = r.str(jg, "name");
-    for (const auto& v : r.array(jg, "inputs")) g.inputs.push_back(r.value(v));
-    for (const auto& v : r.array(jg, "outputs")) g.outputs.push_back(r.value(v));
-    for (const auto& v : r.array(jg, "values")) {
-      ir::ValueInfo vi = r.value(v);
-      g.value_info[vi.name] = vi;
-    }
-    std::set<size_t> attr_weights;
-    for (const auto& jn : r.array(jg, "nodes")) {
-      ir::Node n;
-      n.name = r.str(jn, "name");
-      n.op_type = r.str(jn, "op");
-      n.domain = r.str(jn, "domain");
-      n.inputs = r.strings(jn, "inputs");
-      n.outputs = r.strings(jn, "outputs");
-      for (const auto& ja : r.array(jn, "attributes")) {
-        ir::Attribute a;
-        a.name = r.str(ja, "name");
-        const std::string kind = r.str(ja, "kind");
-        const json& v = r.field(ja, "value");
-        if (kind == "int") {
-          a.kind = ir::Attribute::Kind::kInt;
-          a.i = r.integer(v, "attribute");
-        } else if (kind == "float") {
-          a.kind = ir::Attribute::Kind::kFloat;
-          a.f = r.float_from(v);
-        } else if (kind == "string") {
-          a.kind = ir::Attribute::Kind::kString;
-          if (!v.is_string()) r.fail("string attribute is not a string");
-          a.s = r.from_hex(v.get<std::string>());
-        } else if (kind == "ints" || kind == "floats" || kind == "strings") {
-          if (!v.is_array()) r.fail("list attribute is not an array");
-          for (const auto& e : v) {
-            if (kind == "ints") {
-              a.ints.push_back(r.integer(e, "attribute"));
-            } else if (kind == "floats") {
-              a.floats.push_back(r.float_from(e));
-            } else {
-              if (!e.is_string()) r.fail("strings attribute holds a non-string");
-              a.strings.push_back(r.from_hex(e.get<std::string>()));
-            }
-          }
-          a.kind = kind == "ints"     ? ir::Attribute::Kind::kInts
-                   : kind == "floats" ? ir::Attribute::Kind::kFloats
-                                      : ir::Attribute::Kind::kStrings;
-        } else if (kind == "tensor") {
-          const int64_t idx = r.integer(v, "tensor attribute");
-          if (idx < 0 || static_cast<size_t>(idx) >= weight_tensors.size())
-            r.fail(fmt::format("node '{}': tensor attribute index out of range", n.name));
-          a.kind = ir::Attribute::Kind::kTensor;
-          a.t = weight_tensors[idx];
-          attr_weights.insert(static_cast<size_t>(idx));
-        } else {
-          r.fail(fmt::format("node '{}': unknown attribute kind '{}'", n.name, kind));
-        }
-        n.attributes[a.name] = std::move(a);
-      }
-      out.layers.push_back(
-          {r.str(jn, "precision"), r.str(jn, "device"), r.str(jn, "kernel"), r.str(jn, "tactic")});
-      g.nodes.push_back(std::move(n));
-    }
+    read_graph(jg, g, &out.layers, 0);
     for (size_t k = 0; k < weight_tensors.size(); ++k)
-      if (!attr_weights.count(k)) {
+      if (!used_weights.count(k)) {
         if (!g.initializers.emplace(weight_names[k], weight_tensors[k]).second)
           r.fail(fmt::format("weight '{}' appears twice", weight_names[k]));
       }
-    // Every value read must be defined before it is read, and defined once.
-    std::set<std::string> defined;
-    for (const auto& v : g.inputs)
-      if (!defined.insert(v.name).second) r.fail(fmt::format("input '{}' twice", v.name));
-    for (const auto& [name, t] : g.initializers) defined.insert(name);
-    for (const auto& n : g.nodes) {
-      for (const auto& in : n.inputs)
-        if (!in.empty() && !defined.count(in))
-          r.fail(fmt::format("node '{}' reads '{}' before it is computed", n.name, in));
-      for (const auto& o : n.outputs)
-        if (!o.empty() && !defined.insert(o).second)
-          r.fail(fmt::format("value '{}' is computed twice", o));
-    }
-    for (const auto& o : g.outputs)
-      if (!defined.count(o.name)) r.fail(fmt::format("output '{}' is never computed", o.name));
+    // Every value read must be defined before it is read (in its graph or, for a subgraph, in
+    // the graphs around it up to its node), and defined once in its graph.
+    std::function<void(const ir::Graph&, std::set<std::string>)> check_order;
+    check_order = [&](const ir::Graph& sg, std::set<std::string> defined) {
+      std::set<std::string> own;
+      for (const auto& v : sg.inputs) {
+        if (!own.insert(v.name).second) r.fail(fmt::format("input '{}' twice", v.name));
+        defined.insert(v.name);
+      }
+      for (const auto& [name, t] : sg.initializers) defined.insert(name);
+      for (const auto& n : sg.nodes) {
+        for (const auto& in : n.inputs)
+          if (!in.empty() && !defined.count(in))
+            r.fail(fmt::format("node '{}' reads '{}' before it is computed", n.name, in));
+        for (const auto& [name, a] : n.attributes)
+          if (a.kind == ir::Attribute::Kind::kGraph && a.g) check_order(*a.g, defined);
+        for (const auto& o : n.outputs)
+          if (!o.empty() && (!own.insert(o).second || !defined.insert(o).second))
+            r.fail(fmt::format("value '{}' is computed twice", o));
+      }
+      for (const auto& o : sg.outputs)
+        if (!defined.count(o.name)) r.fail(fmt::format("output '{}' is never computed", o.name));
+    };
+    check_order(g, {});
     out.info = r.field(meta, "info");
     if (!out.info.is_object()) r.fail("'info' is not an object");
   } catch (const json::exception& e) {

@@ -229,6 +229,74 @@ TEST_F(BuilderTest, Fp32EngineMatchesTheModel) {
   }
 }
 
+// Engines hold control flow: an If (torchvision's detectors guard their NMS with one) whose
+// branches have their own nodes, constants and initializers, one with an If inside, survive the
+// engine file and run the branch the condition picks, as the model does.
+TEST_F(BuilderTest, EnginesHoldIfSubgraphs) {
+  auto graph_attr = [](const std::string& name, ir::Graph g) {
+    ir::Attribute a;
+    a.name = name;
+    a.kind = ir::Attribute::Kind::kGraph;
+    a.g = std::make_shared<ir::Graph>(std::move(g));
+    return a;
+  };
+  auto node = [](const std::string& op, std::vector<std::string> in, std::string out) {
+    ir::Node n;
+    n.name = out + "_node";
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.outputs = {std::move(out)};
+    return n;
+  };
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = m.graph;
+  g.name = "with_if";
+  g.inputs.push_back({"x", DataType::kFloat32, ir::SymShape{3}, {}});
+  g.inputs.push_back({"c", DataType::kBool, ir::SymShape{}, {}});
+  g.nodes.push_back(node("Relu", {"x"}, "r"));
+  ir::Graph then_g;
+  then_g.name = "then";
+  then_g.initializers["k"] = Tensor::from_vector<float>(DataType::kFloat32, {3}, {1, 2, 3});
+  then_g.nodes.push_back(node("Mul", {"r", "k"}, "t_out"));
+  then_g.outputs.push_back({"t_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Graph inner_then, inner_else;
+  inner_then.nodes.push_back(node("Neg", {"x"}, "it_out"));
+  inner_then.outputs.push_back({"it_out", DataType::kFloat32, std::nullopt, {}});
+  inner_else.nodes.push_back(node("Identity", {"r"}, "ie_out"));
+  inner_else.outputs.push_back({"ie_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Graph else_g;
+  else_g.name = "else";
+  else_g.nodes.push_back(node("Not", {"c"}, "not_c"));
+  ir::Node inner = node("If", {"not_c"}, "e_out");
+  inner.attributes["then_branch"] = graph_attr("then_branch", inner_then);
+  inner.attributes["else_branch"] = graph_attr("else_branch", inner_else);
+  else_g.nodes.push_back(inner);
+  else_g.outputs.push_back({"e_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Node outer = node("If", {"c"}, "y");
+  outer.attributes["then_branch"] = graph_attr("then_branch", then_g);
+  outer.attributes["else_branch"] = graph_attr("else_branch", else_g);
+  g.nodes.push_back(outer);
+  g.outputs.push_back({"y", DataType::kFloat32, std::nullopt, {}});
+  const fs::path onnx = path("if.onnx");
+  onnx_io::save_model(m, onnx);
+  build_engine(onnx, path("if.engine"), {});
+  auto e = Engine::load(path("if.engine"));
+  const Tensor x = Tensor::from_vector<float>(DataType::kFloat32, {3}, {-1, 2, -3});
+  Tensor yes(DataType::kBool, {}), no(DataType::kBool, {});
+  yes.data<uint8_t>()[0] = 1;
+  for (const Tensor& c : {yes, no}) {
+    const Tensor want = Session::from_file(onnx).run({{"x", x}, {"c", c}}).at("y");
+    const Tensor got = e->create_execution_context()->execute({{"x", x}, {"c", c}}).at("y");
+    EXPECT_EQ(got.to_float_vector(), want.to_float_vector());
+  }
+  EXPECT_EQ(
+      e->create_execution_context()->execute({{"x", x}, {"c", yes}}).at("y").to_float_vector(),
+      (std::vector<float>{0, 4, 0}));  // relu(x) * k
+  EXPECT_EQ(e->create_execution_context()->execute({{"x", x}, {"c", no}}).at("y").to_float_vector(),
+            (std::vector<float>{1, -2, 3}));  // not c: the inner then branch, -x
+}
+
 // enqueue (device buffers on a CUDA stream) is for engines running on the GPU; a CPU context
 // says so and points at execute().
 TEST_F(BuilderTest, EnqueueOnCpuEngineSaysUseExecute) {
