@@ -13,7 +13,11 @@
 # graph in float16, nvidia-modelopt's default), judged by ORT with its graph optimizations
 # disabled: ORT 1.30 at level basic miscomputes float16 Q/DQ graphs (MobileNetV2 int8: 5.9 dB
 # against its own float output, 47.2 dB with optimizations disabled; it warns that it cannot
-# constant-fold the `Conv_scale` Mul nodes it inserts).
+# constant-fold the `Conv_scale` Mul nodes it inserts). ORT runs such a graph node by node in
+# float16 while our fused layers compute in float32, so rounding flips spread through deep models
+# (ResNet-50: ours vs ORT 39.2 dB); there, with no second ORT level to compare against, `agree`
+# also accepts our output being at least as close to the float model as ORT's (within 0.5 dB:
+# ResNet-50 40.72 vs 40.55 dB, ViT-B/16 29.74 vs 29.66 dB).
 #
 # Checks per (model, mode), on each evaluation image:
 #   agree:  max|ours - ort| <= max|ort| / 127 (one int8 step of the output's range), or, for
@@ -155,7 +159,7 @@ print(sum(1 for l in j['layers'] if l['op'].startswith('com.trtutils::Q') and l[
       res=$("$PY" - "$dir" "$mode" "$th" <<'EOF'
 import glob, os, sys, numpy as np
 d, mode, th = sys.argv[1], sys.argv[2], float(sys.argv[3])
-sig = noise = agree_noise = self_noise = eng_noise = 0.0
+sig = noise = agree_noise = self_noise = eng_noise = ours_float = eng_float = 0.0
 worst_agree = worst_eng = 0.0
 has_eng = os.path.isdir(f"{d}/eng_{mode}_0")
 for i in range(4):
@@ -166,6 +170,7 @@ for i in range(4):
         ours = np.load(f"{d}/ours_{mode}_{i}/{name}").astype(np.float64)
         sig += (ref ** 2).sum(); noise += ((ref - ort) ** 2).sum()
         agree_noise += ((ours - ort) ** 2).sum()
+        ours_float += ((ours - ref) ** 2).sum()
         dis = np.load(f"{d}/ortdis_{mode}_{i}/{name}").astype(np.float64)
         self_noise += ((dis - ort) ** 2).sum()
         step = np.abs(ort).max() / 127
@@ -173,17 +178,22 @@ for i in range(4):
         if has_eng:
             eng = np.load(f"{d}/eng_{mode}_{i}/{name}").astype(np.float64)
             eng_noise += ((eng - ort) ** 2).sum()
+            eng_float += ((eng - ref) ** 2).sum()
             worst_eng = max(worst_eng, np.abs(eng - ort).max() / step)
 db = lambda n: 10 * np.log10(sig / n) if n > 0 else float("inf")
 sqnr, agree, self_agree = db(noise), db(agree_noise), db(self_noise)
 agrees = lambda worst, a: worst <= 1.0 or a >= sqnr + 6 or a >= self_agree - 3
-ok = sqnr >= th and agrees(worst_agree, agree)
+# float16 graphs (int8h): or at least as close to the float model as ORT (see the header)
+as_good = lambda n: mode.endswith("h") and db(n) >= sqnr - 0.5
+ok = sqnr >= th and (agrees(worst_agree, agree) or as_good(ours_float))
 eng = ""
 if has_eng:
-    ok = ok and agrees(worst_eng, db(eng_noise))
+    ok = ok and (agrees(worst_eng, db(eng_noise)) or as_good(eng_float))
     eng = f" engine_vs_ort: {worst_eng:.2f} step(s), {db(eng_noise):.1f}dB"
+vs_float = f" ours_vs_float: {db(ours_float):.2f}dB" if mode.endswith("h") else ""
 print(f"{'PASS' if ok else 'FAIL'} sqnr_ort={sqnr:.2f}dB (>= {th:g}) ours_vs_ort: "
-      f"{worst_agree:.2f} step(s), {agree:.1f}dB (ORT basic vs disabled: {self_agree:.1f}dB){eng}")
+      f"{worst_agree:.2f} step(s), {agree:.1f}dB (ORT basic vs disabled: {self_agree:.1f}dB){eng}"
+      f"{vs_float}")
 EOF
 )
       echo "$m $mode: $res"
