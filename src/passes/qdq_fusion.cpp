@@ -452,11 +452,9 @@ class Fuser {
     const Tensor* t = g_.initializer(v);
     if (!t || t->dtype() == DataType::kFloat32) return v;
     if (auto it = f32_copies_.find(v); it != f32_copies_.end()) return it->second;
-    Tensor c(DataType::kFloat32, t->shape());
-    for (int64_t k = 0; k < t->numel(); ++k)
-      c.data<float>()[k] = static_cast<float>(t->at_double(k));
     const std::string name = g_.unique_name(v + "_float32");
-    g_.initializers[name] = std::move(c);
+    g_.initializers[name] =
+        Tensor::from_vector<float>(DataType::kFloat32, t->shape(), t->to_float_vector());
     f32_copies_[v] = name;
     return name;
   }

@@ -233,13 +233,6 @@ TEST_F(BuilderTest, Fp32EngineMatchesTheModel) {
 // branches have their own nodes, constants and initializers, one with an If inside, survive the
 // engine file and run the branch the condition picks, as the model does.
 TEST_F(BuilderTest, EnginesHoldIfSubgraphs) {
-  auto graph_attr = [](const std::string& name, ir::Graph g) {
-    ir::Attribute a;
-    a.name = name;
-    a.kind = ir::Attribute::Kind::kGraph;
-    a.g = std::make_shared<ir::Graph>(std::move(g));
-    return a;
-  };
   auto node = [](const std::string& op, std::vector<std::string> in, std::string out) {
     ir::Node n;
     n.name = out + "_node";
@@ -269,13 +262,13 @@ TEST_F(BuilderTest, EnginesHoldIfSubgraphs) {
   else_g.name = "else";
   else_g.nodes.push_back(node("Not", {"c"}, "not_c"));
   ir::Node inner = node("If", {"not_c"}, "e_out");
-  inner.attributes["then_branch"] = graph_attr("then_branch", inner_then);
-  inner.attributes["else_branch"] = graph_attr("else_branch", inner_else);
+  inner.attributes["then_branch"] = ir::attr_graph("then_branch", inner_then);
+  inner.attributes["else_branch"] = ir::attr_graph("else_branch", inner_else);
   else_g.nodes.push_back(inner);
   else_g.outputs.push_back({"e_out", DataType::kFloat32, std::nullopt, {}});
   ir::Node outer = node("If", {"c"}, "y");
-  outer.attributes["then_branch"] = graph_attr("then_branch", then_g);
-  outer.attributes["else_branch"] = graph_attr("else_branch", else_g);
+  outer.attributes["then_branch"] = ir::attr_graph("then_branch", then_g);
+  outer.attributes["else_branch"] = ir::attr_graph("else_branch", else_g);
   g.nodes.push_back(outer);
   g.outputs.push_back({"y", DataType::kFloat32, std::nullopt, {}});
   const fs::path onnx = path("if.onnx");

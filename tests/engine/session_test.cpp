@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backends/cpu/nn_kernels.h"
+#include "ir/graph_builder.h"
 #include "trtutils/npy.h"
 #include "trtutils/status.h"
 
@@ -122,13 +123,6 @@ TEST(Session, UnsupportedOpsAreGroupedByType) {
 // reading outer values implicitly (kept alive until the If, their producers not removed as
 // dead) and its own Constant nodes; an If inside a branch too.
 TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
-  auto attr_graph = [](const std::string& name, ir::Graph g) {
-    ir::Attribute a;
-    a.name = name;
-    a.kind = ir::Attribute::Kind::kGraph;
-    a.g = std::make_shared<ir::Graph>(std::move(g));
-    return a;
-  };
   auto constant = [](const std::string& out, float v) {
     ir::Node n = make_node("Constant", {}, {out});
     ir::Attribute a;
@@ -157,8 +151,8 @@ TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
   inner_else.outputs.push_back({"ie_out", DataType::kFloat32, std::nullopt, {}});
   ir::Graph else_g;
   ir::Node nested = make_node("If", {"c"}, {"e_out"});  // c is false here: its else branch
-  nested.attributes["then_branch"] = attr_graph("then_branch", inner);
-  nested.attributes["else_branch"] = attr_graph("else_branch", inner_else);
+  nested.attributes["then_branch"] = ir::attr_graph("then_branch", inner);
+  nested.attributes["else_branch"] = ir::attr_graph("else_branch", inner_else);
   ir::Node neg_c = make_node("Not", {"c"}, {"not_c"});
   ir::Node nested2 = nested;
   nested2.inputs = {"not_c"};
@@ -167,8 +161,8 @@ TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
   else_g.nodes.push_back(nested2);  // not c is true: the inner then branch (Identity of neg)
   else_g.outputs.push_back({"e_out2", DataType::kFloat32, std::nullopt, {}});
   ir::Node if_node = make_node("If", {"c"}, {"y"});
-  if_node.attributes["then_branch"] = attr_graph("then_branch", then_g);
-  if_node.attributes["else_branch"] = attr_graph("else_branch", else_g);
+  if_node.attributes["then_branch"] = ir::attr_graph("then_branch", then_g);
+  if_node.attributes["else_branch"] = ir::attr_graph("else_branch", else_g);
   g.nodes.push_back(if_node);
   g.outputs.push_back({"y", DataType::kFloat32, std::nullopt, {}});
   EXPECT_EQ(g.nodes.back().implicit_inputs(), (std::vector<std::string>{"c", "neg", "r"}));
