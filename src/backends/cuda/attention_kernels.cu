@@ -532,21 +532,50 @@ __device__ __forceinline__ void fp8_accumulate(float (&o)[DP / 8][4],
   }
 }
 
-// The warp's 16 output rows from row0 (pv_dq * o, float32 through a.o's strides).
+// The warp's 16 output rows from row0 (pv_dq * o through a.o's strides): float32, or quantized
+// (aq.out_t int8 / float8: pv_dq * o times 1 / out_scale, rounded and saturated as
+// QuantizeLinear does; the reciprocal's product is within one step of its division), two bytes
+// per store where the pair is adjacent.
 template <int DP>
-__device__ __forceinline__ void fp8_store(const AttentionDesc& a, int64_t b, int64_t row0,
-                                          const float (&o)[DP / 8][4], float pv_dq, int lane) {
-  float* op = static_cast<float*>(a.o) + b * a.o_st[0];
+__device__ __forceinline__ void fp8_store(const AttentionQDesc& aq, int64_t b, int64_t row0,
+                                          const float (&o)[DP / 8][4], int lane) {
+  const AttentionDesc& a = aq.a;
+  const int kind = aq.out_t == DataType::kFloat32 ? 0 : (aq.out_t == DataType::kInt8 ? 1 : 2);
+  const float inv = 1.0f / aq.out_scale;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t gr = row0 + lane / 4 + h * 8;
     if (gr >= a.sq) continue;
-    float* orow = op + gr * a.o_st[1];
+    const int64_t row = b * a.o_st[0] + gr * a.o_st[1];
 #pragma unroll
     for (int t = 0; t < DP / 8; ++t) {
       const int c = t * 8 + (lane % 4) * 2;
-      if (c < a.dv) orow[c * a.o_st[2]] = o[t][2 * h] * pv_dq;
-      if (c + 1 < a.dv) orow[(c + 1) * a.o_st[2]] = o[t][2 * h + 1] * pv_dq;
+      if (c >= a.dv) continue;
+      const float v0 = o[t][2 * h] * aq.pv_dq, v1 = o[t][2 * h + 1] * aq.pv_dq;
+      const int64_t at = row + c * a.o_st[2];
+      if (kind == 0) {
+        float* of = static_cast<float*>(a.o);
+        of[at] = v0;
+        if (c + 1 < a.dv) of[at + a.o_st[2]] = v1;
+        continue;
+      }
+      uint32_t pair;
+      if (kind == 1) {
+        const int32_t q0 = min(max(__float2int_rn(v0 * inv), -128), 127);
+        const int32_t q1 = min(max(__float2int_rn(v1 * inv), -128), 127);
+        pair = (static_cast<uint32_t>(q0) & 0xffu) | ((static_cast<uint32_t>(q1) & 0xffu) << 8);
+      } else {
+        pair =
+            __nv_cvt_float2_to_fp8x2(make_float2(v0 * inv, v1 * inv), __NV_SATFINITE,
+                                     aq.out_t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2);
+      }
+      uint8_t* ob = static_cast<uint8_t*>(a.o);
+      if (c + 1 < a.dv && a.o_st[2] == 1 && (at & 1) == 0) {
+        *reinterpret_cast<uint16_t*>(ob + at) = static_cast<uint16_t>(pair);
+      } else {
+        ob[at] = static_cast<uint8_t>(pair);
+        if (c + 1 < a.dv) ob[at + a.o_st[2]] = static_cast<uint8_t>(pair >> 8);
+      }
     }
   }
 }
@@ -623,7 +652,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     fp8_scores<DP>(s, qf, ks, valid, sscale, lane);
     fp8_accumulate<DP>(o, s, run_max, inv, vs, valid, kind, lane);
   }
-  if (active) fp8_store<DP>(a, b, q0 + warp * kRowsPerWarp, o, aq.pv_dq, lane);
+  if (active) fp8_store<DP>(aq, b, q0 + warp * kRowsPerWarp, o, lane);
 }
 
 // Resident kernel: a block quantizes K and V of its batch entry once (skp keys, a multiple of
@@ -687,7 +716,7 @@ __global__ void __launch_bounds__(kResThreads, DP <= 64 ? 2 : 1)
       fp8_scores<DP>(s, qf, ks + k0 * ldh, valid, sscale, lane);
       fp8_accumulate<DP>(o, s, run_max, inv, vs + k0 * ldh, valid, kind, lane);
     }
-    fp8_store<DP>(a, b, r0, o, aq.pv_dq, lane);
+    fp8_store<DP>(aq, b, r0, o, lane);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/kernels.h"
 #include "core/check.h"
 #include "ir/graph.h"
@@ -420,6 +421,10 @@ inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
 // the attention ops as they are. The float8 Q/DQ attention (QuantizeLinear -> QMatMul -> Softmax
 // -> QuantizeLinear -> QMatMul, into AttentionQ) unless TRTUTILS_CUDA_ATTENTION_FP8=0.
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset);
+// The float16 layers of a Q/DQ graph computed in float32 (graph_fusion.cpp says when and why);
+// fuse_for_gpu and fusion_plan run it first. absorbed (optional): removed Casts -> their
+// producer. Returns the number of changes.
+size_t promote_half_islands(ir::Graph& graph, std::map<std::string, FusedInto>* absorbed);
 
 // numpy matmul's output shape (1-D operands promoted and squeezed back).
 Shape matmul_shape(const ir::Node& node, const Shape& a, const Shape& b);

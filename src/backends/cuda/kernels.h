@@ -218,9 +218,9 @@ cudaError_t attention(DataType dt, const AttentionDesc& a, cudaStream_t stream);
 // The float8 / int8 Q/DQ attention of a quantized graph, with the graph's numerics: Q, K, V (a's
 // pointers, dtype in_t: float32 / float16 / bfloat16) quantized on load (x / scale, saturating;
 // E4M3, E5M2 or int8 with zero point 0), scores scale * qk_dq * (q8 . k8), softmax in float32,
-// the probabilities quantized (p / p_scale), O = pv_dq * (p8 . v8) written as float32 through
-// o's strides. in_t may also be the quantized type itself (operands quantized by their
-// producer; then scales 1 and no pre-scaling).
+// the probabilities quantized (p / p_scale), O = pv_dq * (p8 . v8) written as float32 (or
+// quantized, out_t) through o's strides. in_t may also be the quantized type itself (operands
+// quantized by their producer; then scales 1 and no pre-scaling).
 struct AttentionQDesc {
   AttentionDesc a;
   bool e4m3 = true;
@@ -233,6 +233,10 @@ struct AttentionQDesc {
   // x (op 0), rounded to the input dtype.
   float q_pre = 1, k_pre = 1;
   int q_pre_op = 0, k_pre_op = 0;
+  // O quantized (the QuantizeLinear after the attention, zero point 0): out_t int8 / float8 with
+  // its scale; float32 = O as it is.
+  DataType out_t = DataType::kFloat32;
+  float out_scale = 1;
 };
 cudaError_t attention_fp8(DataType in_t, const AttentionQDesc& aq, cudaStream_t stream);
 

@@ -344,7 +344,8 @@ class AttentionOp : public GpuOp {
 // QMatMul), with the graph's numerics (k::attention_fp8): attributes q_scale, k_scale, v_scale,
 // p_scale (the quantizers'), qk_dq, pv_dq (the two QMatMuls' products of scales), scale, e4m3
 // (1, or 0 for E5M2), int8 (1: int8 operands), q_pre / q_pre_op and k_pre / k_pre_op (a scalar
-// Mul (1) or Div (2) before the quantizer), views and perm_o as Attention. Output float32.
+// Mul (1) or Div (2) before the quantizer), views and perm_o as Attention. Output float32, or
+// quantized with y_type (int8 / float8 DataType code) and y_scale (the QuantizeLinear after it).
 // Operands whose batch axes do not collapse to one stride are copied dense first.
 class AttentionQOp : public GpuOp {
  public:
@@ -367,6 +368,13 @@ class AttentionQOp : public GpuOp {
     d_.q_pre_op = static_cast<int>(node.attr_int("q_pre_op", 0));
     d_.k_pre = node.attr_float("k_pre", 1.0f);
     d_.k_pre_op = static_cast<int>(node.attr_int("k_pre_op", 0));
+    if (node.attributes.count("y_type")) {  // the QuantizeLinear after it (graph_fusion.cpp)
+      d_.out_t = static_cast<DataType>(node.attr_int("y_type", 0));
+      d_.out_scale = node.attr_float("y_scale", 1.0f);
+      TRT_CHECK_ARG(d_.out_t == DataType::kInt8 || d_.out_t == DataType::kFloat8E4M3FN ||
+                        d_.out_t == DataType::kFloat8E5M2,
+                    "{}: y_type {} is not int8 or float8", node.describe(), dtype_name(d_.out_t));
+    }
     prequantized_ = node.attr_int("prequantized", 0) != 0;
     if (prequantized_) {  // the quantizers (and their pre-scalings) ran in the producer
       d_.q_scale = d_.k_scale = d_.v_scale = 1.0f;
@@ -392,7 +400,7 @@ class AttentionQOp : public GpuOp {
     }
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
     AttentionPlan pl = plan_attention(ctx, in, esz, view_q_, view_k_, view_v_, perm_o_);
-    void* py = ctx.make(*out.at(0), DataType::kFloat32, pl.y_shape);
+    void* py = ctx.make(*out.at(0), d_.out_t, pl.y_shape);
     if (pl.nb * pl.sq * pl.dv == 0) return;
     k::AttentionQDesc d = d_;
     if (!attention_desc(pl, py, d.a)) {  // dense operands, then strides that collapse

@@ -239,7 +239,10 @@ ir::Model built(ir::GraphBuilder& b) {
 // The MLP of a quantized transformer as the engine holds it after qdq_fusion: x -> QuantizeLinear
 // -> com.trtutils::QGemm (per-channel W, bias) -> erf GELU chain -> QuantizeLinear (h8, also a
 // graph output) -> QGemm -> y (float32). q: int8 or float8e4m3fn.
-ir::Model quantized_mlp(DataType q) {
+// half: the float rest in float16, as `quantize --high_precision_dtype fp16` writes it (each
+// product's float32 output cast to float16, the GELU and the second quantizer's input and scale
+// in float16, the output cast back to float32).
+ir::Model quantized_mlp(DataType q, bool half = false) {
   ir::GraphBuilder b("qmlp");
   const int64_t k = 32, n = 64;
   auto f32 = [&](const std::string& name, float v) {
@@ -262,11 +265,20 @@ ir::Model quantized_mlp(DataType q) {
     return b.node("QGemm", {in, s_in, zero, w, ws, "", bias}, {ir::attr_int("transB", 1)}, 1,
                   "com.trtutils")[0];
   };
-  const std::string h = qgemm(x8, "sx", k, n, "p1", 10);
-  const std::string g = gelu_chain(b, h, DataType::kFloat32, false, "g");
-  const std::string h8 = b.node("QuantizeLinear", {g, f32("sh", sh), zero})[0];
+  const DataType ft = half ? DataType::kFloat16 : DataType::kFloat32;
+  auto to = [&](const std::string& v, DataType t) {
+    return b.node("Cast", {v}, {ir::attr_int("to", static_cast<int64_t>(t))})[0];
+  };
+  std::string h = qgemm(x8, "sx", k, n, "p1", 10);
+  if (half) h = to(h, ft);
+  const std::string g = gelu_chain(b, h, ft, false, "g");
+  const std::string h8 =
+      b.node("QuantizeLinear", {g, b.initializer("sh", scalar_tensor(ft, sh)), zero})[0];
   b.output(h8);
-  b.output(qgemm(h8, "sh", n, k, "p2", 20));
+  // The fused product's own scale stays float32 (the builder's qdq_fusion makes that copy).
+  std::string y = qgemm(h8, half ? f32("sh32", sh) : std::string("sh"), n, k, "p2", 20);
+  if (half) y = to(to(y, ft), DataType::kFloat32);
+  b.output(y);
   return built(b);
 }
 
@@ -487,7 +499,10 @@ TEST(CudaFusion, QuantizedQkvProjectionMatchesCpu) {
 // x [s, b, k] -> QuantizeLinear -> QGemm (packed QKV, N = 3 h d) -> split into q, k, v [s, b, h d]
 // (Reshape / Unsqueeze / Transpose / Squeeze / Gather) -> heads [b h, s, d] (K as K^T) -> q / 8
 // -> QuantizeLinear each -> QMatMul -> Softmax -> QuantizeLinear -> QMatMul -> [b h, s, d].
-ir::Model quantized_self_attention(DataType q, int64_t s, int64_t bn, int64_t h, int64_t d) {
+// out_quant: the attention's output reshaped to [bn * h * s, d] and quantized (the output
+// projection's input quantizer).
+ir::Model quantized_self_attention(DataType q, int64_t s, int64_t bn, int64_t h, int64_t d,
+                                   bool out_quant = false) {
   ir::GraphBuilder b("qsa");
   const std::string zero = b.initializer("zero", Tensor(q, {}));
   const float top = q == DataType::kInt8 ? 127.0f : 448.0f;
@@ -511,8 +526,13 @@ ir::Model quantized_self_attention(DataType q, int64_t s, int64_t bn, int64_t h,
   const std::string s1 = b.node("QMatMul", {quant(qd, sx), sx, zero, quant(part[1], sx), sx, zero},
                                 {}, 1, "com.trtutils")[0];
   const std::string p = b.node("Softmax", {s1}, {ir::attr_int("axis", -1)})[0];
-  b.output(b.node("QMatMul", {quant(p, sp), sp, zero, quant(part[2], sx), sx, zero}, {}, 1,
-                  "com.trtutils")[0]);
+  const std::string o = b.node("QMatMul", {quant(p, sp), sp, zero, quant(part[2], sx), sx, zero},
+                               {}, 1, "com.trtutils")[0];
+  if (out_quant)
+    b.output(quant(b.node("Reshape", {o, int64s(b, "rows", {bn * h * s, d})})[0],
+                   f32("so", 0.5f / top)));
+  else
+    b.output(o);
   return built(b);
 }
 
@@ -534,54 +554,126 @@ TEST(GpuFusion, SelfAttentionQuantizersMoveIntoTheQkvProjection) {
   EXPECT_EQ(attn->attr_int("prequantized", 0), 1);
 }
 
+// The quantizer after the attention (behind a Reshape) becomes the attention's output type.
+TEST(GpuFusion, AttentionQuantizesItsOutput) {
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    ir::Model m = quantized_self_attention(q, 9, 2, 3, 16, true);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 2u);
+    EXPECT_EQ(count(m.graph, "QuantizeLinear"), 1) << dtype_name(q);  // the input's
+    const ir::Node* attn = nullptr;
+    for (const auto& nd : m.graph.nodes)
+      if (nd.op_type == "AttentionQ") attn = &nd;
+    ASSERT_TRUE(attn);
+    EXPECT_EQ(attn->attr_int("y_type", 0), static_cast<int64_t>(q));
+    EXPECT_NEAR(attn->attr_float("y_scale", 0), 0.5 / (q == DataType::kInt8 ? 127 : 448), 1e-9);
+    EXPECT_EQ(m.graph.nodes.back().op_type, "Reshape");
+    EXPECT_EQ(m.graph.nodes.back().outputs[0], m.graph.outputs[0].name);
+  }
+}
+
 TEST(CudaFusion, QuantizedSelfAttentionMatchesCpu) {
   TRT_REQUIRE_CUDA();
-  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
-    const int64_t s = 37, bn = 2, h = 3, d = 64;
-    const ir::Model m = quantized_self_attention(q, s, bn, h, d);
-    const std::map<std::string, Tensor> feeds{
-        {"x", random_tensor(DataType::kFloat32, {s, bn, h * d}, 6, -2.0f, 2.0f)}};
-    Session cpu(m);
-    const Tensor want = cpu.run(feeds).begin()->second;
-    cuda::Executor gpu(m, {});
-    const Tensor got = gpu.run(feeds).begin()->second;
-    ASSERT_EQ(got.shape(), want.shape());
-    quantize::MetricsAccumulator metrics;
-    metrics.add(want, got);
-    const double sqnr = metrics.result().sqnr_db;
-    // The projection's float16 products move a few values across a quantization boundary.
-    EXPECT_GE(sqnr, 25.0) << dtype_name(q);
-    for (const auto& kn : gpu.node_kernels())
-      std::cout << "[ kernel   ] " << dtype_name(q) << ": " << kn << " (SQNR " << sqnr << " dB)"
-                << std::endl;
-  }
+  for (int out_quant = 0; out_quant < 2; ++out_quant)
+    for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+      const int64_t s = 37, bn = 2, h = 3, d = 64;
+      const ir::Model m = quantized_self_attention(q, s, bn, h, d, out_quant != 0);
+      const std::map<std::string, Tensor> feeds{
+          {"x", random_tensor(DataType::kFloat32, {s, bn, h * d}, 6, -2.0f, 2.0f)}};
+      Session cpu(m);
+      const Tensor want = cpu.run(feeds).begin()->second;
+      cuda::Executor gpu(m, {});
+      const Tensor got = gpu.run(feeds).begin()->second;
+      ASSERT_EQ(got.shape(), want.shape());
+      ASSERT_EQ(got.dtype(), want.dtype());
+      quantize::MetricsAccumulator metrics;
+      metrics.add(want, got);
+      const double sqnr = metrics.result().sqnr_db;
+      // The projection's float16 products move a few values across a quantization boundary.
+      EXPECT_GE(sqnr, 25.0) << dtype_name(q);
+      for (const auto& kn : gpu.node_kernels())
+        std::cout << "[ kernel   ] " << dtype_name(q) << (out_quant ? " (quantized output)" : "")
+                  << ": " << kn << " (SQNR " << sqnr << " dB)" << std::endl;
+    }
 }
 
 // The fused product (GELU and quantization in its epilogue) against the CPU session running the
 // unfused graph: h8 within one quantization step (float rounding near a boundary), y by SQNR.
+// The float16 rest of a Q/DQ graph runs in float32 on the GPU: the Casts between floats go, the
+// float16 constants widen, and the GELU joins the product as in the float32 graph.
+TEST(GpuFusion, HalfIslandsOfAQdqGraphComputeInFloat) {
+  ir::Model m = quantized_mlp(DataType::kFloat8E4M3FN, true);
+  ASSERT_EQ(count(m.graph, "Cast"), 3);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  EXPECT_EQ(count(m.graph, "Erf"), 0);
+  EXPECT_EQ(count(m.graph, "Cast"), 1);  // the one writing the graph's output
+  for (const auto& [name, t] : m.graph.initializers)
+    EXPECT_NE(t.dtype(), DataType::kFloat16) << name;
+  const ir::Node& f = m.graph.nodes.at(1);
+  ASSERT_EQ(f.op_type, "QGemm");
+  EXPECT_EQ(f.attr_int("gelu", 0), 1);
+  // Off by switch; and a graph without quantized layers keeps its float16 layers.
+  ::setenv("TRTUTILS_CUDA_HALF_AS_FLOAT", "0", 1);
+  ir::Model k = quantized_mlp(DataType::kFloat8E4M3FN, true);
+  EXPECT_EQ(cuda::promote_half_islands(k.graph, nullptr), 0u);
+  ::unsetenv("TRTUTILS_CUDA_HALF_AS_FLOAT");
+  ir::GraphBuilder b("half");
+  const std::string x = b.input("x", DataType::kFloat32, {4});
+  b.output(b.node("Cast", {b.node("Cast", {x}, {ir::attr_int("to", 10)})[0]},
+                  {ir::attr_int("to", 1)})[0]);
+  ir::Model plain = built(b);
+  EXPECT_EQ(cuda::promote_half_islands(plain.graph, nullptr), 0u);
+}
+
+// QGemm (float output) -> Add(float32 residual): the residual joins the product's epilogue.
+TEST(GpuFusion, QuantizedGemmTakesItsResidual) {
+  ir::GraphBuilder b("qres");
+  const DataType q = DataType::kFloat8E4M3FN;
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  const std::string x = b.input("x", DataType::kFloat32, {6, 16});
+  const std::string res = b.input("res", DataType::kFloat32, {6, 8});
+  const std::string sx = b.initializer("sx", scalar_tensor(DataType::kFloat32, 0.01f));
+  const std::string x8 = b.node("QuantizeLinear", {x, sx, zero})[0];
+  const std::string w = b.initializer("w", random_tensor(q, {8, 16}, 3, -100.0f, 100.0f));
+  const std::string ws =
+      b.initializer("ws", random_tensor(DataType::kFloat32, {8}, 4, 1e-3f, 2e-3f));
+  const std::string y =
+      b.node("QGemm", {x8, sx, zero, w, ws, ""}, {ir::attr_int("transB", 1)}, 1, "com.trtutils")[0];
+  b.output(b.node("Add", {res, y})[0]);
+  ir::Model m = built(b);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  EXPECT_EQ(count(m.graph, "Add"), 0);
+  const ir::Node& f = m.graph.nodes.at(1);
+  ASSERT_EQ(f.op_type, "QGemm");
+  ASSERT_EQ(f.inputs.size(), 10u);
+  EXPECT_EQ(f.inputs[9], "res");
+  EXPECT_EQ(f.outputs[0], m.graph.outputs[0].name);
+}
+
 TEST(CudaFusion, QuantizedMlpMatchesCpu) {
   TRT_REQUIRE_CUDA();
-  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
-    const ir::Model m = quantized_mlp(q);
-    const std::map<std::string, Tensor> feeds{
-        {"x", random_tensor(DataType::kFloat32, {2, 9, 32}, 5, -3.0f, 3.0f)}};
-    Session cpu(m);
-    const auto want = cpu.run(feeds);
-    cuda::Executor gpu(m, {});
-    const auto got = gpu.run(feeds);
-    const std::string what(dtype_name(q));
-    const std::string h8 = m.graph.outputs[0].name, y = m.graph.outputs[1].name;
-    if (q == DataType::kInt8)
-      expect_within_steps(got.at(h8), want.at(h8), 1.0, what + " h8");
-    else
-      expect_close(got.at(h8), want.at(h8), {4e-3, 0.13}, what + " h8");
-    quantize::MetricsAccumulator metrics;
-    metrics.add(want.at(y), got.at(y));
-    const double sqnr = metrics.result().sqnr_db;
-    EXPECT_GE(sqnr, 30.0) << what;
-    for (const auto& k : gpu.node_kernels())
-      std::cout << "[ kernel   ] " << what << ": " << k << " (y SQNR " << sqnr << " dB)"
-                << std::endl;
+  for (int half = 0; half < 2; ++half) {
+    for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+      const ir::Model m = quantized_mlp(q, half != 0);
+      const std::map<std::string, Tensor> feeds{
+          {"x", random_tensor(DataType::kFloat32, {2, 9, 32}, 5, -3.0f, 3.0f)}};
+      Session cpu(m);
+      const auto want = cpu.run(feeds);
+      cuda::Executor gpu(m, {});
+      const auto got = gpu.run(feeds);
+      const std::string what = std::string(dtype_name(q)) + (half ? " (float16 rest)" : "");
+      const std::string h8 = m.graph.outputs[0].name, y = m.graph.outputs[1].name;
+      if (q == DataType::kInt8)
+        expect_within_steps(got.at(h8), want.at(h8), 1.0, what + " h8");
+      else
+        expect_close(got.at(h8), want.at(h8), {4e-3, 0.13}, what + " h8");
+      quantize::MetricsAccumulator metrics;
+      metrics.add(want.at(y), got.at(y));
+      const double sqnr = metrics.result().sqnr_db;
+      EXPECT_GE(sqnr, 30.0) << what;
+      for (const auto& k : gpu.node_kernels())
+        std::cout << "[ kernel   ] " << what << ": " << k << " (y SQNR " << sqnr << " dB)"
+                  << std::endl;
+    }
   }
 }
 
