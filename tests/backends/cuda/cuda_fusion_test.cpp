@@ -624,6 +624,50 @@ TEST(GpuFusion, HalfIslandsOfAQdqGraphComputeInFloat) {
   EXPECT_EQ(cuda::promote_half_islands(plain.graph, nullptr), 0u);
 }
 
+// What else carries float16 in a graph: Constant / ConstantOfShape values and Casts from
+// integers; integer Casts and Casts writing graph outputs stay.
+TEST(GpuFusion, HalfPromotionWidensConstantsAndDtypes) {
+  ir::GraphBuilder b("halfc");
+  const DataType q = DataType::kInt8;
+  const std::string x = b.input("x", DataType::kFloat32, {2, 4});
+  const std::string n = b.input("n", DataType::kInt64, {2, 4});
+  auto cast = [&](const std::string& v, DataType t) {
+    return b.node("Cast", {v}, {ir::attr_int("to", static_cast<int64_t>(t))})[0];
+  };
+  const std::string h = cast(x, DataType::kFloat16);
+  const std::string c = b.node(
+      "Constant", {}, {ir::attr_tensor("value", scalar_tensor(DataType::kFloat16, 0.5f))})[0];
+  const std::string e =
+      b.node("ConstantOfShape",
+             {b.initializer("shape", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {2, 4}))},
+             {ir::attr_tensor("value", Tensor(DataType::kFloat16, {1}))})[0];
+  const std::string s = b.node("Add", {b.node("Mul", {h, c})[0], e})[0];
+  const std::string si = b.node("Add", {s, cast(n, DataType::kFloat16)})[0];
+  const std::string zero = b.initializer("zero", Tensor(q, {}));
+  const std::string sc = b.initializer("sc", scalar_tensor(DataType::kFloat16, 0.05f));
+  b.output(b.node("QuantizeLinear", {si, sc, zero})[0]);
+  b.output(cast(si, DataType::kFloat32));
+  b.output(cast(cast(si, DataType::kFloat32), DataType::kInt32));
+  ir::Model m = built(b);
+  EXPECT_GT(cuda::promote_half_islands(m.graph, nullptr), 0u);
+  int casts = 0;
+  for (const auto& nd : m.graph.nodes) {
+    for (const auto& [name, a] : nd.attributes) {
+      if (a.kind == ir::Attribute::Kind::kTensor) EXPECT_EQ(a.t.dtype(), DataType::kFloat32);
+      if (name == "to") EXPECT_NE(a.i, 10) << nd.op_type;
+    }
+    if (nd.op_type == "Cast") {
+      ++casts;
+      EXPECT_NE(nd.inputs[0], "x");  // float32 -> float16: gone
+    }
+  }
+  // Left: int64 -> float32, the two Casts of the Add (no type inferred for it: kept, as they
+  // may be needed), and float -> int32.
+  EXPECT_EQ(casts, 4);
+  EXPECT_EQ(m.graph.initializers.at("sc").dtype(), DataType::kFloat32);
+  EXPECT_EQ(m.graph.nodes.front().op_type, "Constant");
+}
+
 // QGemm (float output) -> Add(float32 residual): the residual joins the product's epilogue.
 TEST(GpuFusion, QuantizedGemmTakesItsResidual) {
   ir::GraphBuilder b("qres");
