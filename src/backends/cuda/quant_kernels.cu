@@ -742,30 +742,15 @@ bool launch_epilogue_x8(const QEpilogue& e, int64_t n, cudaStream_t stream) {
   return true;
 }
 
-// TRTUTILS_CUDA_EPILOGUE_X8=0 leaves it out (A/B measurements).
-bool env_switch_device_x8() {
-  static const bool on = [] {
-    const char* v = std::getenv("TRTUTILS_CUDA_EPILOGUE_X8");
-    return !(v && v[0] == '0');
-  }();
-  return on;
-}
-
-// TRTUTILS_CUDA_EPILOGUE_X4=0 keeps the element-wise epilogue (A/B measurements).
-bool env_switch_device_x4() {
-  static const bool on = [] {
-    const char* v = std::getenv("TRTUTILS_CUDA_EPILOGUE_X4");
-    return !(v && v[0] == '0');
-  }();
-  return on;
+// An A/B switch: on unless the environment variable starts with '0' (callers read it once).
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return !(v && v[0] == '0');
 }
 
 // TRTUTILS_CUDA_INT8_DEPTHWISE16=0: the int8 depthwise kernel with 4 channels per thread only.
-bool env_switch_device_x16() {
-  static const bool on = [] {
-    const char* v = std::getenv("TRTUTILS_CUDA_INT8_DEPTHWISE16");
-    return !(v && v[0] == '0');
-  }();
+bool int8_depthwise16_on() {
+  static const bool on = env_on("TRTUTILS_CUDA_INT8_DEPTHWISE16");
   return on;
 }
 
@@ -870,7 +855,7 @@ cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const
   const bool fast_ok = !fast_epilogue(e).on || e.y_t != DataType::kInt8 ||
                        (aligned_to(e.y, 16) && (!e.residual || aligned_to(e.residual, 16)));
   if (!x_unsigned && d.c % 16 == 0 && aligned_to(x, 16) && aligned_to(w, 16) && fast_ok &&
-      env_switch_device_x16()) {
+      int8_depthwise16_on()) {
     const int32_t n16 = static_cast<int32_t>(n / 16);
     qconv_depthwise16_kernel<<<blocks_for(n16), kThreads, 0, stream>>>(
         static_cast<const uint4*>(x), static_cast<const uint4*>(w), d, e, n16);
@@ -896,8 +881,12 @@ cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
   if (e.parts > 0 && (!rows || e.grid0 > 0 || e.cols % e.parts != 0)) return cudaErrorInvalidValue;
   if (e.part_quant && (e.parts <= 0 || e.parts > QEpilogue::kMaxParts))
     return cudaErrorInvalidValue;
-  if (env_switch_device_x8() && launch_epilogue_x8(e, n, stream)) return cudaGetLastError();
-  if (env_switch_device_x4() && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
+  // TRTUTILS_CUDA_EPILOGUE_X8=0 leaves the specialised epilogue out, TRTUTILS_CUDA_EPILOGUE_X4=0
+  // the four-channel one too (A/B measurements).
+  static const bool x8 = env_on("TRTUTILS_CUDA_EPILOGUE_X8"),
+                    x4 = env_on("TRTUTILS_CUDA_EPILOGUE_X4");
+  if (x8 && launch_epilogue_x8(e, n, stream)) return cudaGetLastError();
+  if (x4 && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
   // 32-bit indices while i + the grid stride (< 2^28) cannot overflow.
   const bool small = n < (int64_t{1} << 30);
   if (rows && small) {
