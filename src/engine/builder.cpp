@@ -725,7 +725,10 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
       r.device = "gpu";
       r.kernel = cuda_kernel_label(g, n);
       auto f = fused.find(n.name);
-      if (f != fused.end()) r.kernel = "fused: cuda." + f->second.op + " (" + f->second.node + ")";
+      if (f != fused.end())
+        r.kernel = f->second.op.empty()
+                       ? "removed: " + f->second.node
+                       : "fused: cuda." + f->second.op + " (" + f->second.node + ")";
     }
     r.tactic = n.attr_string("tactic", "");
     ed.layers.push_back(r);

@@ -422,8 +422,8 @@ inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
 // -> QuantizeLinear -> QMatMul, into AttentionQ) unless TRTUTILS_CUDA_ATTENTION_FP8=0.
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset);
 // The float16 layers of a Q/DQ graph computed in float32 (graph_fusion.cpp says when and why);
-// fuse_for_gpu and fusion_plan run it first. absorbed (optional): removed Casts -> their
-// producer. Returns the number of changes.
+// fuse_for_gpu and fusion_plan run it first. absorbed (optional): the removed Casts, with an
+// empty op (the builder labels them "removed: ..."). Returns the number of changes.
 size_t promote_half_islands(ir::Graph& graph, std::map<std::string, FusedInto>* absorbed);
 
 // numpy matmul's output shape (1-D operands promoted and squeezed back).

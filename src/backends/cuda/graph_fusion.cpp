@@ -1073,7 +1073,6 @@ size_t promote_half_islands(ir::Graph& g, std::map<std::string, FusedInto>* abso
   std::unordered_set<std::string> graph_outputs;
   for (const auto& v : g.outputs) graph_outputs.insert(v.name);
   std::unordered_map<std::string, std::string> renamed;  // removed Cast's output -> its input
-  std::unordered_map<std::string, size_t> producer;
   std::vector<ir::Node> kept;
   kept.reserve(g.nodes.size());
   for (auto& n : g.nodes) {
@@ -1098,17 +1097,11 @@ size_t promote_half_islands(ir::Graph& g, std::map<std::string, FusedInto>* abso
       if (float_dtype(static_cast<DataType>(to)) && float_in &&
           !graph_outputs.count(n.outputs[0])) {
         renamed[n.outputs[0]] = n.inputs[0];
-        if (absorbed) {
-          auto p = producer.find(n.inputs[0]);
-          if (p != producer.end())
-            (*absorbed)[n.name] = FusedInto{kept[p->second].op_type, kept[p->second].name};
-        }
+        if (absorbed) (*absorbed)[n.name] = FusedInto{"", "the float16 rest runs in float32"};
         ++changed;
         continue;
       }
     }
-    for (const auto& o : n.outputs)
-      if (!o.empty()) producer[o] = kept.size();
     kept.push_back(std::move(n));
   }
   g.nodes = std::move(kept);
