@@ -7,7 +7,7 @@
 //   W   <- DequantizeLinear(w_q, w_scale, w_zp)     Conv/Gemm (and MatMul with a 2-D constant
 //          w_q): w_q an initializer, per tensor or per output channel, zero zero points;
 //          MatMul otherwise: per tensor (QMatMul)
-//   [-> Add(constant bias of N values)]             MatMul, and Gemm without C
+//   [-> Add(constant bias of N values)]             MatMul, Gemm without C, Conv without B
 //   [-> Add(residual of the same shape, float or DequantizeLinear(r_q) per tensor)]
 //   [-> Relu | Clip | LeakyRelu | Sigmoid | HardSwish]
 //   [-> QuantizeLinear(y_scale, y_zp)]              per tensor, saturating
@@ -223,9 +223,11 @@ class Fuser {
   }
 
   // The island's tail after the compute node: fills `f`'s inputs/attributes, `chain` and `out`.
-  // bias_channels > 0: an Add of a constant with that many values may be the bias.
-  void match_tail(ir::Node& f, std::vector<size_t>& chain, std::string& out,
-                  int64_t bias_channels) {
+  // bias_channels > 0: an Add of a constant with that many values may be the bias, along the
+  // last axis (channel_axis1: along axis 1, a convolution's NCHW output; such a bias is kept as a
+  // 1-D float32 copy).
+  void match_tail(ir::Node& f, std::vector<size_t>& chain, std::string& out, int64_t bias_channels,
+                  bool channel_axis1 = false) {
     const auto out_shape = known_shape(g_, out);
     auto next = single_reader(out);
     auto is_add = [&](size_t i) {
@@ -237,13 +239,21 @@ class Fuser {
       const ir::Node& n = g_.nodes[i];
       return n.inputs[0] == out ? n.inputs[1] : n.inputs[0];
     };
-    // Bias: Add(out, constant [N] / [1, ..., N]) that does not broadcast out.
+    // Bias: Add(out, constant [N] / [1, ..., N]) that does not broadcast out (channel_axis1:
+    // [M, 1, ..., 1] / [1, M, 1, ..., 1]).
     if (next && bias_channels > 0 && is_add(*next) && out_shape) {
       const Tensor* c = g_.initializer(other_input(*next));
       bool ok = c && float_hp(c->dtype()) && c->numel() == bias_channels && c->rank() >= 1 &&
-                c->rank() <= out_shape->size() && c->shape().back() == bias_channels;
+                c->rank() <= static_cast<int64_t>(out_shape->size());
+      if (ok && channel_axis1) {
+        const int64_t at = 1 - (static_cast<int64_t>(out_shape->size()) - c->rank());
+        ok = at >= 0 && c->dim(at) == bias_channels;
+      } else if (ok) {
+        ok = c->shape().back() == bias_channels;
+      }
       if (ok && !f.has_input(kBias)) {
-        f.inputs[kBias] = other_input(*next);
+        f.inputs[kBias] =
+            channel_axis1 ? flat_float32_copy(other_input(*next)) : other_input(*next);
         chain.push_back(*next);
         out = g_.nodes[*next].outputs[0];
         next = single_reader(out);
@@ -358,6 +368,8 @@ class Fuser {
       f.op_type = "QConv";
       f.attributes = n.attributes;
       f.inputs[kBias] = n.has_input(2) ? n.inputs[2] : "";
+      // A bias Add after it (quantize --high_precision_dtype fp16 writes the bias that way).
+      if (!n.has_input(2)) bias_channels = (*ws)[0].value;
     } else if (n.op_type == "Gemm") {
       if (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.0f) != 1.0f) return;
       const bool tb = n.attr_int("transB", 0) != 0;
@@ -406,7 +418,7 @@ class Fuser {
 
     std::vector<size_t> chain;
     std::string out = n.outputs[0];
-    match_tail(f, chain, out, bias_channels);
+    match_tail(f, chain, out, bias_channels, n.op_type == "Conv");
 
     f.name = n.name.empty() ? g_.unique_name(f.op_type) : n.name;
     f.domain = kDomain;
@@ -445,6 +457,15 @@ class Fuser {
       g_.value_info.erase(g_.nodes[chain[k]].outputs[0]);
     replacement_.emplace(chain.empty() ? i : chain.back(), std::move(nodes));
     ++fused_;
+  }
+
+  // A 1-D float32 initializer with v's values (one copy per v).
+  std::string flat_float32_copy(const std::string& v) {
+    const Tensor* t = g_.initializer(v);
+    const std::string name = g_.unique_name(v + "_bias");
+    g_.initializers[name] =
+        Tensor::from_vector<float>(DataType::kFloat32, {t->numel()}, t->to_float_vector());
+    return name;
   }
 
   // A float32 initializer with v's values (v itself when it is float32; one copy per v).

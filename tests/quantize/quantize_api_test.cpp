@@ -11,6 +11,7 @@
 #include "engine/session.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
+#include "ops/qlinear_ops.h"
 #include "passes/passes.h"
 #include "quantize/quantize_test_util.h"
 #include "quantize/report.h"
@@ -272,6 +273,20 @@ TEST_F(QuantizeApiTest, Fp16HighPrecisionGraphFusesIntoQuantizedOps) {
     o.high_precision_dtype = "fp16";
     quantize_onnx(o);
     const ir::Model q = onnx_io::load_model(o.output_path);
+    // A quantized Conv / Gemm keeps no float16 bias of its own (ONNX Runtime's
+    // WeightBiasQuantization would quantize it to int32 in float16, overflowing): the bias is an
+    // Add after it, which the fusion below takes back.
+    std::set<std::string> dq_out;
+    for (const auto& n : q.graph.nodes)
+      if (n.op_type == "DequantizeLinear") dq_out.insert(n.outputs[0]);
+    int quantized_layers = 0;
+    for (const auto& n : q.graph.nodes) {
+      if ((n.op_type == "Conv" || n.op_type == "Gemm") && dq_out.count(n.inputs[0])) {
+        ++quantized_layers;
+        EXPECT_FALSE(n.has_input(2)) << mode << " " << n.name;
+      }
+    }
+    EXPECT_EQ(quantized_layers, 3) << mode;
     ir::Model fused = q;
     passes::run_pipeline(fused.graph, fused.opset());
     int quantized_ops = 0, casts_back = 0;
@@ -287,6 +302,14 @@ TEST_F(QuantizeApiTest, Fp16HighPrecisionGraphFusesIntoQuantizedOps) {
     }
     EXPECT_EQ(quantized_ops, 3) << mode;  // conv1, conv2, fc
     EXPECT_GE(casts_back, 1) << mode;
+    for (const auto& n : fused.graph.nodes) {  // each bias back in its layer
+      EXPECT_NE(n.op_type, "Add") << mode;
+      if ((n.op_type == "QConv" || n.op_type == "QGemm") && n.has_input(ops::qlinear::kBias)) {
+        const Tensor* b = fused.graph.initializer(n.inputs[ops::qlinear::kBias]);
+        ASSERT_TRUE(b) << mode;
+        EXPECT_EQ(b->rank(), 1) << mode << " " << n.name;
+      }
+    }
     const Tensor x = randn({4, 16, 8, 8}, 21, 1.0f);
     SessionOptions off;
     off.run_passes = false;  // the Q/DQ graph as saved, node by node
