@@ -243,11 +243,13 @@ class Fuser {
     // [M, 1, ..., 1] / [1, M, 1, ..., 1]).
     if (next && bias_channels > 0 && is_add(*next) && out_shape) {
       const Tensor* c = g_.initializer(other_input(*next));
-      bool ok = c && float_hp(c->dtype()) && c->numel() == bias_channels && c->rank() >= 1 &&
-                c->rank() <= static_cast<int64_t>(out_shape->size());
+      const int64_t out_rank = static_cast<int64_t>(out_shape->size());
+      const int64_t c_rank = c ? static_cast<int64_t>(c->rank()) : 0;
+      bool ok = c && float_hp(c->dtype()) && c->numel() == bias_channels && c_rank >= 1 &&
+                c_rank <= out_rank;
       if (ok && channel_axis1) {
-        const int64_t at = 1 - (static_cast<int64_t>(out_shape->size()) - c->rank());
-        ok = at >= 0 && c->dim(at) == bias_channels;
+        const int64_t at = 1 - (out_rank - c_rank);  // out's axis 1, right-aligned in c
+        ok = at >= 0 && c->dim(static_cast<size_t>(at)) == bias_channels;
       } else if (ok) {
         ok = c->shape().back() == bias_channels;
       }

@@ -653,8 +653,12 @@ TEST(GpuFusion, HalfPromotionWidensConstantsAndDtypes) {
   int casts = 0;
   for (const auto& nd : m.graph.nodes) {
     for (const auto& [name, a] : nd.attributes) {
-      if (a.kind == ir::Attribute::Kind::kTensor) EXPECT_EQ(a.t.dtype(), DataType::kFloat32);
-      if (name == "to") EXPECT_NE(a.i, 10) << nd.op_type;
+      if (a.kind == ir::Attribute::Kind::kTensor) {
+        EXPECT_EQ(a.t.dtype(), DataType::kFloat32);
+      }
+      if (name == "to") {
+        EXPECT_NE(a.i, 10) << nd.op_type;
+      }
     }
     if (nd.op_type == "Cast") {
       ++casts;
