@@ -15,6 +15,7 @@
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/qlinear_kernels.h"
 #include "ir/graph_builder.h"
+#include "ops/qlinear_ops.h"
 #include "passes/passes.h"
 #include "trtutils/status.h"
 
@@ -116,6 +117,9 @@ struct Island {
   int64_t rows = 5, kk = 19, cols = 13;
   bool trans_b = false;
   bool bias = true;
+  // Conv: the bias as an Add after it, of shape [M, 1, 1] (rank 3) or [1, M, 1, 1] (rank 4);
+  // 0: the Conv's own input.
+  int bias_add_rank = 0;
   std::string residual;  // "", "quantized", "float"
   std::string act;       // "", Relu, Clip, LeakyRelu, Sigmoid, HardSwish
   bool quantize_out = true;
@@ -164,10 +168,14 @@ Built build(const Island& s) {
         dq(b.initializer("wq", qw.q), b.initializer("ws", qw.scale),
            b.initializer("wzp", Tensor(s.wt, qw.scale.shape())), {ir::attr_int("axis", 0)});
     std::vector<std::string> in{xf, w};
-    if (s.bias) in.push_back(b.initializer("bias", random_floats({s.m}, 13)));
+    if (s.bias && !s.bias_add_rank) in.push_back(b.initializer("bias", random_floats({s.m}, 13)));
     t = b.node("Conv", in,
                {ir::attr_ints("pads", {s.pad, s.pad, s.pad, s.pad}),
                 ir::attr_ints("strides", {s.stride, s.stride}), ir::attr_int("group", s.group)})[0];
+    if (s.bias && s.bias_add_rank) {
+      const Shape bs = s.bias_add_rank == 3 ? Shape{s.m, 1, 1} : Shape{1, s.m, 1, 1};
+      t = b.node("Add", {t, b.initializer("bias", random_floats(bs, 13))})[0];
+    }
     channels = s.m;
     ts = {s.n, s.m, (s.h + 2 * s.pad - s.k) / s.stride + 1, (s.w + 2 * s.pad - s.k) / s.stride + 1};
   } else if (s.op == "MatMulAct") {
@@ -403,6 +411,30 @@ TEST(QdqFusion, ConvEpiloguesInt8) {
           SCOPED_TRACE(describe(s));
           check_island(s, "QConv");
         }
+}
+
+// A Conv's bias as an Add of [M, 1, 1] / [1, M, 1, 1] after it (as `quantize
+// --high_precision_dtype fp16` writes it, for ONNX Runtime's sake) fuses as the QConv's bias.
+TEST(QdqFusion, ConvBiasAddAfterTheLayer) {
+  for (int rank : {3, 4})
+    for (const std::string res : {"", "quantized"}) {
+      Island s;
+      s.c = 8;
+      s.m = 12;
+      s.bias_add_rank = rank;
+      s.residual = res;
+      s.act = "Relu";
+      SCOPED_TRACE(describe(s) + " bias_add_rank " + std::to_string(rank));
+      const ir::Graph g = check_island(s, "QConv");
+      const ir::Node* f = nullptr;
+      for (const auto& n : g.nodes)
+        if (n.op_type == "QConv") f = &n;
+      ASSERT_TRUE(f);
+      ASSERT_TRUE(f->has_input(ops::qlinear::kBias));
+      const Tensor* b = g.initializer(f->inputs[ops::qlinear::kBias]);
+      ASSERT_TRUE(b);
+      EXPECT_EQ(b->shape(), (Shape{12}));
+    }
 }
 
 TEST(QdqFusion, ConvUint8WithZeroPoints) {
