@@ -798,9 +798,7 @@ class Fuser {
   // of three passes over float32 activations (a transformer's MLP).
   size_t fuse_qgemm_gelu(size_t i) {
     const ir::Node& g = g_.nodes[i];
-    if (g.outputs.size() != 1 || g.inputs.size() > ops::qlinear::kYScale ||
-        g.attributes.count("activation") || g.attributes.count("gelu"))
-      return 0;
+    if (!float_qgemm(g, {"gelu"})) return 0;
     std::vector<size_t> chain;
     const std::string y = match_gelu(g.outputs[0], chain);
     if (y.empty()) return 0;
@@ -819,21 +817,24 @@ class Fuser {
     return place(std::move(f), chain);
   }
 
-  // LayerNormalization over the last axis (Mean / InvStdDev unused) [-> Transpose(1, 0, 2)] ->
-  // QuantizeLinear per tensor  => com.trtutils.cuda::LayerNormQuantize (X, Scale, B, y_scale,
-  // y_zero_point; epsilon, swap01): the normalised rows go out as quantized bytes, transposed on
-  // the way, instead of float32 rows that a Transpose and a quantizer read back (the input of a
-  // quantized transformer's QKV and MLP projections).
   // com.trtutils::QGemm with a float output (no y_scale, residual or activation; W 2-D constant)
   // -> Reshape [R0, R1, N] -> Transpose(1, 0, 2) [-> Add(residual of that shape)]  => the QGemm
   // with y_grid = [R0, R1] (and the residual as its R): the attention's output projection
   // writes the batch-first rows itself and adds the skip connection in its epilogue.
+  // A QGemm with one float output (no y_scale, residual or activation) and none of the
+  // attributes `also` (epilogue features set by an earlier fusion).
+  static bool float_qgemm(const ir::Node& g, std::initializer_list<const char*> also) {
+    if (g.outputs.size() != 1 || g.inputs.size() > ops::qlinear::kYScale ||
+        g.attributes.count("activation"))
+      return false;
+    for (const char* a : also)
+      if (g.attributes.count(a)) return false;
+    return true;
+  }
   size_t fuse_qgemm_grid(size_t i) {
     using ops::qlinear::kResidual;
     const ir::Node& g = g_.nodes[i];
-    if (g.outputs.size() != 1 || g.inputs.size() > ops::qlinear::kYScale ||
-        g.attributes.count("activation") || g.attributes.count("y_grid"))
-      return 0;
+    if (!float_qgemm(g, {"y_grid"})) return 0;
     const Tensor* w = g.inputs.size() > ops::qlinear::kW ? g_.initializer(g.inputs[3]) : nullptr;
     if (!w || w->rank() != 2) return 0;
     const int64_t n = g.attr_int("transB", 0) != 0 ? w->dim(0) : w->dim(1);
@@ -856,10 +857,7 @@ class Fuser {
   size_t fuse_qgemm_residual(size_t i) {
     using ops::qlinear::kResidual;
     const ir::Node& g = g_.nodes[i];
-    if (g.outputs.size() != 1 || g.inputs.size() > ops::qlinear::kYScale ||
-        g.attributes.count("activation") || g.attributes.count("gelu") ||
-        g.attributes.count("y_grid") || g.attributes.count("y_split"))
-      return 0;
+    if (!float_qgemm(g, {"gelu", "y_grid", "y_split"})) return 0;
     ir::Node f = g;
     f.inputs.resize(kResidual);
     std::vector<size_t> chain{i};
@@ -889,9 +887,7 @@ class Fuser {
   // Gathers after it then read contiguous slices).
   size_t fuse_qgemm_split(size_t i) {
     const ir::Node& g = g_.nodes[i];
-    if (g.outputs.size() != 1 || g.inputs.size() > ops::qlinear::kYScale ||
-        g.attributes.count("activation") || g.attributes.count("y_grid"))
-      return 0;
+    if (!float_qgemm(g, {"y_grid"})) return 0;
     const std::vector<int64_t> ys = static_shape(g.outputs[0]);
     if (ys.size() < 2) return 0;
     const int64_t n = ys.back();
@@ -933,6 +929,11 @@ class Fuser {
     return place(std::move(f), chain);
   }
 
+  // LayerNormalization over the last axis (Mean / InvStdDev unused) [-> Transpose(1, 0, 2)] ->
+  // QuantizeLinear per tensor  => com.trtutils.cuda::LayerNormQuantize (X, Scale, B, y_scale,
+  // y_zero_point; epsilon, swap01): the normalised rows go out as quantized bytes, transposed on
+  // the way, instead of float32 rows that a Transpose and a quantizer read back (the input of a
+  // quantized transformer's QKV and MLP projections).
   size_t fuse_layer_norm_quantize(size_t i) {
     const ir::Node& ln = g_.nodes[i];
     if (ln.inputs.size() < 2 || ln.outputs.empty()) return 0;
