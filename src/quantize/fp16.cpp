@@ -16,9 +16,6 @@ Tensor to_fp16(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) d[i] = float_to_half(s[i]);
   return r;
 }
-}  // namespace
-
-namespace {
 
 // Conv / ConvTranspose / Gemm with dequantized X and W and a constant bias: the bias moves to an
 // Add after the layer (Conv: the values as [M, 1, ..., 1]; Gemm: C times beta). ONNX Runtime's
@@ -27,43 +24,38 @@ namespace {
 // and bias that overflows float16 for small scales (18 of MobileNetV2's 51 quantized Convs) and
 // the layer's output is garbage (the model at 5.9 dB against the float one). It leaves a layer
 // without a bias alone. TensorRT and the engine builder (qdq_fusion) fuse the Add back into the
-// layer's bias.
+// layer's bias. Runs before the float32 constants become float16.
 void move_quantized_biases(ir::Graph& g) {
   std::unordered_map<std::string, std::string> dq_input;  // DequantizeLinear output -> its x
   for (const auto& n : g.nodes)
     if (n.op_type == "DequantizeLinear" && n.outputs.size() == 1 && n.has_input(0))
       dq_input[n.outputs[0]] = n.inputs[0];
-  auto dequantized = [&](const std::string& v) { return dq_input.count(v) != 0; };
   std::vector<ir::Node> out;
   out.reserve(g.nodes.size());
   for (auto& n : g.nodes) {
     const bool conv = n.op_type == "Conv" || n.op_type == "ConvTranspose";
-    const bool gemm = n.op_type == "Gemm";
     const Tensor* b = n.has_input(2) ? g.initializer(n.inputs[2]) : nullptr;
-    if (!(conv || gemm) || !b || b->dtype() != DataType::kFloat16 || n.outputs.size() != 1 ||
-        !dequantized(n.inputs[0]) || !dequantized(n.inputs[1])) {
+    const bool dequantized =
+        b && n.outputs.size() == 1 && dq_input.count(n.inputs[0]) && dq_input.count(n.inputs[1]);
+    const Tensor* wq = dequantized ? g.initializer(dq_input.at(n.inputs[1])) : nullptr;
+    const bool fits = dequantized && b->dtype() == DataType::kFloat32 &&
+                      (conv ? wq && wq->rank() >= 3 && b->rank() == 1 : n.op_type == "Gemm");
+    if (!fits) {
       out.push_back(std::move(n));
       continue;
     }
-    Tensor bias = *b;
+    std::vector<float> v = b->to_float_vector();
+    Shape shape = b->shape();
     if (conv) {  // [M] -> [M, 1, ..., 1] over the output's spatial axes
-      const Tensor* wq = g.initializer(dq_input.at(n.inputs[1]));
-      if (!wq || wq->rank() < 3 || b->rank() != 1) {
-        out.push_back(std::move(n));
-        continue;
-      }
-      Shape shape(static_cast<size_t>(wq->rank() - 1), 1);
+      shape.assign(wq->rank() - 1, 1);
       shape[0] = b->numel();
-      bias = to_fp16(Tensor::from_vector<float>(DataType::kFloat32, shape, b->to_float_vector()));
     } else {
       const float beta = n.attr_float("beta", 1.0f);
-      std::vector<float> v = b->to_float_vector();
       for (float& x : v) x *= beta;
-      bias = to_fp16(Tensor::from_vector<float>(DataType::kFloat32, b->shape(), v));
       n.attributes.erase("beta");
     }
     const std::string bname = g.unique_name(n.inputs[2] + "_bias");
-    g.initializers[bname] = bias;
+    g.initializers[bname] = Tensor::from_vector<float>(DataType::kFloat32, shape, v);
     const std::string y = n.outputs[0];
     const std::string raw = g.unique_name(y + "_nobias");
     n.inputs.resize(2);
@@ -85,6 +77,7 @@ void move_quantized_biases(ir::Graph& g) {
 void convert_to_fp16(ir::Model& model) {
   TRT_CHECK(model.opset() >= 19, ErrorCode::kInternal, "convert_to_fp16 needs opset >= 19");
   ir::Graph& g = model.graph;
+  move_quantized_biases(g);
   // Inputs that must stay fp32 whatever the data type: Resize's roi and scales.
   std::set<std::string> keep;
   for (const auto& n : g.nodes)
@@ -99,7 +92,6 @@ void convert_to_fp16(ir::Model& model) {
         n.attributes["value"].t.dtype() == DataType::kFloat32)
       n.attributes["value"].t = to_fp16(n.attributes["value"].t);
   }
-  move_quantized_biases(g);
   std::vector<ir::Node> casts;
   // Graph inputs: fp32 outside, cast to fp16 for their readers.
   for (const auto& in : g.inputs) {

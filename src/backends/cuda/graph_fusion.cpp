@@ -49,6 +49,15 @@ bool default_domain(const ir::Node& n) {
   return n.domain.empty() || n.domain == "ai.onnx";
 }
 
+// An A/B switch read at every call (the tests set and unset them): on unless the variable is 0,
+// off or false.
+bool switch_on(const char* name) {
+  const char* e = std::getenv(name);
+  if (!e) return true;
+  const std::string v = e;
+  return !(v == "0" || v == "off" || v == "false");
+}
+
 class Fuser {
  public:
   Fuser(ir::Graph& g, int64_t opset, bool attention, bool attention_fp8)
@@ -555,19 +564,20 @@ class Fuser {
         q.outputs.size() != 1 || q.attr_int("saturate", 1) != 1)
       return SIZE_MAX;
     scale = scalar(q.inputs[1]);
-    const Tensor* zp = g_.initializer(q.inputs[2]);
-    if (std::isnan(scale) || scale <= 0.0f || !zp || zp->numel() != 1 || zp->at_double(0) != 0.0)
-      return SIZE_MAX;
-    if (zp->dtype() == DataType::kFloat8E4M3FN) {
-      kind = 0;
-    } else if (zp->dtype() == DataType::kFloat8E5M2) {
-      kind = 1;
-    } else if (zp->dtype() == DataType::kInt8) {
-      kind = 2;
-    } else {
-      return SIZE_MAX;
-    }
+    const DataType t = zero_point_0_type(q);
+    if (std::isnan(scale) || scale <= 0.0f || t == DataType::kUndefined) return SIZE_MAX;
+    kind = t == DataType::kFloat8E4M3FN ? 0 : (t == DataType::kFloat8E5M2 ? 1 : 2);
     return it->second;
+  }
+  // The type a QuantizeLinear writes when its zero point is a constant 0 of int8, float8 E4M3 or
+  // E5M2; else kUndefined.
+  DataType zero_point_0_type(const ir::Node& q) const {
+    const Tensor* zp = q.inputs.size() == 3 ? g_.initializer(q.inputs[2]) : nullptr;
+    if (!zp || zp->numel() != 1 || zp->at_double(0) != 0.0) return DataType::kUndefined;
+    const DataType t = zp->dtype();
+    return t == DataType::kInt8 || t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E5M2
+               ? t
+               : DataType::kUndefined;
   }
   // A QMatMul without bias, residual or quantized output, per-tensor scales and zero points 0:
   // the product of its scales, else NaN.
@@ -675,8 +685,7 @@ class Fuser {
   // y_scale), the Reshape moves bytes, and the quantizer goes: a quarter of the bytes, and no
   // float32 pass between the two. TRTUTILS_CUDA_ATTENTION_QOUT=0 leaves the quantizer.
   void fold_output_quantizer(ir::Node& f) {
-    if (const char* e = std::getenv("TRTUTILS_CUDA_ATTENTION_QOUT"))  // read at every call
-      if (std::string(e) == "0") return;
+    if (!switch_on("TRTUTILS_CUDA_ATTENTION_QOUT")) return;
     std::string v = f.outputs[0];
     size_t reshape = only_reader(v);
     if (reshape == SIZE_MAX) return;
@@ -689,11 +698,8 @@ class Fuser {
     const size_t qi = per_tensor_quantizer_of(v);
     if (qi == SIZE_MAX) return;
     const ir::Node& q = g_.nodes[qi];
-    const Tensor* zp = g_.initializer(q.inputs[2]);
-    const DataType t = zp->dtype();
-    if (zp->at_double(0) != 0.0 || q.attributes.count("output_dtype") ||
-        (t != DataType::kInt8 && t != DataType::kFloat8E4M3FN && t != DataType::kFloat8E5M2))
-      return;
+    const DataType t = zero_point_0_type(q);
+    if (t == DataType::kUndefined) return;
     set_float(f, "y_scale", scalar(q.inputs[1]));
     set_int(f, "y_type", static_cast<int64_t>(t));
     if (reshape != SIZE_MAX) {
@@ -817,10 +823,6 @@ class Fuser {
     return place(std::move(f), chain);
   }
 
-  // com.trtutils::QGemm with a float output (no y_scale, residual or activation; W 2-D constant)
-  // -> Reshape [R0, R1, N] -> Transpose(1, 0, 2) [-> Add(residual of that shape)]  => the QGemm
-  // with y_grid = [R0, R1] (and the residual as its R): the attention's output projection
-  // writes the batch-first rows itself and adds the skip connection in its epilogue.
   // A QGemm with one float output (no y_scale, residual or activation) and none of the
   // attributes `also` (epilogue features set by an earlier fusion).
   static bool float_qgemm(const ir::Node& g, std::initializer_list<const char*> also) {
@@ -831,6 +833,10 @@ class Fuser {
       if (g.attributes.count(a)) return false;
     return true;
   }
+  // com.trtutils::QGemm with a float output (no y_scale, residual or activation; W 2-D constant)
+  // -> Reshape [R0, R1, N] -> Transpose(1, 0, 2) [-> Add(residual of that shape)]  => the QGemm
+  // with y_grid = [R0, R1] (and the residual as its R): the attention's output projection
+  // writes the batch-first rows itself and adds the skip connection in its epilogue.
   size_t fuse_qgemm_grid(size_t i) {
     using ops::qlinear::kResidual;
     const ir::Node& g = g_.nodes[i];
@@ -1035,10 +1041,7 @@ Tensor widened(const Tensor& t) {
 }  // namespace
 
 size_t promote_half_islands(ir::Graph& g, std::map<std::string, FusedInto>* absorbed) {
-  if (const char* e = std::getenv("TRTUTILS_CUDA_HALF_AS_FLOAT")) {  // read at every call
-    const std::string v = e;
-    if (v == "0" || v == "off" || v == "false") return 0;
-  }
+  if (!switch_on("TRTUTILS_CUDA_HALF_AS_FLOAT")) return 0;
   for (const auto& v : g.inputs)
     if (v.dtype == DataType::kFloat16 && !g.is_initializer(v.name)) return 0;
   for (const auto& v : g.outputs)
@@ -1113,12 +1116,9 @@ size_t promote_half_islands(ir::Graph& g, std::map<std::string, FusedInto>* abso
 }
 
 // The float8 Q/DQ attention fusion: on unless TRTUTILS_CUDA_ATTENTION_FP8 is 0 / off / false
-// (the layers one by one, for A/B runs). Read at every call (the tests switch it).
+// (the layers one by one, for A/B runs).
 static bool attention_fp8_enabled() {
-  const char* e = std::getenv("TRTUTILS_CUDA_ATTENTION_FP8");
-  if (!e) return true;
-  const std::string v = e;
-  return !(v == "0" || v == "off" || v == "false");
+  return switch_on("TRTUTILS_CUDA_ATTENTION_FP8");
 }
 
 std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t opset) {

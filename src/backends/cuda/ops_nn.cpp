@@ -691,6 +691,17 @@ class SoftmaxOp : public GpuOp {
   k::Soft kind_;
 };
 
+// A layer norm's Scale and B (optional) on CUDA: X's dtype and the normalised shape's d values.
+void check_norm_params(const ir::Node& node, const Value& x, const Value& scale, const Value* bias,
+                       int64_t d) {
+  for (const Value* p : {&scale, bias}) {
+    if (!p) continue;
+    TRT_CHECK(p->dtype == x.dtype && p->numel() == d, ErrorCode::kNotSupported,
+              "{}: Scale/B {} {} must be {} with the normalised shape's {} elements on CUDA",
+              node.describe(), dtype_name(p->dtype), shape_str(p->shape), dtype_name(x.dtype), d);
+  }
+}
+
 class LayerNormOp : public GpuOp {
  public:
   void run(RunContext& ctx, const std::vector<Value*>& in,
@@ -707,12 +718,7 @@ class LayerNormOp : public GpuOp {
     const Shape norm(x.shape.begin() + axis, x.shape.end());
     const int64_t d = shape_numel(norm);
     const int64_t rows = d > 0 ? x.numel() / d : 0;
-    for (const Value* p : std::vector<const Value*>{&scale, bias}) {
-      if (!p) continue;
-      TRT_CHECK(p->dtype == x.dtype && p->numel() == d, ErrorCode::kNotSupported,
-                "{}: Scale/B {} {} must be {} with the normalised shape's {} elements on CUDA",
-                node.describe(), dtype_name(p->dtype), shape_str(p->shape), dtype_name(x.dtype), d);
-    }
+    check_norm_params(node, x, scale, bias, d);
     Shape stat = x.shape;
     for (int64_t i = axis; i < r; ++i) stat[i] = 1;
     float* mean = nullptr;
@@ -759,10 +765,7 @@ class LayerNormQuantizeOp : public GpuOp {
                   shape_str(x.shape));
     const int64_t d = x.shape.back();
     const int64_t rows = d > 0 ? x.numel() / d : 0;
-    for (const Value* p : std::vector<const Value*>{&scale, bias})
-      TRT_CHECK(!p || (p->dtype == x.dtype && p->numel() == d), ErrorCode::kNotSupported,
-                "{}: Scale/B must be {} with {} elements on CUDA", node.describe(),
-                dtype_name(x.dtype), d);
+    check_norm_params(node, x, scale, bias, d);
     k::LnQuant q;
     q.y_t = zp.dtype;
     TRT_CHECK(q.y_t == DataType::kInt8 || q.y_t == DataType::kUInt8 ||
