@@ -190,6 +190,89 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void* p) 
                : "r"(smem_addr(p))
                : "memory");
 }
+// Byte offset of 16-byte chunk `chunk` (0..3) of row `row` in a [rows][64] stage, the chunks
+// XOR swizzled by row so that the eight rows of an ldmatrix 8x8 matrix hit different banks.
+__device__ __forceinline__ int swz64(int row, int chunk) {
+  return row * 64 + ((chunk ^ ((row >> 1) & 3)) << 4);
+}
+
+__device__ __forceinline__ void mma_k32(int32_t c[4], const uint32_t a[4], const uint32_t b[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_k32(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // the host only launches float8 products on SM >= 89
+#endif
+}
+
+// The same products with C = c for every element (the first reduction step, without zeroing the
+// accumulators first).
+__device__ __forceinline__ void mma_k32_from(int32_t d[4], const uint32_t a[4], const uint32_t b[2],
+                                             int32_t c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %10, %10, %10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c));
+}
+__device__ __forceinline__ void mma_k32_from(float d[4], const uint32_t a[4], const uint32_t b[2],
+                                             float c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %10, %10, %10};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c));
+#else
+  __trap();  // the host only launches float8 products on SM >= 89
+#endif
+}
+
+// One 64-byte reduction step of a warp's 64 x 32 tile: rows a_row0.. of the [rows][64] A stage
+// `as`, rows b_row0.. (output channels) of the B stage `bs`, both swz64-swizzled; two k32 steps
+// of 4 x 4 mma_k32 into acc[m tile][n tile]. kFirst: the sums start from `init` instead of acc.
+template <bool kFirst = false, typename Acc>
+__device__ __forceinline__ void mma_stage64(Acc acc[4][4][4], const uint8_t* as, const uint8_t* bs,
+                                            int a_row0, int b_row0, int lane, Acc init = Acc(0)) {
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+    uint32_t af[4][4], bf[4][2];
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+      ldmatrix_x4(af[mt], as + swz64(a_row0 + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {
+      const int row = b_row0 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+      uint32_t r[4];
+      ldmatrix_x4(r, bs + swz64(row, kk * 2 + ((lane >> 3) & 1)));
+      bf[2 * np][0] = r[0];
+      bf[2 * np][1] = r[1];
+      bf[2 * np + 1][0] = r[2];
+      bf[2 * np + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        if (kFirst && kk == 0) {
+          mma_k32_from(acc[mt][nt], af[mt], bf[nt], init);
+        } else {
+          mma_k32(acc[mt][nt], af[mt], bf[nt]);
+        }
+      }
+  }
+}
+
 // ---- quantized bytes -------------------------------------------------------------------
 struct IntRange {
   float lo, hi;
@@ -234,6 +317,9 @@ struct FastEpilogue {
   float lo = 0.0f, hi = 0.0f;  // the activation's bounds in output steps
   float inv_y = 1.0f, r_mul = 0.0f, r_add = 0.0f;
   int y_zp = 0;
+  // int8 Y: the activation's bounds and the saturation in one range for y before rounding
+  // (round is monotonic: clamping to integer bounds before or after it gives the same value)
+  float sat_lo = 0.0f, sat_hi = 0.0f;
   __device__ __forceinline__ float act(float y) const { return clip ? fminf(fmaxf(y, lo), hi) : y; }
 };
 __host__ __device__ inline FastEpilogue fast_epilogue(const QEpilogue& e) {
@@ -249,7 +335,36 @@ __host__ __device__ inline FastEpilogue fast_epilogue(const QEpilogue& e) {
   f.r_mul = e.r_scale * f.inv_y;
   f.r_add = -e.r_zp * e.r_scale * f.inv_y;
   f.y_zp = static_cast<int>(e.y_zp);
+  f.sat_lo = -128.0f - f.y_zp;
+  f.sat_hi = 127.0f - f.y_zp;
+  if (f.clip) {
+    f.sat_lo = f.lo > f.sat_lo ? f.lo : f.sat_lo;
+    f.sat_hi = f.hi < f.sat_hi ? f.hi : f.sat_hi;
+  }
   return f;
+}
+
+// ---- conversions without the conversion unit ---------------------------------------------------
+// Type conversions (I2F, F2I) issue at 16 per clock per SM on sm_80-90, against 64-128 for integer
+// and float adds: the short epilogue's three per element (the sum, the residual byte, the output
+// byte) made the memory-bound 1x1 convolutions compute-bound. These give the same values from
+// adds and byte permutes, through floats in [2^23, 2^24) whose unit in the last place is 1.
+// int32 v with |v| <= 2^22 as float (exact): the bits of 1.5 * 2^23 + v.
+__device__ __forceinline__ float i2f_exact22(int32_t v) {
+  return __int_as_float(0x4B400000 + v) - 12582912.0f;
+}
+// Byte j of w, an int8, as float; wx = w ^ 0x80808080 (the bytes offset by 128): 2^23 + b + 128.
+__device__ __forceinline__ float s8_byte_to_float(uint32_t wx, int j) {
+  return __int_as_float(__byte_perm(wx, 0x4B000000u, 0x7540 + j)) - 8388736.0f;
+}
+// y in output steps -> a word whose low byte is the int8 saturate(round_half_even(y) + zp).
+__device__ __forceinline__ uint32_t int8_word(float y, const FastEpilogue& f) {
+  y = fminf(fmaxf(y, f.sat_lo), f.sat_hi);
+  return __float_as_uint(y + 12582912.0f) + static_cast<uint32_t>(f.y_zp);
+}
+// The low bytes of a, b, c, d as one word (a in the lowest byte).
+__device__ __forceinline__ uint32_t pack4_low(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+  return __byte_perm(__byte_perm(a, b, 0x0040), __byte_perm(c, d, 0x0040), 0x5410);
 }
 // A residual byte as a value (int8 or E4M3).
 template <bool kFp8>

@@ -194,7 +194,8 @@ class QOp : public GpuOp {
     if (dw_used_) return "CUDA int8 depthwise NHWC (fused epilogue)";
     if (igemm_used_)
       return std::string(path_ == Path::kFp8 ? "CUDA fp8" : "CUDA int8") +
-             " implicit GEMM NHWC (fused epilogue" +
+             (igemm_pointwise_ ? " pointwise streaming GEMM" : " implicit GEMM") +
+             " NHWC (fused epilogue" +
              (igemm_mode_ == AltMode::kForce ? ", forced)" : ms_vs(igemm_ms_, lowp_ms_) + ")");
     if (used_cudnn_) return "cuDNN int8 NHWC";
     if (path_ != Path::kFloat) {
@@ -628,6 +629,7 @@ class QOp : public GpuOp {
     ie.colscale = static_cast<const float*>(colscale_.get());
     ie.colsum = nullptr;
     const bool fp8 = path_ == Path::kFp8;
+    igemm_pointwise_ = k::qconv_pointwise_fits(d, ie);
     auto launch = [&] { return k::qconv_igemm(px, w_packed_.get(), d, fp8, ie, ctx.stream); };
     if (!igemm_decided_ || !(igemm_geometry_ == g)) {
       if (ctx.capturing) return false;
@@ -1019,6 +1021,7 @@ class QOp : public GpuOp {
   // The implicit-GEMM convolution: its mode, and the decision for the last geometry seen.
   AltMode igemm_mode_ = alt_mode("TRTUTILS_CUDA_IGEMM");
   bool igemm_decided_ = false, igemm_chosen_ = false, igemm_used_ = false;
+  bool igemm_pointwise_ = false;  // qconv_igemm runs qconv_pointwise.cu's kernel
   ConvGeometry igemm_geometry_;
   float igemm_ms_ = -1, lowp_ms_ = -1;
   std::shared_ptr<void> w_dw_;

@@ -37,30 +37,6 @@ __host__ __device__ constexpr size_t igemm_smem() {
   return stages > tile ? stages : tile;
 }
 
-// Byte offset of 16-byte chunk `chunk` (0..3) of row `row` in a [rows][64] stage.
-__device__ __forceinline__ int swz(int row, int chunk) {
-  return row * kBK + ((chunk ^ ((row >> 1) & 3)) << 4);
-}
-
-__device__ __forceinline__ void mma_k32(int32_t c[4], const uint32_t a[4], const uint32_t b[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-__device__ __forceinline__ void mma_k32(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  asm volatile(
-      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  __trap();  // the host only launches the float8 kernel on SM >= 89
-#endif
-}
-
 // Channels col .. col + 15 of row `row` (element i = row * cols + col) from their sums v:
 // 16-byte loads of the residual and 16-byte stores.
 __device__ __forceinline__ void epilogue16(const QEpilogue& e, float v[16], int64_t i, int col) {
@@ -133,13 +109,30 @@ __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEp
                                                 const float v[16], const float a[16],
                                                 const float b[16], uint4 rv, int64_t i) {
   const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
-  uint32_t out[4] = {0, 0, 0, 0};
+  float y[16];
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
-    float y = v[j] * a[j] + b[j];
-    const uint32_t rb = (rw[j / 4] >> (8 * (j % 4))) & 0xffu;
-    if (e.residual) y += fast_residual<kFp8>(rb) * f.r_mul + f.r_add;
-    out[j / 4] |= fast_byte<kFp8>(f.act(y), f.y_zp) << (8 * (j % 4));
+    y[j] = v[j] * a[j] + b[j];
+    if (!e.residual) continue;
+    if constexpr (kFp8) {
+      y[j] += fast_residual<true>((rw[j / 4] >> (8 * (j % 4))) & 0xffu) * f.r_mul + f.r_add;
+    } else {
+      y[j] += s8_byte_to_float(rw[j / 4] ^ 0x80808080u, j % 4) * f.r_mul + f.r_add;
+    }
+  }
+  uint32_t out[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    if constexpr (kFp8) {
+      const uint32_t lo = __nv_cvt_float2_to_fp8x2(
+          make_float2(f.act(y[4 * q]), f.act(y[4 * q + 1])), __NV_SATFINITE, __NV_E4M3);
+      const uint32_t hi = __nv_cvt_float2_to_fp8x2(
+          make_float2(f.act(y[4 * q + 2]), f.act(y[4 * q + 3])), __NV_SATFINITE, __NV_E4M3);
+      out[q] = lo | (hi << 16);
+    } else {
+      out[q] = pack4_low(int8_word(y[4 * q], f), int8_word(y[4 * q + 1], f),
+                         int8_word(y[4 * q + 2], f), int8_word(y[4 * q + 3], f));
+    }
   }
   *reinterpret_cast<uint4*>(static_cast<uint8_t*>(e.y) + i) =
       make_uint4(out[0], out[1], out[2], out[3]);
@@ -249,7 +242,7 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
       const bool valid = kvalid && static_cast<unsigned>(ih) < static_cast<unsigned>(d.h) &&
                          static_cast<unsigned>(iw) < static_cast<unsigned>(d.w);
       const uint8_t* src = valid ? a_src[i] + (static_cast<int64_t>(ih) * d.w + iw) * d.c + ci : x;
-      cp_async16(as + swz(row, chunk), src, valid);
+      cp_async16(as + swz64(row, chunk), src, valid);
     }
     uint8_t* bs = bs_base + stage * BN * kBK;
 #pragma unroll
@@ -257,7 +250,7 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
       const int row = row0 + i * kRowStep;
       const bool valid = kvalid && n0 + row < d.k;
       const uint8_t* src = valid ? w + static_cast<int64_t>(n0 + row) * kg + k : w;
-      cp_async16(bs + swz(row, chunk), src, valid);
+      cp_async16(bs + swz64(row, chunk), src, valid);
     }
   };
 
@@ -293,29 +286,7 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
     cp_async_commit();
     const uint8_t* as = as_base + (kt % kStages) * kBM * kBK;
     const uint8_t* bs = bs_base + (kt % kStages) * BN * kBK;
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {  // two k32 steps per stage
-      uint32_t af[4][4], bf[4][2];
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt) {
-        const int row = warp_m * 64 + mt * 16 + (lane & 15);
-        ldmatrix_x4(af[mt], as + swz(row, kk * 2 + (lane >> 4)));
-      }
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        const int row = warp_n * 32 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
-        uint32_t r[4];
-        ldmatrix_x4(r, bs + swz(row, kk * 2 + ((lane >> 3) & 1)));
-        bf[2 * np][0] = r[0];
-        bf[2 * np][1] = r[1];
-        bf[2 * np + 1][0] = r[2];
-        bf[2 * np + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_k32(acc[mt][nt], af[mt], bf[nt]);
-    }
+    mma_stage64(acc, as, bs, warp_m * 64, warp_n * 32, lane);
   }
   cp_async_wait<0>();
   __syncthreads();  // the stages are free: the tile's sums go through shared memory
@@ -405,6 +376,10 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
       (e.residual && !aligned(e.residual, 16)) || (!y_float && !one_byte(e.y_t)) ||
       (e.residual && !r_float && !one_byte(e.residual_t)))
     return cudaErrorNotSupported;
+  if (qconv_pointwise_fits(d, e)) {
+    const cudaError_t r = qconv_pointwise(x, w, d, fp8, e, stream);
+    if (r != cudaErrorNotSupported) return r;
+  }
   if (fp8)
     return d.k <= 64 ? launch_igemm<64, float>(x, w, d, e, stream)
                      : launch_igemm<128, float>(x, w, d, e, stream);

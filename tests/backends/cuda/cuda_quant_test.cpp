@@ -247,15 +247,48 @@ TEST(CudaQuant, QConvChannelsLast) {
 // steps of 16, the kernel's requirement), a
 // reduction that ends inside a 64-byte stage (C = 16, 3x3), strides, dilation, padding, int8 /
 // float32 residuals and outputs.
+// A channels-last int8 QConv (int8 or float output, int8 or float residual) at a geometry of the
+// implicit-GEMM kernels, against the CPU; `path` must appear in the kernel description.
+struct IgemmGeo {
+  Shape xs;  // NHWC
+  int64_t k, kh, kw, stride, pad, dilation;
+  bool int8_out, int8_residual, relu;
+  bool float_residual = true;  // with int8_out and no int8 residual
+};
+void check_igemm(const IgemmGeo& t, uint32_t& seed, const std::string& path) {
+  const int64_t n = t.xs[0], h = t.xs[1], w = t.xs[2], c = t.xs[3];
+  const int64_t ek = (t.kh - 1) * t.dilation + 1, ew = (t.kw - 1) * t.dilation + 1;
+  const int64_t oh = (h + 2 * t.pad - ek) / t.stride + 1, ow = (w + 2 * t.pad - ew) / t.stride + 1;
+  const Shape ys{n, oh, ow, t.k};
+  std::vector<ir::Attribute> attrs = {
+      ais("pads", {t.pad, t.pad, t.pad, t.pad}), ais("strides", {t.stride, t.stride}),
+      ais("dilations", {t.dilation, t.dilation}), ai("channels_last", 1)};
+  if (t.relu) attrs.push_back(as("activation", "Relu"));
+  std::map<size_t, In> in = {
+      {kX, feed(random_tensor(DataType::kInt8, t.xs, seed++, -128, 127))},
+      {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+      {kW, weight(random_tensor(DataType::kInt8, {t.k, c, t.kh, t.kw}, seed++, -127, 127))},
+      {kWScale, weight(per_channel(t.k, 0.0005f, 0.002f, seed++))},
+      {kBias, weight(random_tensor(DataType::kFloat32, {t.k}, seed++))}};
+  if (t.int8_out) {
+    in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.05f));
+    in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 3));
+  }
+  if (t.int8_residual) {
+    in[kResidual] = feed(random_tensor(DataType::kInt8, ys, seed++, -128, 127));
+    in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
+    in[kRZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, -2));
+  } else if (t.int8_out && t.float_residual) {
+    in[kResidual] = feed(random_tensor(DataType::kFloat32, ys, seed++));
+  }
+  check_quantized(qcase("QConv", in, attrs), "QConv " + path + " " + shape_str(t.xs), path);
+}
+
 TEST(CudaQuant, QConvImplicitGemm) {
   TRT_REQUIRE_CUDA();
   ::setenv("TRTUTILS_CUDA_IGEMM", "force", 1);
-  struct Geo {
-    Shape xs;  // NHWC
-    int64_t k, kh, kw, stride, pad, dilation;
-    bool int8_out, int8_residual, relu;
-  };
-  const std::vector<Geo> geos = {
+  ::setenv("TRTUTILS_CUDA_QPOINTWISE", "0", 1);
+  const std::vector<IgemmGeo> geos = {
       {{2, 9, 9, 32}, 48, 3, 3, 1, 1, 1, true, true, true},        // 162 rows, BN 64 partial
       {{1, 13, 11, 64}, 144, 1, 1, 2, 0, 1, false, false, false},  // 1x1 stride 2, 2 N tiles
       {{2, 15, 14, 16}, 112, 3, 3, 2, 2, 2, true, false, true},    // R*S*C = 144: partial stage
@@ -266,36 +299,7 @@ TEST(CudaQuant, QConvImplicitGemm) {
       {{4, 64, 64, 16}, 512, 3, 3, 1, 1, 1, true, false, false},
   };
   uint32_t seed = 500;
-  for (const Geo& t : geos) {
-    const int64_t n = t.xs[0], h = t.xs[1], w = t.xs[2], c = t.xs[3];
-    const int64_t ek = (t.kh - 1) * t.dilation + 1, ew = (t.kw - 1) * t.dilation + 1;
-    const int64_t oh = (h + 2 * t.pad - ek) / t.stride + 1,
-                  ow = (w + 2 * t.pad - ew) / t.stride + 1;
-    const Shape ys{n, oh, ow, t.k};
-    std::vector<ir::Attribute> attrs = {
-        ais("pads", {t.pad, t.pad, t.pad, t.pad}), ais("strides", {t.stride, t.stride}),
-        ais("dilations", {t.dilation, t.dilation}), ai("channels_last", 1)};
-    if (t.relu) attrs.push_back(as("activation", "Relu"));
-    std::map<size_t, In> in = {
-        {kX, feed(random_tensor(DataType::kInt8, t.xs, seed++, -128, 127))},
-        {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
-        {kW, weight(random_tensor(DataType::kInt8, {t.k, c, t.kh, t.kw}, seed++, -127, 127))},
-        {kWScale, weight(per_channel(t.k, 0.0005f, 0.002f, seed++))},
-        {kBias, weight(random_tensor(DataType::kFloat32, {t.k}, seed++))}};
-    if (t.int8_out) {
-      in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.05f));
-      in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 3));
-    }
-    if (t.int8_residual) {
-      in[kResidual] = feed(random_tensor(DataType::kInt8, ys, seed++, -128, 127));
-      in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
-      in[kRZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, -2));
-    } else if (t.int8_out) {
-      in[kResidual] = feed(random_tensor(DataType::kFloat32, ys, seed++));
-    }
-    check_quantized(qcase("QConv", in, attrs), "QConv implicit GEMM " + shape_str(t.xs),
-                    "int8 implicit GEMM");
-  }
+  for (const IgemmGeo& t : geos) check_igemm(t, seed, "int8 implicit GEMM");
   if (cuda::device_status().sm >= 89) {
     check_quantized(
         qcase("QConv",
@@ -307,6 +311,44 @@ TEST(CudaQuant, QConvImplicitGemm) {
                {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
               {ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
         "QConv float8 implicit GEMM", "fp8 implicit GEMM");
+  }
+  ::unsetenv("TRTUTILS_CUDA_QPOINTWISE");
+  ::unsetenv("TRTUTILS_CUDA_IGEMM");
+}
+
+// The persistent streaming kernel of 1x1 convolutions (qconv_pointwise.cu): int8 output (zero
+// point 3) with and without an int8 residual, tiles partial in rows and columns (BN 64 and 128),
+// a partial reduction step (C = 16, 80), sums past 2^22 (C = 272: the conversion without the
+// exact-add shortcut), stride 2, a block walking many row tiles; float8 with a residual.
+TEST(CudaQuant, QConvPointwise) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_IGEMM", "force", 1);
+  const std::vector<IgemmGeo> geos = {
+      {{3, 9, 7, 48}, 48, 1, 1, 1, 0, 1, true, true, true},
+      {{2, 5, 5, 80}, 272, 1, 1, 1, 0, 1, true, true, false},
+      {{5, 17, 17, 16}, 32, 1, 1, 1, 0, 1, true, false, true, false},
+      {{1, 10, 7, 272}, 64, 1, 1, 1, 0, 1, true, true, true},
+      {{2, 13, 11, 64}, 144, 1, 1, 2, 0, 1, true, false, true, false},
+      {{4, 96, 96, 64}, 256, 1, 1, 1, 0, 1, true, true, true},
+  };
+  uint32_t seed = 700;
+  for (const IgemmGeo& t : geos) check_igemm(t, seed, "int8 pointwise streaming GEMM");
+  if (cuda::device_status().sm >= 89) {
+    const Shape xs{3, 21, 19, 64}, ys{3, 21, 19, 192};
+    check_quantized(
+        qcase("QConv",
+              {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, xs, 720, -4, 4))},
+               {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+               {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {192, 64, 1, 1}, 721, -4, 4))},
+               {kWScale, weight(per_channel(192, 0.01f, 0.02f, 722))},
+               {kBias, weight(random_tensor(DataType::kFloat32, {192}, 723))},
+               {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+               {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))},
+               {kResidual, feed(random_tensor(DataType::kFloat8E4M3FN, ys, 724, -4, 4))},
+               {kRScale, weight(scalar<float>(DataType::kFloat32, 0.2f))},
+               {kRZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+              {ai("channels_last", 1), as("activation", "Relu")}),
+        "QConv float8 pointwise", "fp8 pointwise streaming GEMM");
   }
   ::unsetenv("TRTUTILS_CUDA_IGEMM");
 }

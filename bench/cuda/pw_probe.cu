@@ -1,0 +1,225 @@
+// The quantized pointwise convolutions of ResNet-50 (batch 256) through k::qconv_igemm, with the
+// persistent streaming kernel (qconv_pointwise.cu) and without (TRTUTILS_CUDA_QPOINTWISE=0):
+// outputs compared byte for byte, medians of 20 timed runs each, bytes moved and TB/s. Also
+// small shapes at the tile edges (partial tiles in M and N, a partial reduction step, stride 2).
+//   nvcc -std=c++17 -O2 -arch=sm_90a -Isrc -Iinclude bench/cuda/pw_probe.cu \
+//     src/backends/cuda/qconv_igemm.cu src/backends/cuda/qconv_pointwise.cu -o dist/pw_probe
+//   ./pw_probe [NAME]     (int8 and E4M3; NAME: only the layers whose name contains it;
+//                          NOTIME=1: one run each, for ncu)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "backends/cuda/kernels.h"
+
+using trtutils::DataType;
+namespace k = trtutils::cuda::k;
+
+#define CK(x)                                                                          \
+  do {                                                                                 \
+    cudaError_t err_ = (x);                                                            \
+    if (err_ != cudaSuccess) {                                                         \
+      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
+      std::exit(1);                                                                    \
+    }                                                                                  \
+  } while (0)
+
+struct Layer {
+  const char* name;
+  int n, h, w, c, k, stride;
+  bool residual;
+};
+
+static uint32_t rng = 12345;
+static uint8_t next_byte(bool fp8) {
+  rng = rng * 1664525u + 1013904223u;
+  const uint8_t b = static_cast<uint8_t>(rng >> 24);
+  // float8: small magnitudes only (no NaN 0x7f / 0xff), int8: any value
+  return fp8 ? static_cast<uint8_t>((b & 0x80) | (b % 0x40)) : b;
+}
+// Host reference of the short epilogue (float32 arithmetic as the kernels contract it).
+static float e4m3_value(int code) {
+  const int e = (code >> 3) & 15, m = code & 7;
+  const float v = e ? std::ldexp(1.0f + m / 8.0f, e - 7) : std::ldexp(m / 8.0f, -6);
+  return code & 0x80 ? -v : v;
+}
+static uint8_t e4m3_code(float v) {  // round half to even, saturating to 448
+  const float a = std::fmin(std::fabs(v), 448.0f);
+  int lo = 0;
+  while (lo < 126 && e4m3_value(lo + 1) <= a) ++lo;
+  int c = lo;
+  if (lo < 126) {
+    const float dl = a - e4m3_value(lo), dh = e4m3_value(lo + 1) - a;
+    if (dh < dl || (dh == dl && (lo & 1))) c = lo + 1;
+  }
+  return static_cast<uint8_t>(c | (std::signbit(v) && c ? 0x80 : 0));
+}
+static void* upload(const std::vector<uint8_t>& v) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, v.size()));
+  CK(cudaMemcpy(p, v.data(), v.size(), cudaMemcpyHostToDevice));
+  return p;
+}
+
+static bool run(const Layer& l, bool fp8, bool time_it) {
+  k::IgemmDesc d;
+  d.n = l.n, d.h = l.h, d.w = l.w, d.c = l.c, d.k = l.k, d.kh = 1, d.kw = 1, d.sh = l.stride,
+  d.sw = l.stride;
+  d.oh = (l.h - 1) / l.stride + 1, d.ow = (l.w - 1) / l.stride + 1;
+  const int64_t m = static_cast<int64_t>(d.n) * d.oh * d.ow;
+  std::vector<uint8_t> hx(static_cast<size_t>(l.n) * l.h * l.w * l.c), hw(size_t(l.k) * l.c),
+      hr(l.residual ? size_t(m) * l.k : 0);
+  for (auto& b : hx) b = next_byte(fp8);
+  for (auto& b : hw) b = next_byte(fp8);
+  for (auto& b : hr) b = next_byte(fp8);
+  std::vector<float> scale(l.k), bias(l.k);
+  for (int i = 0; i < l.k; ++i) {
+    scale[i] = (fp8 ? 0.02f : 0.0004f) * (1.0f + 0.5f * (i % 7) / 7.0f);
+    bias[i] = 0.3f * ((i % 11) - 5);
+  }
+  void *x = upload(hx), *w = upload(hw), *r = l.residual ? upload(hr) : nullptr, *cs = nullptr,
+       *bs = nullptr, *y0 = nullptr, *y1 = nullptr;
+  CK(cudaMalloc(&cs, l.k * 4));
+  CK(cudaMalloc(&bs, l.k * 4));
+  CK(cudaMemcpy(cs, scale.data(), l.k * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(bs, bias.data(), l.k * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&y0, size_t(m) * l.k));
+  CK(cudaMalloc(&y1, size_t(m) * l.k));
+  CK(cudaMemset(y0, 0x11, size_t(m) * l.k));
+  CK(cudaMemset(y1, 0x22, size_t(m) * l.k));
+  k::QEpilogue e;
+  e.rows = m, e.cols = l.k;
+  e.colscale = static_cast<const float*>(cs);
+  e.bias = static_cast<const float*>(bs);
+  e.act = k::Act::kRelu;
+  const DataType t = fp8 ? DataType::kFloat8E4M3FN : DataType::kInt8;
+  e.y_t = t, e.y_scale = fp8 ? 0.05f : 0.04f, e.y_zp = fp8 ? 0.0f : -3.0f;
+  if (r) e.residual = r, e.residual_t = t, e.r_scale = 0.03f, e.r_zp = fp8 ? 0.0f : 2.0f;
+  float ms[2] = {0, 0};
+  for (int variant = 0; variant < 2; ++variant) {
+    setenv("TRTUTILS_CUDA_QPOINTWISE", variant ? "1" : "0", 1);
+    e.y = variant ? y1 : y0;
+    CK(k::qconv_igemm(x, w, d, fp8, e, nullptr));
+    CK(cudaDeviceSynchronize());
+    if (!time_it) continue;
+    std::vector<float> times;
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int it = 0; it < 23; ++it) {
+      CK(cudaEventRecord(a));
+      CK(k::qconv_igemm(x, w, d, fp8, e, nullptr));
+      CK(cudaEventRecord(b));
+      CK(cudaEventSynchronize(b));
+      float v = 0;
+      CK(cudaEventElapsedTime(&v, a, b));
+      if (it >= 3) times.push_back(v);
+    }
+    std::sort(times.begin(), times.end());
+    ms[variant] = times[times.size() / 2];
+  }
+  std::vector<uint8_t> o0(size_t(m) * l.k), o1(size_t(m) * l.k);
+  CK(cudaMemcpy(o0.data(), y0, o0.size(), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(o1.data(), y1, o1.size(), cudaMemcpyDeviceToHost));
+  int64_t diff = 0, big = 0;
+  for (size_t i = 0; i < o0.size(); ++i)
+    if (o0[i] != o1[i]) {
+      ++diff;
+      const int a = fp8 ? o0[i] : static_cast<int8_t>(o0[i]);
+      const int b = fp8 ? o1[i] : static_cast<int8_t>(o1[i]);
+      if (std::abs(a - b) > 1) ++big;
+    }
+  int64_t ref_bad = -1;  // against the host reference (small shapes)
+  if (m * l.k <= 2000000) {
+    ref_bad = 0;
+    const float inv_y = 1.0f / e.y_scale, r_mul = e.r_scale * inv_y,
+                r_add = -e.r_zp * e.r_scale * inv_y;
+    for (int64_t row = 0; row < m; ++row) {
+      const int64_t img = row / (d.oh * d.ow), rem = row % (d.oh * d.ow);
+      const int64_t pix = (img * l.h + (rem / d.ow) * l.stride) * l.w + (rem % d.ow) * l.stride;
+      for (int n = 0; n < l.k; ++n) {
+        double sum = 0;
+        for (int c = 0; c < l.c; ++c) {
+          const uint8_t xb = hx[pix * l.c + c], wb = hw[size_t(n) * l.c + c];
+          sum += fp8 ? double(e4m3_value(xb)) * e4m3_value(wb)
+                     : double(static_cast<int8_t>(xb)) * static_cast<int8_t>(wb);
+        }
+        float y = std::fma(static_cast<float>(sum), scale[n] * inv_y, bias[n] * inv_y);
+        if (r) {
+          const uint8_t rb = hr[row * l.k + n];
+          const float rv = fp8 ? e4m3_value(rb) : static_cast<float>(static_cast<int8_t>(rb));
+          y += std::fma(rv, r_mul, r_add);
+        }
+        y = std::fmax(y, 0.0f);
+        int got, want;
+        if (fp8) {
+          got = static_cast<int8_t>(o1[row * l.k + n]);
+          want = static_cast<int8_t>(e4m3_code(y));
+        } else {
+          got = static_cast<int8_t>(o1[row * l.k + n]);
+          want =
+              static_cast<int>(std::fmin(std::fmax(std::nearbyint(y) + e.y_zp, -128.0f), 127.0f));
+        }
+        if (std::abs(got - want) > 1) ++ref_bad;
+      }
+    }
+  }
+  const double bytes = double(m) * l.c * (l.stride == 1 ? 1 : 1) + double(m) * l.k * (r ? 2 : 1);
+  const bool ok = big == 0 && diff * 1000 <= int64_t(o0.size()) && ref_bad <= 0;
+  std::printf(
+      "%-5s %-22s M=%7lld C=%5d K=%5d s%d %s | old %.4f ms  new %.4f ms  x%.2f | %.2f -> "
+      "%.2f TB/s | diff %lld (>1 step: %lld) ref>1: %lld %s\n",
+      fp8 ? "fp8" : "int8", l.name, static_cast<long long>(m), l.c, l.k, l.stride,
+      r ? "res" : "   ", ms[0], ms[1], ms[1] > 0 ? ms[0] / ms[1] : 0.0,
+      ms[0] > 0 ? bytes / ms[0] / 1e9 : 0.0, ms[1] > 0 ? bytes / ms[1] / 1e9 : 0.0,
+      static_cast<long long>(diff), static_cast<long long>(big), static_cast<long long>(ref_bad),
+      ok ? "OK" : "MISMATCH");
+  for (void* p : {x, w, r, cs, bs, y0, y1})
+    if (p) CK(cudaFree(p));
+  return ok;
+}
+
+int main(int argc, char** argv) {
+  const char* only = argc > 1 ? argv[1] : nullptr;  // layers whose name contains it
+  const bool time_it = std::getenv("NOTIME") == nullptr;
+  const std::vector<Layer> edges = {
+      {"edge 2x13x11 s2", 2, 13, 11, 64, 144, 2, false},
+      {"edge 3x9x7 K48", 3, 9, 7, 48, 48, 1, true},
+      {"edge 1x10x7 C128", 1, 10, 7, 128, 48, 1, true},
+      {"edge 2x5x5 C80 K272", 2, 5, 5, 80, 272, 1, true},
+      {"edge 2x112x112", 2, 112, 112, 64, 256, 1, true},
+      {"edge 5x17x17 C16", 5, 17, 17, 16, 32, 1, false},
+  };
+  const std::vector<Layer> resnet = {
+      {"l1 reduce 64->64", 256, 56, 56, 64, 64, 1, false},
+      {"l1 reduce 256->64", 256, 56, 56, 256, 64, 1, false},
+      {"l1 expand 64->256", 256, 56, 56, 64, 256, 1, true},
+      {"l1 down 64->256", 256, 56, 56, 64, 256, 1, false},
+      {"l2 reduce 256->128", 256, 56, 56, 256, 128, 1, false},
+      {"l2 reduce 512->128", 256, 28, 28, 512, 128, 1, false},
+      {"l2 expand 128->512", 256, 28, 28, 128, 512, 1, true},
+      {"l2 down s2 256->512", 256, 56, 56, 256, 512, 2, false},
+      {"l3 reduce 512->256", 256, 28, 28, 512, 256, 1, false},
+      {"l3 reduce 1024->256", 256, 14, 14, 1024, 256, 1, false},
+      {"l3 expand 256->1024", 256, 14, 14, 256, 1024, 1, true},
+      {"l3 down s2 512->1024", 256, 28, 28, 512, 1024, 2, false},
+      {"l4 reduce 1024->512", 256, 14, 14, 1024, 512, 1, false},
+      {"l4 reduce 2048->512", 256, 7, 7, 2048, 512, 1, false},
+      {"l4 expand 512->2048", 256, 7, 7, 512, 2048, 1, true},
+      {"l4 down s2 1024->2048", 256, 14, 14, 1024, 2048, 2, false},
+  };
+  int bad = 0;
+  for (bool fp8 : {false, true}) {
+    if (!only)
+      for (const Layer& l : edges) bad += !run(l, fp8, false);
+    for (const Layer& l : resnet)
+      if (!only || std::strstr(l.name, only)) bad += !run(l, fp8, time_it);
+  }
+  std::printf("%s: %d mismatching shapes\n", bad ? "FAIL" : "PASS", bad);
+  return bad ? 1 : 0;
+}
