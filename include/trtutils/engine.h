@@ -58,6 +58,12 @@ struct ContextOptions {
   // input shapes as the previous one, its inputs are not copied to the device again (the device
   // keeps the previous ones) and the outputs are not copied back: execute() returns an empty map.
   bool no_data_transfers = false;
+  // CUDA runtime: timing cache file ("global": $TRTUTILS_CACHE_DIR or ~/.cache/trtutils, then
+  // timing.cache; the file `build --timing_cache` uses). The kernel choices the first run times
+  // (implicit GEMM or cuBLASLt, custom convolutions or cuDNN, cuBLASLt's algorithms) are read
+  // from it and new ones written back, so that later contexts and processes run the same kernels
+  // without timing them. Empty: none. Ignored on the CPU (its tactics are chosen at build time).
+  std::string timing_cache{};
 };
 
 // The last execute()'s split (CUDA events on the GPU; on the CPU everything is compute).

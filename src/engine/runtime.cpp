@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/session.h"
+#include "engine/tactics.h"
 #include "trtutils/engine.h"
 #include "trtutils/platform.h"
 
@@ -198,6 +199,10 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;
     eo.cuda_graph = options.cuda_graph && static_inputs && !options.profile;
     eo.no_data_transfers = options.no_data_transfers;
+    if (!options.timing_cache.empty())
+      eo.timing_cache = options.timing_cache == "global"
+                            ? engine::global_timing_cache_path()
+                            : std::filesystem::path(options.timing_cache);
     impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
   } else {
     SessionOptions so;

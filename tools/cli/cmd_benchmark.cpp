@@ -40,6 +40,7 @@ struct BenchOptions {
   bool profile = false;
   bool cuda_graph = true;
   bool no_data_transfers = false;
+  std::string timing_cache;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -103,7 +104,8 @@ void bench(const BenchOptions& o) {
     ctx = engine->create_execution_context({.num_threads = o.threads,
                                             .profile = o.profile,
                                             .cuda_graph = o.cuda_graph,
-                                            .no_data_transfers = o.no_data_transfers});
+                                            .no_data_transfers = o.no_data_transfers,
+                                            .timing_cache = o.timing_cache});
     feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
     // GPU: the feeds in page-locked memory, as trtexec's host buffers are.
     for (auto& [name, t] : feeds) {
@@ -252,6 +254,9 @@ void add_benchmark_command(CLI::App& app) {
   sub->add_flag("--no_data_transfers", o->no_data_transfers,
                 "CUDA engines: no host<->device copies after the first iteration (inputs stay on "
                 "the device, outputs are not read back), like trtexec --noDataTransfers");
+  sub->add_option("--timing_cache", o->timing_cache,
+                  "CUDA engines: timing cache file (or 'global') for the kernel choices timed on "
+                  "the first run (read, and written back when something new was timed)");
   sub->callback([o] { bench(*o); });
 }
 

@@ -1,5 +1,5 @@
 // trtutils run (--engine ENGINE | --onnx MODEL) [--input NAME=FILE.npy ...] --output_dir DIR
-//              [--seed N] [--threads N]
+//              [--seed N] [--threads N] [--timing_cache FILE|global]
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +32,7 @@ struct RunOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool reference = false;
+  std::string timing_cache;
 };
 
 void run(const RunOptions& o) {
@@ -42,7 +43,8 @@ void run(const RunOptions& o) {
   TRT_CHECK_ARG(o.onnx.empty() != o.engine.empty(), "give exactly one of --engine and --onnx");
   if (!o.engine.empty()) {
     auto engine = Engine::load(o.engine, {.backend = o.backend});
-    auto ctx = engine->create_execution_context({.num_threads = o.threads});
+    auto ctx = engine->create_execution_context(
+        {.num_threads = o.threads, .timing_cache = o.timing_cache});
     auto feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
     const auto t0 = std::chrono::steady_clock::now();
     auto outputs = ctx->execute(feeds);
@@ -98,6 +100,9 @@ void add_run_command(CLI::App& app) {
   sub->add_option("--seed", o->seed, "seed of the random input data")->capture_default_str();
   sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str();
   sub->add_flag("--reference", o->reference, "use the plain reference kernels only");
+  sub->add_option("--timing_cache", o->timing_cache,
+                  "CUDA engines: timing cache file (or 'global') for the kernel choices timed on "
+                  "the first run (read, and written back when something new was timed)");
   sub->callback([o] { run(*o); });
 }
 

@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_ops.h"
+#include "engine/tactics.h"
+#include "trtutils/logging.h"
 
 namespace trtutils::cuda {
 
@@ -212,6 +214,35 @@ AltMode alt_mode(const char* name) {
   if (g && std::string(g) == "force") return AltMode::kForce;
   if ((f && std::string(f) == "force") || (g && !env_switch(name, true))) return AltMode::kOff;
   return AltMode::kTimed;
+}
+
+TimingChoices::TimingChoices(std::filesystem::path path, std::string device)
+    : path_(std::move(path)),
+      device_(std::move(device)),
+      cache_(std::make_unique<engine::TimingCache>(engine::TimingCache::load(path_))) {}
+TimingChoices::~TimingChoices() = default;
+
+std::string TimingChoices::find(const std::string& what) {
+  const nlohmann::json* v = cache_->find(device_ + "|" + what);
+  if (!v || !v->is_object() || !v->contains("tactic") || !(*v)["tactic"].is_string()) return "";
+  ++hits_;
+  return (*v)["tactic"].get<std::string>();
+}
+
+void TimingChoices::put(const std::string& what, const std::string& choice,
+                        const std::vector<std::pair<std::string, float>>& ms) {
+  nlohmann::json times = nlohmann::json::object();
+  for (const auto& [name, t] : ms)
+    times[name] = t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t);
+  cache_->put(device_ + "|" + what, {{"tactic", choice}, {"ms", times}});
+  ++recorded_;
+}
+
+void TimingChoices::save_if_changed() {
+  if (recorded_ == saved_) return;
+  cache_->save(path_);
+  saved_ = recorded_;
+  TRT_LOG_INFO("timing cache: {} GPU choice(s) recorded in {}", recorded_, path_.string());
 }
 
 float time_on_stream(RunContext& ctx, const std::function<void()>& f) {

@@ -45,6 +45,7 @@ struct Executor::Impl {
 
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
+  std::unique_ptr<TimingChoices> timing;  // options.timing_cache
   cublasLtHandle_t lt = nullptr;
   std::shared_ptr<void> lt_workspace;
   size_t lt_workspace_bytes = size_t{32} << 20;
@@ -176,6 +177,10 @@ void Executor::Impl::build() {
   TRT_CUDNN_CHECK(cudnnSetStream(cudnn, stream));
   TRT_CUBLAS_CHECK(cublasLtCreate(&lt));
   lt_workspace = device_malloc(lt_workspace_bytes);
+  if (!options.timing_cache.empty())  // choices hold for this device, libraries and version
+    timing = std::make_unique<TimingChoices>(
+        options.timing_cache, fmt::format("cuda {} sm{} ({}) trtutils {}", status.name, status.sm,
+                                          status.libraries, TRTUTILS_VERSION));
 
   for (const auto& [name, t] : g.initializers) set_constant(id_of(name), t);
   for (const auto& in : g.inputs) {
@@ -291,6 +296,7 @@ RunContext Executor::Impl::context(const ir::Node* node) {
   c.node = node;
   c.alloc = &alloc;
   c.weight_bytes = &weight_bytes;
+  c.timing = timing.get();
   // TRTUTILS_CUDA_CHANNELS_LAST=0 turns channels-last off for A/B measurements.
   c.channels_last = options.channels_last && env_switch("TRTUTILS_CUDA_CHANNELS_LAST", true);
   c.channels_last_min_batch = options.channels_last_min_batch;
@@ -437,6 +443,7 @@ void Executor::Impl::run_nodes(RunContext& ctx) {
     Value c = in_layout(ctx, v, false);
     v = std::move(c);
   }
+  if (timing && !capturing) timing->save_if_changed();  // the first eager run's choices
 }
 
 // Called after mark(0) and mark(1) were recorded for this run.
@@ -745,6 +752,13 @@ void Executor::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
 
 const std::vector<LayerTime>& Executor::profile() const {
   return impl_->profile;
+}
+
+int64_t Executor::timing_cache_hits() const {
+  return impl_->timing ? impl_->timing->hits() : 0;
+}
+int64_t Executor::timing_cache_recorded() const {
+  return impl_->timing ? impl_->timing->recorded() : 0;
 }
 
 uint64_t Executor::device_weight_bytes() const {

@@ -16,6 +16,7 @@
 //     (never a silent wrong answer). Every CUDA / cuDNN / cuBLASLt call is checked with file:line.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,10 @@ struct ExecutorOptions {
   // Same input shapes as the previous run: skip the input copies (the device keeps the previous
   // inputs) and the output copies (run() returns an empty map). For benchmarks only.
   bool no_data_transfers = false;
+  // Timing cache file (see TimingChoices in cuda_ops.h): the kernel choices timed on the first
+  // eager run are read from it and new ones written back after the run. Empty: none (every
+  // choice is timed once per executor).
+  std::filesystem::path timing_cache;
 };
 
 // The last run's host-to-device copies, node execution (or graph launch) and device-to-host
@@ -141,6 +146,9 @@ class Executor {
   std::vector<std::string> node_kernels() const;
   // NCHW <-> NHWC conversions made in the last (eager or captured) run, graph outputs included.
   int64_t layout_conversions() const;
+  // With options.timing_cache: kernel choices taken from it, and recorded in it, so far.
+  int64_t timing_cache_hits() const;
+  int64_t timing_cache_recorded() const;
 
  private:
   struct Impl;

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,10 @@
 #include "core/check.h"
 #include "ir/graph.h"
 #include "ops/nn_geometry.h"
+
+namespace trtutils::engine {
+class TimingCache;
+}
 
 namespace trtutils::cuda {
 
@@ -122,6 +127,33 @@ bool layout_free(const Shape& s);
 Shape nhwc_order(const Shape& s);
 
 // What a GPU op sees when it runs.
+// Choices between kernels that are timed on the first eager run (the implicit GEMM against
+// cuBLASLt, a custom convolution against cuDNN, cuBLASLt's candidate algorithms), kept in a
+// timing cache file (ExecutorOptions::timing_cache; engine/tactics.h's format, so one file also
+// serves the CPU builder): later executors and processes take the recorded kernel without timing
+// it, which also makes their results the same run after run. Keys name the device, the
+// libraries and trtutils' version; `what` names the decision and its problem (shapes, dtypes).
+class TimingChoices {
+ public:
+  TimingChoices(std::filesystem::path path, std::string device);
+  ~TimingChoices();
+  // The recorded choice, or "" when this decision was not timed here before.
+  std::string find(const std::string& what);
+  // Records a timed decision: the choice and each candidate's median (ms; < 0: failed).
+  void put(const std::string& what, const std::string& choice,
+           const std::vector<std::pair<std::string, float>>& ms);
+  // Writes the file when something new was recorded (atomically).
+  void save_if_changed();
+  int64_t hits() const { return hits_; }
+  int64_t recorded() const { return recorded_; }
+
+ private:
+  std::filesystem::path path_;
+  std::string device_;
+  std::unique_ptr<engine::TimingCache> cache_;
+  int64_t hits_ = 0, recorded_ = 0, saved_ = 0;
+};
+
 class RunContext {
  public:
   cudaStream_t stream = nullptr;
@@ -140,6 +172,7 @@ class RunContext {
   // when allow_tf32 (ExecutorOptions::channels_last), with at least this batch.
   bool channels_last = false;
   int64_t channels_last_min_batch = 1;
+  TimingChoices* timing = nullptr;  // the executor's timing cache (may be null)
 
   // The device data of v, uploading host-only values (the upload is kept in v).
   const void* dev(Value& v);
@@ -399,7 +432,8 @@ class LtMatmul {
   cublasLtMatmulAlgo_t fastest(RunContext& ctx, Plan& pl,
                                const cublasLtMatmulHeuristicResult_t* results, int count,
                                const Args& args, const void* a, const void* b, void* d,
-                               const LtRequant* rq, const LtFp8Out* f8);
+                               const LtRequant* rq, const LtFp8Out* f8, int* chosen,
+                               float* chosen_ms);  // the winner's index and median (when timed)
   static bool timing_enabled();
   std::map<std::string, std::shared_ptr<Plan>> plans_;
   // The last plan used and what it was made for (problem, tf32, pointer alignments).

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
@@ -215,9 +216,25 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
         np->algo = results[0].algo;
         np->ok = true;
         if (returned > 1 && !ctx.capturing && timing_enabled()) {
-          Args args = call_args(*np, p, alpha, beta, rq, f8);
-          args.c = c;
-          np->algo = fastest(ctx, *np, results, returned, args, a, b, d, rq, f8);
+          // The timing cache holds the winner's index among the heuristic's candidates (the
+          // same list for the same problem, device and cuBLASLt version).
+          const std::string what =
+              ctx.timing ? fmt::format("cuBLASLt {}|{}", cublasLtGetVersion(), key) : "";
+          const std::string cached = what.empty() ? "" : ctx.timing->find(what);
+          int index = -1, of = 0;
+          if (!cached.empty() && std::sscanf(cached.c_str(), "%d/%d", &index, &of) == 2 &&
+              of == returned && index >= 0 && index < returned &&
+              results[index].state == CUBLAS_STATUS_SUCCESS &&
+              results[index].workspaceSize <= ctx.lt_workspace_bytes) {
+            np->algo = results[index].algo;
+          } else {
+            Args args = call_args(*np, p, alpha, beta, rq, f8);
+            args.c = c;
+            float ms = -1;
+            np->algo = fastest(ctx, *np, results, returned, args, a, b, d, rq, f8, &index, &ms);
+            if (!what.empty() && index >= 0)
+              ctx.timing->put(what, fmt::format("{}/{}", index, returned), {{"fastest", ms}});
+          }
         }
       } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED &&
                  !(p.fp8_out && st == CUBLAS_STATUS_INVALID_VALUE)) {
@@ -291,7 +308,8 @@ cublasStatus_t LtMatmul::launch(RunContext& ctx, Plan& pl, const cublasLtMatmulA
 cublasLtMatmulAlgo_t LtMatmul::fastest(RunContext& ctx, Plan& pl,
                                        const cublasLtMatmulHeuristicResult_t* results, int count,
                                        const Args& args, const void* a, const void* b, void* d,
-                                       const LtRequant* rq, const LtFp8Out* f8) {
+                                       const LtRequant* rq, const LtFp8Out* f8, int* chosen,
+                                       float* chosen_ms) {
   // D also read (as C with a non-zero beta, or as an operand): candidates would compound.
   bool reads_d = rq ? (rq->beta != 0.0f && (!args.with_c || rq->c == d))
                     : ((args.fbeta != 0.0f || args.ibeta != 0) && (!args.c || args.c == d));
@@ -332,6 +350,10 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(RunContext& ctx, Plan& pl,
   }
   cudaEventDestroy(ev[0]);
   cudaEventDestroy(ev[1]);
+  if (best_ms > 0) {
+    *chosen = best;
+    *chosen_ms = best_ms;
+  }
   return results[best].algo;
 }
 

@@ -108,6 +108,7 @@ class ConvOp : public GpuOp {
     if (alt_.decided && alt_.chosen) {
       const std::string what = std::string(alt_.label) + (alt_.nhwc ? " NHWC" : "");
       if (alt_.forced) return what + " (forced)";
+      if (alt_.cached) return what + " (timing cache)";
       return fmt::format(
           "{} ({:.3f} ms vs cuDNN {})", what, alt_.alt_ms,
           alt_.cudnn_ms < 0 ? std::string("refused") : fmt::format("{:.3f} ms", alt_.cudnn_ms));
@@ -348,6 +349,31 @@ class ConvOp : public GpuOp {
           return false;
         }
       }
+      // The decision's problem for the timing cache: the alternative, dtype, layout, geometry.
+      const std::string what =
+          ctx.timing
+              ? fmt::format("Conv {} vs cuDNN|{}|{}|n {} c {} k {} group {}|{}|{}|{}|{}|{}|{}|{}",
+                            label, dtype_name(dt), nhwc ? "nhwc" : "nchw", g.batch, g.in_channels,
+                            g.out_channels, g.group, fmt::join(g.in, ","), fmt::join(g.out, ","),
+                            fmt::join(g.kernel, ","), fmt::join(g.stride, ","),
+                            fmt::join(g.dilation, ","), fmt::join(g.pad_begin, ","),
+                            fmt::join(g.pad_end, ","))
+              : std::string();
+      const std::string cached = what.empty() ? "" : ctx.timing->find(what);
+      if (!cached.empty()) {
+        alt_.cached = true;
+        alt_.chosen = cached == "alternative";
+        if (alt_.chosen) {
+          try {
+            alt();
+            return true;
+          } catch (const Error&) {  // it cannot run here after all: cuDNN
+            (void)cudaGetLastError();
+            alt_.chosen = false;
+          }
+        }
+        return false;
+      }
       try {
         alt_.alt_ms = time_on_stream(ctx, alt);
       } catch (const Error&) {
@@ -363,6 +389,9 @@ class ConvOp : public GpuOp {
         alt_.cudnn_ms = -1;
       }
       alt_.chosen = alt_.alt_ms >= 0 && (alt_.cudnn_ms < 0 || alt_.alt_ms < alt_.cudnn_ms);
+      if (!what.empty())
+        ctx.timing->put(what, alt_.chosen ? "alternative" : "cudnn",
+                        {{"alternative", alt_.alt_ms}, {"cudnn", alt_.cudnn_ms}});
     }
     if (alt_.chosen) alt();
     return alt_.chosen;
@@ -473,6 +502,7 @@ class ConvOp : public GpuOp {
     DataType dt = DataType::kUndefined;
     std::string label;
     bool decided = false, chosen = false, forced = false;
+    bool cached = false;  // the decision came from the timing cache
     float alt_ms = -1, cudnn_ms = -1;
   };
   PostOps post_;

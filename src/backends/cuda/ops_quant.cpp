@@ -196,7 +196,9 @@ class QOp : public GpuOp {
       return std::string(path_ == Path::kFp8 ? "CUDA fp8" : "CUDA int8") +
              (igemm_pointwise_ ? " pointwise streaming GEMM" : " implicit GEMM") +
              " NHWC (fused epilogue" +
-             (igemm_mode_ == AltMode::kForce ? ", forced)" : ms_vs(igemm_ms_, lowp_ms_) + ")");
+             (igemm_mode_ == AltMode::kForce
+                  ? ", forced)"
+                  : (igemm_cached_ ? ", timing cache)" : ms_vs(igemm_ms_, lowp_ms_) + ")"));
     if (used_cudnn_) return "cuDNN int8 NHWC";
     if (path_ != Path::kFloat) {
       std::string s = path_ == Path::kInt8 ? "cuBLASLt int8" : "cuBLASLt fp8";
@@ -207,6 +209,8 @@ class QOp : public GpuOp {
       if (!cudnn_refused_.empty()) s += " (cuDNN int8 refused: " + cudnn_refused_ + ")";
       if (igemm_decided_ && igemm_ms_ >= 0)  // timed against the implicit GEMM and kept
         s += fmt::format(" ({:.3f} ms vs implicit GEMM {:.3f} ms)", lowp_ms_, igemm_ms_);
+      else if (igemm_decided_ && igemm_cached_)
+        s += " (timing cache)";
       return s;
     }
     return kind_ == Kind::kConv ? "dequantize + cuDNN float32" : "dequantize + cuBLASLt float32";
@@ -635,14 +639,30 @@ class QOp : public GpuOp {
       if (ctx.capturing) return false;
       igemm_decided_ = true;
       igemm_geometry_ = g;
-      igemm_chosen_ = false;
+      igemm_chosen_ = igemm_cached_ = false;
       igemm_ms_ = lowp_ms_ = -1;
       if (launch() != cudaSuccess) {  // not launched (alignment, sizes): the cuBLASLt path
         (void)cudaGetLastError();
         return false;
       }
+      // The decision's problem for the timing cache: geometry, dtypes, epilogue.
+      const std::string what =
+          ctx.timing && igemm_mode_ != AltMode::kForce
+              ? fmt::format(
+                    "QConv implicit GEMM|{}|{}|{}|y {} r {} act {} bias {}", d.n,
+                    fmt::join(std::vector<int32_t>{d.h, d.w, d.c, d.oh, d.ow, d.k, d.kh, d.kw, d.sh,
+                                                   d.sw, d.ph, d.pw, d.dh, d.dw},
+                              ","),
+                    fp8 ? "fp8" : "int8", dtype_name(ie.y_t),
+                    ie.residual ? dtype_name(ie.residual_t) : "none", static_cast<int>(ie.act),
+                    ie.bias != nullptr)
+              : std::string();
+      const std::string cached = what.empty() ? "" : ctx.timing->find(what);
       if (igemm_mode_ == AltMode::kForce) {
         igemm_chosen_ = true;
+      } else if (!cached.empty()) {
+        igemm_chosen_ = cached == "implicit_gemm";
+        igemm_cached_ = true;
       } else {
         igemm_ms_ = time_on_stream(ctx, [&] { ctx.check(launch(), "implicit-GEMM convolution"); });
         try {
@@ -658,6 +678,9 @@ class QOp : public GpuOp {
           lowp_ms_ = -1;
         }
         igemm_chosen_ = lowp_ms_ < 0 || igemm_ms_ < lowp_ms_;
+        if (!what.empty())
+          ctx.timing->put(what, igemm_chosen_ ? "implicit_gemm" : "cublaslt",
+                          {{"implicit_gemm", igemm_ms_}, {"cublaslt", lowp_ms_}});
       }
     }
     if (!igemm_chosen_) return false;
@@ -1022,6 +1045,7 @@ class QOp : public GpuOp {
   AltMode igemm_mode_ = alt_mode("TRTUTILS_CUDA_IGEMM");
   bool igemm_decided_ = false, igemm_chosen_ = false, igemm_used_ = false;
   bool igemm_pointwise_ = false;  // qconv_igemm runs qconv_pointwise.cu's kernel
+  bool igemm_cached_ = false;     // the decision came from the timing cache
   ConvGeometry igemm_geometry_;
   float igemm_ms_ = -1, lowp_ms_ = -1;
   std::shared_ptr<void> w_dw_;

@@ -2,6 +2,10 @@
 // the CPU kernels: int8 (cuBLASLt int8 with the zero-point correction, uint8 inputs), float8
 // (cuBLASLt FP8 on SM >= 89) and the float fallback (grouped convolutions, QMatMul). Quantized
 // outputs may differ by one step where float rounding crosses a rounding boundary.
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "backends/cuda/cuda_test_util.h"
@@ -351,6 +355,53 @@ TEST(CudaQuant, QConvPointwise) {
         "QConv float8 pointwise", "fp8 pointwise streaming GEMM");
   }
   ::unsetenv("TRTUTILS_CUDA_IGEMM");
+}
+
+// The timing cache (ExecutorOptions::timing_cache): the first executor times the implicit GEMM
+// against cuBLASLt (and cuBLASLt's algorithms) and records its choices in the file; a second
+// executor on the same file takes them without timing ("timing cache" in the kernel name) and
+// computes the same bytes.
+TEST(CudaTimingCache, SecondExecutorTakesTheRecordedChoices) {
+  TRT_REQUIRE_CUDA();
+  const Shape xs{4, 20, 20, 64};
+  const NodeCase c =
+      qcase("QConv",
+            {{kX, feed(random_tensor(DataType::kInt8, xs, 900, -128, 127))},
+             {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+             {kW, weight(random_tensor(DataType::kInt8, {96, 64, 3, 3}, 901, -127, 127))},
+             {kWScale, weight(per_channel(96, 0.0005f, 0.002f, 902))},
+             {kBias, weight(random_tensor(DataType::kFloat32, {96}, 903))},
+             {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+             {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}},
+            {ais("pads", {1, 1, 1, 1}), ai("channels_last", 1), as("activation", "Relu")});
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() /
+      ("trtutils_timing_cache_" + std::to_string(::getpid()) + ".json");
+  std::filesystem::remove(file);
+  cuda::ExecutorOptions o;
+  o.timing_cache = file;
+  const std::map<std::string, Tensor> feeds = {{"in0", c.inputs[0].value}};
+  Tensor first, second;
+  {
+    cuda::Executor ex(make_model(c), o);
+    first = ex.run(feeds).at("out0");
+    EXPECT_GT(ex.timing_cache_recorded(), 0);
+    EXPECT_EQ(ex.timing_cache_hits(), 0);
+    EXPECT_EQ(ex.node_kernels().at(0).find("timing cache"), std::string::npos);
+  }
+  ASSERT_TRUE(std::filesystem::exists(file));
+  {
+    cuda::Executor ex(make_model(c), o);
+    second = ex.run(feeds).at("out0");
+    EXPECT_GT(ex.timing_cache_hits(), 0);
+    EXPECT_EQ(ex.timing_cache_recorded(), 0);
+    const std::string kernel = ex.node_kernels().at(0);
+    std::cout << "[ kernel   ] " << kernel << std::endl;
+    EXPECT_NE(kernel.find("timing cache"), std::string::npos) << kernel;
+  }
+  ASSERT_EQ(first.nbytes(), second.nbytes());
+  EXPECT_EQ(std::memcmp(first.raw(), second.raw(), first.nbytes()), 0);
+  std::filesystem::remove(file);
 }
 
 TEST(CudaQuant, QMatMul) {
