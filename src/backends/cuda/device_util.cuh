@@ -273,6 +273,22 @@ __device__ __forceinline__ void mma_stage64(Acc acc[4][4][4], const uint8_t* as,
   }
 }
 
+// Visits a warp's 64 x 32 accumulator tile (mma_stage64's acc) in pairs of adjacent columns:
+// f(mt, nt, half, row, col) for acc[mt][nt][2 * half] and [2 * half + 1], at row
+// a_row0 + mt * 16 + lane / 4 + 8 * half and columns col, col + 1 = b_row0 + nt * 8 + 2 * (lane %
+// 4) of the block's tile (m16n8 fragment layout).
+template <typename F>
+__device__ __forceinline__ void for_each_acc_pair(int a_row0, int b_row0, int lane, F&& f) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        f(mt, nt, half, a_row0 + mt * 16 + g + half * 8, b_row0 + nt * 8 + t * 2);
+}
+
 // ---- quantized bytes -------------------------------------------------------------------
 struct IntRange {
   float lo, hi;

@@ -295,20 +295,12 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
   // rows over the banks), then 16 consecutive channels per thread for coalesced 16-byte I/O.
   constexpr int ld = BN + 8;
   float* tile = reinterpret_cast<float*>(smem);
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = warp_m * 64 + mt * 16 + g + half * 8;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int col = warp_n * 32 + nt * 8 + t * 2;
-        *reinterpret_cast<float2*>(tile + row * ld + col) =
-            make_float2(static_cast<float>(acc[mt][nt][half * 2]),
-                        static_cast<float>(acc[mt][nt][half * 2 + 1]));
-      }
-    }
+  for_each_acc_pair(warp_m * 64, warp_n * 32, lane,
+                    [&](int mt, int nt, int half, int row, int col) {
+                      *reinterpret_cast<float2*>(tile + row * ld + col) =
+                          make_float2(static_cast<float>(acc[mt][nt][half * 2]),
+                                      static_cast<float>(acc[mt][nt][half * 2 + 1]));
+                    });
   __syncthreads();
   // Thread tid takes the chunk column tid % (BN / 16) of rows tid / (BN / 16) + it * step.
   if (n >= d.k) return;

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(Pw<BN>::kThreads, 2)
 
   // The thread's eight columns: scale and bias in output steps.
   const FastEpilogue f = fast_epilogue(e);
-  const int g = lane >> 2, tq = lane & 3;
+  const int tq = lane & 3;
   float ca[8], cb[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -157,15 +157,9 @@ __global__ void __launch_bounds__(Pw<BN>::kThreads, 2)
     auto epilogue = [&](auto with_residual, auto with_zp) {
       constexpr bool kRes = decltype(with_residual)::value;
       [[maybe_unused]] constexpr bool kZp = decltype(with_zp)::value;  // int8 only
-#pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = warp_m * 64 + mi * 16 + g + half * 8;
-#pragma unroll
-          for (int ni = 0; ni < 4; ++ni) {
-            uint16_t* cell =
-                reinterpret_cast<uint16_t*>(tile + row * C::kLd + warp_n * 32 + ni * 8 + tq * 2);
+      for_each_acc_pair(
+          warp_m * 64, warp_n * 32, lane, [&](int mi, int ni, int half, int row, int col) {
+            uint16_t* cell = reinterpret_cast<uint16_t*>(tile + row * C::kLd + col);
             uint32_t rb = 0;
             if constexpr (kRes) rb = *cell;
             float y[2];
@@ -204,8 +198,7 @@ __global__ void __launch_bounds__(Pw<BN>::kThreads, 2)
               }
               *cell = static_cast<uint16_t>(__byte_perm(wd[0], wd[1], 0x0040));
             }
-          }
-        }
+          });
     };
     if (residual) {
       if (!kFp8 && f.y_zp != 0) {
