@@ -633,13 +633,13 @@ class QOp : public GpuOp {
     ie.colscale = static_cast<const float*>(colscale_.get());
     ie.colsum = nullptr;
     const bool fp8 = path_ == Path::kFp8;
-    igemm_pointwise_ = k::qconv_pointwise_fits(d, ie);
     auto launch = [&] { return k::qconv_igemm(px, w_packed_.get(), d, fp8, ie, ctx.stream); };
     if (!igemm_decided_ || !(igemm_geometry_ == g)) {
       if (ctx.capturing) return false;
       igemm_decided_ = true;
       igemm_geometry_ = g;
       igemm_chosen_ = igemm_cached_ = false;
+      igemm_pointwise_ = k::qconv_pointwise_fits(d, ie);  // for kernel()
       igemm_ms_ = lowp_ms_ = -1;
       if (launch() != cudaSuccess) {  // not launched (alignment, sizes): the cuBLASLt path
         (void)cudaGetLastError();

@@ -368,10 +368,9 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
       (e.residual && !aligned(e.residual, 16)) || (!y_float && !one_byte(e.y_t)) ||
       (e.residual && !r_float && !one_byte(e.residual_t)))
     return cudaErrorNotSupported;
-  if (qconv_pointwise_fits(d, e)) {
-    const cudaError_t r = qconv_pointwise(x, w, d, fp8, e, stream);
-    if (r != cudaErrorNotSupported) return r;
-  }
+  // 1x1 convolutions it takes (it checks qconv_pointwise_fits): the persistent kernel.
+  const cudaError_t pointwise = qconv_pointwise(x, w, d, fp8, e, stream);
+  if (pointwise != cudaErrorNotSupported) return pointwise;
   if (fp8)
     return d.k <= 64 ? launch_igemm<64, float>(x, w, d, e, stream)
                      : launch_igemm<128, float>(x, w, d, e, stream);
