@@ -27,7 +27,7 @@ cmake --build build-fuzz-clang -j"$jobs" --target fuzz_harnesses
 # One CUDA architecture in both builds keeps CI within its time (every .cu is compiled once per
 # architecture); the default list is for users' builds (scripts/setup.sh).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRTUTILS_WERROR=ON \
-  -DTRTUTILS_CUDA_ARCHS="${TRTUTILS_CUDA_ARCHS:-90-real}"
+  -DTRTUTILS_CUDA_ARCHS="${TRTUTILS_CUDA_ARCHS:-90a-real}"
 cmake --build build -j"$jobs"
 cd build
 ctest --output-on-failure -j"$jobs" --timeout 1800 "$@"

@@ -1,11 +1,15 @@
-// The quantized pointwise convolutions of ResNet-50 (batch 256) through k::qconv_igemm, with the
-// persistent streaming kernel (qconv_pointwise.cu) and without (TRTUTILS_CUDA_QPOINTWISE=0):
-// outputs compared byte for byte, medians of 20 timed runs each, bytes moved and TB/s. Also
-// small shapes at the tile edges (partial tiles in M and N, a partial reduction step, stride 2).
-//   nvcc -std=c++17 -O2 -arch=sm_90a -Isrc -Iinclude bench/cuda/pw_probe.cu \
+// The quantized convolutions of ResNet-50 (batch 256) through k::qconv_igemm with one of its
+// kernel switches off ("old") and on ("new"): SWITCH=TRTUTILS_CUDA_QPOINTWISE (default: the
+// persistent streaming kernel of qconv_pointwise.cu, 1x1 layers) or SWITCH=TRTUTILS_CUDA_WGMMA
+// (the Hopper warpgroup-MMA kernel; the 3x3 layers too). Outputs compared byte for byte, medians
+// of 20 timed runs each, bytes moved and TB/s (TOP/s for the 3x3 layers). Also small shapes at
+// the tile edges (partial tiles in M and N, a partial reduction step, stride 2, padding), checked
+// against a host reference.
+//   nvcc -std=c++17 -O2 -arch=sm_90a -DTRTUTILS_CUDA_SM90A -Isrc -Iinclude bench/cuda/pw_probe.cu \
 //     src/backends/cuda/qconv_igemm.cu src/backends/cuda/qconv_pointwise.cu -o dist/pw_probe
-//   ./pw_probe [NAME]     (int8 and E4M3; NAME: only the layers whose name contains it;
-//                          NOTIME=1: one run each, for ncu)
+//   [SWITCH=...] [NEW=1] ./pw_probe [NAME]   (int8 and E4M3; NAME: only the layers whose name
+//   contains
+//                                     it; NOTIME=1: one run each, for ncu)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,6 +37,7 @@ struct Layer {
   const char* name;
   int n, h, w, c, k, stride;
   bool residual;
+  int r = 1;  // kernel size r x r, padding r / 2
 };
 
 static uint32_t rng = 12345;
@@ -66,13 +71,16 @@ static void* upload(const std::vector<uint8_t>& v) {
   return p;
 }
 
-static bool run(const Layer& l, bool fp8, bool time_it) {
+static const char* new_value = "1";  // NEW=...: the switch's value for "new"
+
+static bool run(const Layer& l, bool fp8, bool time_it, const char* sw) {
   k::IgemmDesc d;
-  d.n = l.n, d.h = l.h, d.w = l.w, d.c = l.c, d.k = l.k, d.kh = 1, d.kw = 1, d.sh = l.stride,
-  d.sw = l.stride;
-  d.oh = (l.h - 1) / l.stride + 1, d.ow = (l.w - 1) / l.stride + 1;
+  d.n = l.n, d.h = l.h, d.w = l.w, d.c = l.c, d.k = l.k, d.kh = l.r, d.kw = l.r, d.sh = l.stride,
+  d.sw = l.stride, d.ph = l.r / 2, d.pw = l.r / 2;
+  d.oh = (l.h + 2 * d.ph - l.r) / l.stride + 1, d.ow = (l.w + 2 * d.pw - l.r) / l.stride + 1;
   const int64_t m = static_cast<int64_t>(d.n) * d.oh * d.ow;
-  std::vector<uint8_t> hx(static_cast<size_t>(l.n) * l.h * l.w * l.c), hw(size_t(l.k) * l.c),
+  const int taps = l.r * l.r;
+  std::vector<uint8_t> hx(static_cast<size_t>(l.n) * l.h * l.w * l.c), hw(size_t(l.k) * taps * l.c),
       hr(l.residual ? size_t(m) * l.k : 0);
   for (auto& b : hx) b = next_byte(fp8);
   for (auto& b : hw) b = next_byte(fp8);
@@ -102,7 +110,7 @@ static bool run(const Layer& l, bool fp8, bool time_it) {
   if (r) e.residual = r, e.residual_t = t, e.r_scale = 0.03f, e.r_zp = fp8 ? 0.0f : 2.0f;
   float ms[2] = {0, 0};
   for (int variant = 0; variant < 2; ++variant) {
-    setenv("TRTUTILS_CUDA_QPOINTWISE", variant ? "1" : "0", 1);
+    setenv(sw, variant ? new_value : "0", 1);
     e.y = variant ? y1 : y0;
     CK(k::qconv_igemm(x, w, d, fp8, e, nullptr));
     CK(cudaDeviceSynchronize());
@@ -134,20 +142,31 @@ static bool run(const Layer& l, bool fp8, bool time_it) {
       const int b = fp8 ? o1[i] : static_cast<int8_t>(o1[i]);
       if (std::abs(a - b) > 1) ++big;
     }
-  int64_t ref_bad = -1;  // against the host reference (small shapes)
-  if (m * l.k <= 2000000) {
-    ref_bad = 0;
+  // Against the host reference (double sums): every row of the small shapes, evenly spaced rows
+  // of the large ones (about 5e7 products); outputs more than one step away, old and new kernel.
+  int64_t ref_bad[2] = {0, 0}, ref_checked = 0;
+  {
+    const double products = double(m) * l.k * taps * l.c;
+    const int64_t row_step = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(products / 5e7)));
     const float inv_y = 1.0f / e.y_scale, r_mul = e.r_scale * inv_y,
                 r_add = -e.r_zp * e.r_scale * inv_y;
-    for (int64_t row = 0; row < m; ++row) {
+    float e4m3[256];
+    for (int i = 0; i < 256; ++i) e4m3[i] = e4m3_value(i);
+    for (int64_t row = 0; row < m; row += row_step) {
       const int64_t img = row / (d.oh * d.ow), rem = row % (d.oh * d.ow);
-      const int64_t pix = (img * l.h + (rem / d.ow) * l.stride) * l.w + (rem % d.ow) * l.stride;
+      const int64_t oy = rem / d.ow, ox = rem % d.ow;
       for (int n = 0; n < l.k; ++n) {
         double sum = 0;
-        for (int c = 0; c < l.c; ++c) {
-          const uint8_t xb = hx[pix * l.c + c], wb = hw[size_t(n) * l.c + c];
-          sum += fp8 ? double(e4m3_value(xb)) * e4m3_value(wb)
-                     : double(static_cast<int8_t>(xb)) * static_cast<int8_t>(wb);
+        for (int tap = 0; tap < taps; ++tap) {
+          const int64_t iy = oy * l.stride - d.ph + tap / l.r,
+                        ix = ox * l.stride - d.pw + tap % l.r;
+          if (iy < 0 || iy >= l.h || ix < 0 || ix >= l.w) continue;
+          const int64_t pix = (img * l.h + iy) * l.w + ix;
+          for (int c = 0; c < l.c; ++c) {
+            const uint8_t xb = hx[pix * l.c + c], wb = hw[(size_t(n) * taps + tap) * l.c + c];
+            sum += fp8 ? double(e4m3[xb]) * e4m3[wb]
+                       : double(static_cast<int8_t>(xb)) * static_cast<int8_t>(wb);
+          }
         }
         float y = std::fma(static_cast<float>(sum), scale[n] * inv_y, bias[n] * inv_y);
         if (r) {
@@ -156,29 +175,31 @@ static bool run(const Layer& l, bool fp8, bool time_it) {
           y += std::fma(rv, r_mul, r_add);
         }
         y = std::fmax(y, 0.0f);
-        int got, want;
-        if (fp8) {
-          got = static_cast<int8_t>(o1[row * l.k + n]);
-          want = static_cast<int8_t>(e4m3_code(y));
-        } else {
-          got = static_cast<int8_t>(o1[row * l.k + n]);
-          want =
-              static_cast<int>(std::fmin(std::fmax(std::nearbyint(y) + e.y_zp, -128.0f), 127.0f));
-        }
-        if (std::abs(got - want) > 1) ++ref_bad;
+        const int want = fp8 ? static_cast<int8_t>(e4m3_code(y))
+                             : static_cast<int>(std::fmin(
+                                   std::fmax(std::nearbyint(y) + e.y_zp, -128.0f), 127.0f));
+        ++ref_checked;
+        for (int v = 0; v < 2; ++v)
+          if (std::abs(static_cast<int8_t>((v ? o1 : o0)[row * l.k + n]) - want) > 1) ++ref_bad[v];
       }
     }
   }
   const double bytes = double(m) * l.c * (l.stride == 1 ? 1 : 1) + double(m) * l.k * (r ? 2 : 1);
-  const bool ok = big == 0 && diff * 1000 <= int64_t(o0.size()) && ref_bad <= 0;
+  // 3x3 layers: TOP/s instead of TB/s (in the same columns)
+  const double work = l.r > 1 ? 2.0 * m * l.k * taps * l.c / 1e3 : bytes;
+  // int8: the same bytes but for rare one-step ties; float8 (sums in another order): no more
+  // outputs off the reference than the old kernel
+  const bool ok = fp8 ? ref_bad[1] <= ref_bad[0] && diff * 100 <= int64_t(o0.size())
+                      : big == 0 && diff * 1000 <= int64_t(o0.size()) && ref_bad[1] == 0;
   std::printf(
       "%-5s %-22s M=%7lld C=%5d K=%5d s%d %s | old %.4f ms  new %.4f ms  x%.2f | %.2f -> "
-      "%.2f TB/s | diff %lld (>1 step: %lld) ref>1: %lld %s\n",
+      "%.2f %s | diff %lld (>1 step: %lld) | ref>1 of %lld: old %lld new %lld %s\n",
       fp8 ? "fp8" : "int8", l.name, static_cast<long long>(m), l.c, l.k, l.stride,
       r ? "res" : "   ", ms[0], ms[1], ms[1] > 0 ? ms[0] / ms[1] : 0.0,
-      ms[0] > 0 ? bytes / ms[0] / 1e9 : 0.0, ms[1] > 0 ? bytes / ms[1] / 1e9 : 0.0,
-      static_cast<long long>(diff), static_cast<long long>(big), static_cast<long long>(ref_bad),
-      ok ? "OK" : "MISMATCH");
+      ms[0] > 0 ? work / ms[0] / 1e9 : 0.0, ms[1] > 0 ? work / ms[1] / 1e9 : 0.0,
+      l.r > 1 ? "TOP/s" : "TB/s", static_cast<long long>(diff), static_cast<long long>(big),
+      static_cast<long long>(ref_checked), static_cast<long long>(ref_bad[0]),
+      static_cast<long long>(ref_bad[1]), ok ? "OK" : "MISMATCH");
   for (void* p : {x, w, r, cs, bs, y0, y1})
     if (p) CK(cudaFree(p));
   return ok;
@@ -187,6 +208,9 @@ static bool run(const Layer& l, bool fp8, bool time_it) {
 int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : nullptr;  // layers whose name contains it
   const bool time_it = std::getenv("NOTIME") == nullptr;
+  const char* sw = std::getenv("SWITCH") ? std::getenv("SWITCH") : "TRTUTILS_CUDA_QPOINTWISE";
+  if (std::getenv("NEW")) new_value = std::getenv("NEW");
+  std::printf("old: %s=0, new: %s=%s\n", sw, sw, new_value);
   const std::vector<Layer> edges = {
       {"edge 2x13x11 s2", 2, 13, 11, 64, 144, 2, false},
       {"edge 3x9x7 K48", 3, 9, 7, 48, 48, 1, true},
@@ -194,6 +218,10 @@ int main(int argc, char** argv) {
       {"edge 2x5x5 C80 K272", 2, 5, 5, 80, 272, 1, true},
       {"edge 2x112x112", 2, 112, 112, 64, 256, 1, true},
       {"edge 5x17x17 C16", 5, 17, 17, 16, 32, 1, false},
+      {"edge 3x3 2x9x7 C48 K80", 2, 9, 7, 48, 80, 1, true, 3},
+      {"edge 3x3 s2 3x13x11 C64", 3, 13, 11, 64, 144, 2, false, 3},
+      {"edge 3x3 2x6x6 C16 K16", 2, 6, 6, 16, 16, 1, false, 3},
+      {"edge 3x3 1x7x7 C256 K64", 1, 7, 7, 256, 64, 1, true, 3},
   };
   const std::vector<Layer> resnet = {
       {"l1 reduce 64->64", 256, 56, 56, 64, 64, 1, false},
@@ -212,13 +240,20 @@ int main(int argc, char** argv) {
       {"l4 reduce 2048->512", 256, 7, 7, 2048, 512, 1, false},
       {"l4 expand 512->2048", 256, 7, 7, 512, 2048, 1, true},
       {"l4 down s2 1024->2048", 256, 14, 14, 1024, 2048, 2, false},
+      {"l1 3x3 64", 256, 56, 56, 64, 64, 1, false, 3},
+      {"l2 3x3 s2 128", 256, 56, 56, 128, 128, 2, false, 3},
+      {"l2 3x3 128", 256, 28, 28, 128, 128, 1, false, 3},
+      {"l3 3x3 s2 256", 256, 28, 28, 256, 256, 2, false, 3},
+      {"l3 3x3 256", 256, 14, 14, 256, 256, 1, false, 3},
+      {"l4 3x3 s2 512", 256, 14, 14, 512, 512, 2, false, 3},
+      {"l4 3x3 512", 256, 7, 7, 512, 512, 1, false, 3},
   };
   int bad = 0;
   for (bool fp8 : {false, true}) {
     if (!only)
-      for (const Layer& l : edges) bad += !run(l, fp8, false);
+      for (const Layer& l : edges) bad += !run(l, fp8, false, sw);
     for (const Layer& l : resnet)
-      if (!only || std::strstr(l.name, only)) bad += !run(l, fp8, time_it);
+      if (!only || std::strstr(l.name, only)) bad += !run(l, fp8, time_it, sw);
   }
   std::printf("%s: %d mismatching shapes\n", bad ? "FAIL" : "PASS", bad);
   return bad ? 1 : 0;

@@ -370,6 +370,10 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
 bool qconv_pointwise_fits(const IgemmDesc& d, const QEpilogue& e);
 cudaError_t qconv_pointwise(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                             const QEpilogue& e, cudaStream_t stream);
+// Whether qconv_igemm runs its Hopper warpgroup-MMA kernel: the build has sm_90a code
+// (TRTUTILS_CUDA_ARCHS with 90a), the current device is compute capability 9.0, and
+// TRTUTILS_CUDA_WGMMA is not 0 (read at each call).
+bool wgmma_available();
 
 // Float32 2-D convolution with few input channels (conv_small_c.cu: the stem of image models)
 // on the TF32 tensor cores: X NCHW or NHWC float32, one group, Y = act(conv + bias) as float32

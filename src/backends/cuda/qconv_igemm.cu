@@ -15,7 +15,12 @@
 // a row: x_scale * w_scale[k], bias, residual, activation, the quantization (q_epilogue_kernel's
 // arithmetic), with 16-byte loads and stores (fragment-order 2-byte stores were measured 4x
 // slower on the memory-bound 1x1 layers).
+#include <atomic>
+#include <cstdlib>
+#include <type_traits>
+
 #include "backends/cuda/device_util.cuh"
+#include "backends/cuda/wgmma.cuh"
 
 namespace trtutils::cuda::k {
 
@@ -27,12 +32,28 @@ constexpr int kStages = 4;  // cp.async pipeline depth
 
 template <int BN>
 __host__ __device__ constexpr int igemm_threads() {
-  return BN * 2;  // 2 x (BN / 32) warps of 64 x 32
+  // mma.sync: 2 x (BN / 32) warps of 64 x 32; wgmma: BN / 64 warpgroups (at most 2)
+  return BN <= 128 ? BN * 2 : 256;
 }
+// Blocks per SM that the wgmma kernel's registers allow: 64 rows x BN / 2 sums per thread of a
+// warpgroup, twice for float8 (the running total and the current step's partial sums).
+template <int BN, typename Acc>
+__host__ __device__ constexpr int wgmma_min_blocks() {
+  const int per_thread =
+      (igemm_threads<BN>() == 128 ? 2 : 1) * (BN / 2) * (std::is_same_v<Acc, float> ? 2 : 1);
+  return (per_thread <= 64 ? 512 : 256) / igemm_threads<BN>();  // <= 128 or <= 255 registers
+}
+// The wgmma kernel's stages: one more than the mma.sync kernel's, for the step whose MMAs are
+// still running while the next step's are issued (BN = 64: four, for four blocks per SM; BN = 256,
+// one block per SM: six).
 template <int BN>
+__host__ __device__ constexpr int wgmma_stages() {
+  return BN <= 64 ? 4 : BN <= 128 ? 5 : 6;
+}
+template <int BN, int Stages = kStages>
 __host__ __device__ constexpr size_t igemm_smem() {
   // the pipeline's stages, or the epilogue's float32 [128][BN + 8] tile
-  const size_t stages = static_cast<size_t>(kStages) * (kBM + BN) * kBK;
+  const size_t stages = static_cast<size_t>(Stages) * (kBM + BN) * kBK;
   const size_t tile = static_cast<size_t>(kBM) * (BN + 8) * 4;
   return stages > tile ? stages : tile;
 }
@@ -185,85 +206,147 @@ __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile
   }
 }
 
+// The block's operand copies, one 64-byte reduction step after the other: thread tid copies
+// 16-byte chunk tid % 4 of rows tid / 4 + i * kRowStep of the A tile (output positions: the input
+// pixels of one tap, zero-filled outside the image and past the reduction) and of the B tile
+// (output channels). The thread's tap and channel advance incrementally (no divisions per step).
+template <int BN>
+struct IgemmLoader {
+  static constexpr int kRowStep = igemm_threads<BN>() / 4;
+  static constexpr int kARows = kBM / kRowStep;
+  static constexpr int kBRows = BN / kRowStep;
+  int a_ih[kARows], a_iw[kARows];  // the row's top-left input pixel (outside for rows past M)
+  int64_t a_base[kARows];          // its element offset in X
+  int64_t b_off;                   // this step's element offset in W of the first B row
+  int k, ci, s, r_off, s_off;      // reduction index; its channel, tap column, tap offsets
+  int chunk, row0;
+
+  __device__ __forceinline__ IgemmLoader(const IgemmDesc& d, int m0, int n0, int tid)
+      : chunk(tid & 3), row0(tid >> 2) {
+    const int positions = d.oh * d.ow, m_total = d.n * positions;
+#pragma unroll
+    for (int i = 0; i < kARows; ++i) {
+      const int m = m0 + row0 + i * kRowStep;
+      a_ih[i] = -(1 << 28);  // rows past M: every tap out of bounds
+      a_iw[i] = 0;
+      a_base[i] = 0;
+      if (m < m_total) {
+        const int img = m / positions, rem = m - img * positions;
+        const int p = rem / d.ow, q = rem - p * d.ow;
+        a_ih[i] = p * d.sh - d.ph;
+        a_iw[i] = q * d.sw - d.pw;
+        a_base[i] = (static_cast<int64_t>(img) * d.h * d.w + static_cast<int64_t>(a_ih[i]) * d.w +
+                     a_iw[i]) *
+                    d.c;
+      }
+    }
+    k = chunk * 16;
+    const int tap = k / d.c, r = tap / d.kw;
+    ci = k - tap * d.c;
+    s = tap - r * d.kw;
+    r_off = r * d.dh;
+    s_off = s * d.dw;
+    b_off = static_cast<int64_t>(n0 + row0) * d.kh * d.kw * d.c + k;
+  }
+
+  // The next reduction step into the swz64-swizzled stages `as` [kBM][64] and `bs` [BN][64].
+  __device__ __forceinline__ void load_next(uint8_t* as, uint8_t* bs, const uint8_t* x,
+                                            const uint8_t* w, const IgemmDesc& d, int n0, int kg) {
+    const bool kvalid = k < kg;
+    const int tap_off = (r_off * d.w + s_off) * d.c + ci;
+#pragma unroll
+    for (int i = 0; i < kARows; ++i) {
+      const int row = row0 + i * kRowStep;
+      const bool valid = kvalid &&
+                         static_cast<unsigned>(a_ih[i] + r_off) < static_cast<unsigned>(d.h) &&
+                         static_cast<unsigned>(a_iw[i] + s_off) < static_cast<unsigned>(d.w);
+      cp_async16(as + swz64(row, chunk), valid ? x + a_base[i] + tap_off : x, valid);
+    }
+#pragma unroll
+    for (int i = 0; i < kBRows; ++i) {
+      const int row = row0 + i * kRowStep;
+      const bool valid = kvalid && n0 + row < d.k;
+      cp_async16(bs + swz64(row, chunk),
+                 valid ? w + b_off + static_cast<int64_t>(i) * kRowStep * kg : w, valid);
+    }
+    k += kBK;
+    b_off += kBK;
+    ci += kBK;
+    while (ci >= d.c) {  // the next tap (several for C < 64)
+      ci -= d.c;
+      s_off += d.dw;
+      if (++s == d.kw) {
+        s = 0;
+        s_off = 0;
+        r_off += d.dh;
+      }
+    }
+  }
+};
+
+// The epilogue's thread layout: thread tid takes the 16-channel chunk column tid % (BN / 16) of
+// rows tid / (BN / 16) + it * kStep of the block's [kBM][BN] tile of sums.
+template <int BN>
+struct IgemmStore {
+  static constexpr int kChunksPerRow = BN / 16;
+  static constexpr int kStep = igemm_threads<BN>() / kChunksPerRow;
+  static constexpr int kIters = kBM / kStep;
+  static constexpr int ld = BN + 8;  // floats per row of the staged tile
+  int col, row0, n;
+  __device__ __forceinline__ IgemmStore(int tid, int n0)
+      : col((tid % kChunksPerRow) * 16), row0(tid / kChunksPerRow), n(n0 + col) {}
+
+  // kPrefetch (a residual and the short epilogue): the residual bytes are loaded before the main
+  // loop, so that they arrive while it runs (the 1x1 layers' few reduction steps hide no
+  // latency); the kernels without use fewer registers.
+  template <bool kPrefetch>
+  __device__ __forceinline__ void prefetch(const QEpilogue& e, uint4 (&res)[kIters], int m0,
+                                           int m_total, int cols) const {
+    if constexpr (kPrefetch) load_residual<kIters>(e, res, row0, kStep, m0, n, m_total, cols);
+  }
+
+  // The staged float32 sums (tile, after a barrier) through the epilogue to Y.
+  template <bool kPrefetch>
+  __device__ __forceinline__ void store(const QEpilogue& e, const float* tile, uint4 (&res)[kIters],
+                                        int m0, int m_total, int cols) const {
+    if (n >= cols) return;
+    if (fast_epilogue(e).on) {
+      if constexpr (!kPrefetch) load_residual<kIters>(e, res, row0, kStep, m0, n, m_total, cols);
+      if (e.y_t == DataType::kInt8) {
+        store_fast<false, kIters>(e, tile, ld, row0, kStep, col, m0, n, m_total, cols, res);
+      } else {
+        store_fast<true, kIters>(e, tile, ld, row0, kStep, col, m0, n, m_total, cols, res);
+      }
+      return;
+    }
+    for (int it = 0; it < kIters; ++it) {
+      const int row = row0 + it * kStep, m = m0 + row;
+      if (m >= m_total) continue;
+      float v[16];
+      load16(tile + row * ld + col, v);
+      epilogue16(e, v, static_cast<int64_t>(m) * cols + n, n);
+    }
+  }
+};
+
 template <int BN, typename Acc, bool kPrefetch>
 __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
     qconv_igemm_kernel(const uint8_t* __restrict__ x, const uint8_t* __restrict__ w, IgemmDesc d,
                        QEpilogue e) {
-  constexpr int kThreadsB = igemm_threads<BN>();
-  constexpr int kRowStep = kThreadsB / 4;  // rows between a thread's chunks
-  constexpr int kARows = kBM / kRowStep;
-  constexpr int kBRows = BN / kRowStep;
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(1024) uint8_t smem[];
   uint8_t* const as_base = smem;
   uint8_t* const bs_base = smem + kStages * kBM * kBK;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp & 1, warp_n = warp >> 1;
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * BN;
-  const int positions = d.oh * d.ow;
-  const int m_total = d.n * positions;
+  const int m_total = d.n * d.oh * d.ow;
   const int kg = d.kh * d.kw * d.c;
   const int ktiles = (kg + kBK - 1) / kBK;
-
-  // This thread's copies: chunk column tid % 4 of rows tid / 4 + i * kRowStep.
-  const int chunk = tid & 3, row0 = tid >> 2;
-  int a_ih[kARows], a_iw[kARows];
-  const uint8_t* a_src[kARows];
-#pragma unroll
-  for (int i = 0; i < kARows; ++i) {
-    const int m = m0 + row0 + i * kRowStep;
-    a_ih[i] = -(1 << 28);  // rows past M: every tap out of bounds
-    a_iw[i] = 0;
-    a_src[i] = x;
-    if (m < m_total) {
-      const int img = m / positions, rem = m - img * positions;
-      const int p = rem / d.ow, q = rem - p * d.ow;
-      a_ih[i] = p * d.sh - d.ph;
-      a_iw[i] = q * d.sw - d.pw;
-      a_src[i] = x + static_cast<int64_t>(img) * d.h * d.w * d.c;
-    }
-  }
-
-  auto load_stage = [&](int stage, int kt) {
-    const int k = kt * kBK + chunk * 16;
-    const bool kvalid = k < kg;
-    int ci = 0, r = 0, s = 0;
-    if (kvalid) {
-      const int tap = k / d.c;
-      ci = k - tap * d.c;
-      r = tap / d.kw;
-      s = tap - r * d.kw;
-    }
-    uint8_t* as = as_base + stage * kBM * kBK;
-#pragma unroll
-    for (int i = 0; i < kARows; ++i) {
-      const int row = row0 + i * kRowStep;
-      const int ih = a_ih[i] + r * d.dh, iw = a_iw[i] + s * d.dw;
-      const bool valid = kvalid && static_cast<unsigned>(ih) < static_cast<unsigned>(d.h) &&
-                         static_cast<unsigned>(iw) < static_cast<unsigned>(d.w);
-      const uint8_t* src = valid ? a_src[i] + (static_cast<int64_t>(ih) * d.w + iw) * d.c + ci : x;
-      cp_async16(as + swz64(row, chunk), src, valid);
-    }
-    uint8_t* bs = bs_base + stage * BN * kBK;
-#pragma unroll
-    for (int i = 0; i < kBRows; ++i) {
-      const int row = row0 + i * kRowStep;
-      const bool valid = kvalid && n0 + row < d.k;
-      const uint8_t* src = valid ? w + static_cast<int64_t>(n0 + row) * kg + k : w;
-      cp_async16(bs + swz64(row, chunk), src, valid);
-    }
-  };
-
-  // The short epilogue's thread layout (below). kPrefetch (a residual and the short epilogue):
-  // its residual bytes are loaded now, so that they arrive during the main loop (the 1x1 layers'
-  // few reduction steps hide no latency); the kernels without use fewer registers.
-  constexpr int kChunksPerRow = BN / 16;
-  constexpr int kStep = kThreadsB / kChunksPerRow;
-  constexpr int kIters = kBM / kStep;
-  const int col = (tid % kChunksPerRow) * 16, erow0 = tid / kChunksPerRow, n = n0 + col;
-  const bool fast = fast_epilogue(e).on;
-  uint4 res[kIters];
-  if constexpr (kPrefetch) load_residual<kIters>(e, res, erow0, kStep, m0, n, m_total, d.k);
+  IgemmLoader<BN> loader(d, m0, n0, tid);
+  const IgemmStore<BN> out(tid, n0);
+  uint4 res[IgemmStore<BN>::kIters];
+  out.template prefetch<kPrefetch>(e, res, m0, m_total, d.k);
 
   Acc acc[4][4][4];
 #pragma unroll
@@ -275,14 +358,17 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
 
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < ktiles) load_stage(s, s);
+    if (s < ktiles)
+      loader.load_next(as_base + s * kBM * kBK, bs_base + s * BN * kBK, x, w, d, n0, kg);
     cp_async_commit();
   }
   for (int kt = 0; kt < ktiles; ++kt) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // stage kt landed for every thread; stage kt - 1 is free again
     const int next = kt + kStages - 1;
-    if (next < ktiles) load_stage(next % kStages, next);
+    if (next < ktiles)
+      loader.load_next(as_base + (next % kStages) * kBM * kBK,
+                       bs_base + (next % kStages) * BN * kBK, x, w, d, n0, kg);
     cp_async_commit();
     const uint8_t* as = as_base + (kt % kStages) * kBM * kBK;
     const uint8_t* bs = bs_base + (kt % kStages) * BN * kBK;
@@ -293,7 +379,7 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
 
   // Sums as float32 into a [128][BN + 8] tile (the padding spreads a fragment store's eight
   // rows over the banks), then 16 consecutive channels per thread for coalesced 16-byte I/O.
-  constexpr int ld = BN + 8;
+  constexpr int ld = IgemmStore<BN>::ld;
   float* tile = reinterpret_cast<float*>(smem);
   for_each_acc_pair(warp_m * 64, warp_n * 32, lane,
                     [&](int mt, int nt, int half, int row, int col) {
@@ -302,38 +388,153 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
                                       static_cast<float>(acc[mt][nt][half * 2 + 1]));
                     });
   __syncthreads();
-  // Thread tid takes the chunk column tid % (BN / 16) of rows tid / (BN / 16) + it * step.
-  if (n >= d.k) return;
-  if (fast) {
-    if constexpr (!kPrefetch) load_residual<kIters>(e, res, erow0, kStep, m0, n, m_total, d.k);
-    if (e.y_t == DataType::kInt8) {
-      store_fast<false, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k, res);
-    } else {
-      store_fast<true, kIters>(e, tile, ld, erow0, kStep, col, m0, n, m_total, d.k, res);
+  out.template store<kPrefetch>(e, tile, res, m0, m_total, d.k);
+}
+
+// The same convolution on Hopper's warpgroup MMA (sm_90a): the operand stages (same loader, same
+// swizzle) are read by wgmma through shared-memory descriptors instead of ldmatrix + mma.sync.
+// BN = 128: two warpgroups, each 64 rows x 128 channels; BN = 64: one warpgroup, two 64 x 64
+// tiles. Each reduction step's MMAs run asynchronously while the threads issue the copies of a
+// later step; the stage those copies overwrite was read by MMAs that every warpgroup has waited
+// for before the step's barrier.
+template <int BN, typename Acc, bool kPrefetch>
+__global__ void __launch_bounds__(igemm_threads<BN>(), (wgmma_min_blocks<BN, Acc>()))
+    qconv_wgmma_kernel(const uint8_t* __restrict__ x, const uint8_t* __restrict__ w, IgemmDesc d,
+                       QEpilogue e) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kWarpgroups = igemm_threads<BN>() / 128;
+  constexpr int kMTiles = kBM / 64 / kWarpgroups;  // 64-row tiles per warpgroup
+  // float8: Hopper's tensor cores add float8 products into fewer bits than float32 (the
+  // "fast accumulation" that cuBLASLt leaves off by default), so each reduction step's two MMAs
+  // go into partial sums that are added to float32 totals here, as mma.sync's do.
+  constexpr bool kPromote = std::is_same_v<Acc, float>;
+  constexpr int kS = wgmma_stages<BN>();
+  extern __shared__ __align__(1024) uint8_t smem[];
+  uint8_t* const as_base = smem;
+  uint8_t* const bs_base = smem + kS * kBM * kBK;
+  if (smem_addr(smem) % 512 != 0) __trap();  // the hardware swizzle needs 512-byte tiles
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp / 4;
+  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * BN;
+  const int m_total = d.n * d.oh * d.ow;
+  const int kg = d.kh * d.kw * d.c;
+  const int ktiles = (kg + kBK - 1) / kBK;
+  IgemmLoader<BN> loader(d, m0, n0, tid);
+  const IgemmStore<BN> out(tid, n0);
+  uint4 res[IgemmStore<BN>::kIters];
+  out.template prefetch<kPrefetch>(e, res, m0, m_total, d.k);
+
+  Acc acc[kMTiles][BN / 2];
+  Acc part[kPromote ? kMTiles : 1][kPromote ? BN / 2 : 1];
+  auto promote = [&] {
+    if constexpr (kPromote) {
+#pragma unroll
+      for (int t = 0; t < kMTiles; ++t) {
+        wgmma_fence_operands(part[t]);
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[t][i] += part[t][i];
+      }
     }
-    return;
+  };
+#pragma unroll
+  for (int t = 0; t < kMTiles; ++t) {
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[t][i] = Acc(0);
+    wgmma_fence_operands(acc[t]);
   }
-  for (int it = 0; it < kIters; ++it) {
-    const int row = erow0 + it * kStep, m = m0 + row;
-    if (m >= m_total) continue;
-    float v[16];
-    load16(tile + row * ld + col, v);
-    epilogue16(e, v, static_cast<int64_t>(m) * d.k + n, n);
+
+  // Step kt's MMAs are issued while step kt - 1's may still run (float8: not, its partial sums
+  // are added first); the copies then go to the stage of step kt - 2, which every warpgroup has
+  // finished reading (wgmma_wait, then the barrier).
+  constexpr int kInFlight = kPromote ? 0 : 1;
+  constexpr int kAhead = kS - 1 - kInFlight;  // steps whose copies are in flight
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (s < ktiles)
+      loader.load_next(as_base + s * kBM * kBK, bs_base + s * BN * kBK, x, w, d, n0, kg);
+    cp_async_commit();
+  }
+  const uint64_t a_desc = wgmma_desc_sw64(smem_addr(as_base) + wg * kMTiles * 64 * kBK);
+  const uint64_t b_desc = wgmma_desc_sw64(smem_addr(bs_base));
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<kAhead - 1>();
+    fence_proxy_async_shared();  // this thread's copies of stage kt, visible to wgmma
+    wgmma_wait<kInFlight>();     // this warpgroup's MMAs of step kt - 1 - kInFlight are done
+    __syncthreads();             // stage kt landed everywhere; that step's stage is free
+    if (kt > 0) promote();
+    const int stage = kt % kS;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) {
+      // descriptors: start addresses in 16-byte units in their low bits
+      const uint64_t db = b_desc + (stage * BN * kBK + kk * 32) / 16;
+#pragma unroll
+      for (int t = 0; t < kMTiles; ++t) {
+        const uint64_t da = a_desc + (stage * kBM * kBK + t * 64 * kBK + kk * 32) / 16;
+        if constexpr (kPromote) {
+          Wgmma<BN, Acc>::run(part[t], da, db, kk);
+        } else {
+          Wgmma<BN, Acc>::run(acc[t], da, db, 1);
+        }
+      }
+    }
+    wgmma_commit();
+    const int next = kt + kAhead;
+    if (next < ktiles)
+      loader.load_next(as_base + (next % kS) * kBM * kBK, bs_base + (next % kS) * BN * kBK, x, w, d,
+                       n0, kg);
+    cp_async_commit();
+  }
+  wgmma_wait<0>();
+  promote();
+#pragma unroll
+  for (int t = 0; t < kMTiles; ++t) wgmma_fence_operands(acc[t]);
+  cp_async_wait<0>();
+  __syncthreads();  // the stages are free: the tile's sums go through shared memory
+
+  constexpr int ld = IgemmStore<BN>::ld;
+  float* tile = reinterpret_cast<float*>(smem);
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int t = 0; t < kMTiles; ++t) {
+    const int row = (wg * kMTiles + t) * 64 + (warp % 4) * 16 + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        *reinterpret_cast<float2*>(tile + (row + 8 * half) * ld + j * 8 + 2 * q) =
+            make_float2(static_cast<float>(acc[t][4 * j + 2 * half]),
+                        static_cast<float>(acc[t][4 * j + 2 * half + 1]));
+  }
+  __syncthreads();
+  out.template store<kPrefetch>(e, tile, res, m0, m_total, d.k);
+#else
+  __trap();  // launched only where wgmma_available()
+#endif
+}
+
+template <int BN, typename Acc, bool kWgmma, bool kPrefetch>
+constexpr auto igemm_kernel() {
+  if constexpr (kWgmma) {
+    return qconv_wgmma_kernel<BN, Acc, kPrefetch>;
+  } else {
+    return qconv_igemm_kernel<BN, Acc, kPrefetch>;
   }
 }
 
-template <int BN, typename Acc>
+template <int BN, typename Acc, bool kWgmma>
 cudaError_t launch_igemm(const void* x, const void* w, const IgemmDesc& d, const QEpilogue& e,
                          cudaStream_t stream) {
   const bool prefetch = e.residual && fast_epilogue(e).on;
-  auto* kernel = prefetch ? qconv_igemm_kernel<BN, Acc, true> : qconv_igemm_kernel<BN, Acc, false>;
-  constexpr size_t smem = igemm_smem<BN>();
+  auto* kernel =
+      prefetch ? igemm_kernel<BN, Acc, kWgmma, true>() : igemm_kernel<BN, Acc, kWgmma, false>();
+  constexpr size_t smem = kWgmma ? igemm_smem<BN, wgmma_stages<BN>()>() : igemm_smem<BN>();
   static const cudaError_t attr = [] {
-    const cudaError_t a = cudaFuncSetAttribute(qconv_igemm_kernel<BN, Acc, true>,
+    const cudaError_t a = cudaFuncSetAttribute(igemm_kernel<BN, Acc, kWgmma, true>(),
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     return a != cudaSuccess
                ? a
-               : cudaFuncSetAttribute(qconv_igemm_kernel<BN, Acc, false>,
+               : cudaFuncSetAttribute(igemm_kernel<BN, Acc, kWgmma, false>(),
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   }();
   if (attr != cudaSuccess) return attr;
@@ -345,6 +546,42 @@ cudaError_t launch_igemm(const void* x, const void* w, const IgemmDesc& d, const
   return cudaGetLastError();
 }
 
+// The device's compute capability and SM count, read once per device (ordinal < 16).
+struct DeviceInfo {
+  int cc = 0, sms = 0;
+};
+DeviceInfo device_info() {
+  static std::atomic<int> cc[16] = {}, sms[16] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16) return {};
+  if (cc[dev].load(std::memory_order_relaxed) == 0) {
+    int major = 0, minor = 0, count = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      return {};
+    sms[dev].store(count, std::memory_order_relaxed);
+    cc[dev].store(major * 10 + minor, std::memory_order_relaxed);
+  }
+  return {cc[dev].load(std::memory_order_relaxed), sms[dev].load(std::memory_order_relaxed)};
+}
+
+template <typename Acc, bool kWgmma>
+cudaError_t launch_igemm(const void* x, const void* w, const IgemmDesc& d, const QEpilogue& e,
+                         cudaStream_t stream) {
+  if constexpr (kWgmma && std::is_same_v<Acc, int32_t>) {
+    // 128 x 256 tiles (one block per SM) read each operand byte fewer times than two blocks of
+    // 128 x 128, which pays where the grid still fills the GPU in >= 2.5 waves (ResNet-50's
+    // layer-3 3x3 convolutions: 0.0812 -> 0.0726 ms on the H200; layer 4's 1.5 waves: slower).
+    const int64_t m = static_cast<int64_t>(d.n) * d.oh * d.ow;
+    const int64_t blocks = (m + kBM - 1) / kBM * ((d.k + 255) / 256);
+    if (d.k >= 256 && blocks * 2 >= int64_t{5} * device_info().sms)
+      return launch_igemm<256, Acc, true>(x, w, d, e, stream);
+  }
+  return d.k <= 64 ? launch_igemm<64, Acc, kWgmma>(x, w, d, e, stream)
+                   : launch_igemm<128, Acc, kWgmma>(x, w, d, e, stream);
+}
+
 bool aligned(const void* p, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -354,6 +591,16 @@ bool one_byte(DataType t) {
 }
 
 }  // namespace
+
+bool wgmma_available() {
+#if defined(TRTUTILS_CUDA_SM90A)
+  const char* sw = std::getenv("TRTUTILS_CUDA_WGMMA");
+  if (sw && sw[0] == '0') return false;
+  return device_info().cc == 90;  // sm_90a code runs on 9.0 only
+#else
+  return false;
+#endif
+}
 
 cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                         const QEpilogue& e, cudaStream_t stream) {
@@ -371,11 +618,11 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
   // 1x1 convolutions it takes (it checks qconv_pointwise_fits): the persistent kernel.
   const cudaError_t pointwise = qconv_pointwise(x, w, d, fp8, e, stream);
   if (pointwise != cudaErrorNotSupported) return pointwise;
-  if (fp8)
-    return d.k <= 64 ? launch_igemm<64, float>(x, w, d, e, stream)
-                     : launch_igemm<128, float>(x, w, d, e, stream);
-  return d.k <= 64 ? launch_igemm<64, int32_t>(x, w, d, e, stream)
-                   : launch_igemm<128, int32_t>(x, w, d, e, stream);
+  if (wgmma_available())
+    return fp8 ? launch_igemm<float, true>(x, w, d, e, stream)
+               : launch_igemm<int32_t, true>(x, w, d, e, stream);
+  return fp8 ? launch_igemm<float, false>(x, w, d, e, stream)
+             : launch_igemm<int32_t, false>(x, w, d, e, stream);
 }
 
 }  // namespace trtutils::cuda::k

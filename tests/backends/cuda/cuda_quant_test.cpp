@@ -288,6 +288,10 @@ void check_igemm(const IgemmGeo& t, uint32_t& seed, const std::string& path) {
   check_quantized(qcase("QConv", in, attrs), "QConv " + path + " " + shape_str(t.xs), path);
 }
 
+// Both implicit-GEMM kernels: mma.sync (TRTUTILS_CUDA_WGMMA=0) and, on Hopper builds with sm_90a
+// code, the warpgroup-MMA one (the default there; its kernel description says "wgmma"). The
+// float8 cases include a 36-step reduction (C = 256, 3x3), where Hopper's float8 MMAs need their
+// sums promoted to float32 each step to stay within one step of the CPU.
 TEST(CudaQuant, QConvImplicitGemm) {
   TRT_REQUIRE_CUDA();
   ::setenv("TRTUTILS_CUDA_IGEMM", "force", 1);
@@ -298,24 +302,32 @@ TEST(CudaQuant, QConvImplicitGemm) {
       {{2, 15, 14, 16}, 112, 3, 3, 2, 2, 2, true, false, true},    // R*S*C = 144: partial stage
       {{2, 28, 28, 64}, 128, 3, 3, 1, 1, 1, true, true, true},     // 9 stages, pipeline wrap
       {{2, 10, 7, 128}, 48, 1, 1, 1, 0, 1, true, true, true},      // 2 stages
+      {{2, 9, 11, 48}, 80, 3, 3, 1, 1, 1, true, true, false},      // taps across 64-byte steps
       // More blocks than fit on the GPU at once, with 1 and 3 stages per block.
       {{2, 112, 112, 64}, 256, 1, 1, 1, 0, 1, true, true, true},
       {{4, 64, 64, 16}, 512, 3, 3, 1, 1, 1, true, false, false},
   };
-  uint32_t seed = 500;
-  for (const IgemmGeo& t : geos) check_igemm(t, seed, "int8 implicit GEMM");
-  if (cuda::device_status().sm >= 89) {
-    check_quantized(
-        qcase("QConv",
-              {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {2, 10, 9, 32}, 520, -4, 4))},
-               {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
-               {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {80, 32, 3, 3}, 521, -4, 4))},
-               {kWScale, weight(per_channel(80, 0.01f, 0.02f, 522))},
-               {kYScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
-               {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
-              {ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
-        "QConv float8 implicit GEMM", "fp8 implicit GEMM");
+  for (const char* wgmma : {"0", "1"}) {
+    ::setenv("TRTUTILS_CUDA_WGMMA", wgmma, 1);
+    uint32_t seed = 500;
+    for (const IgemmGeo& t : geos) check_igemm(t, seed, "int8 implicit GEMM");
+    if (cuda::device_status().sm < 89) continue;
+    for (const auto& [c, k] : {std::pair<int64_t, int64_t>{32, 80}, {256, 128}}) {
+      const Shape xs{2, 10, 9, c};
+      check_quantized(
+          qcase("QConv",
+                {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, xs, 520, -4, 4))},
+                 {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                 {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {k, c, 3, 3}, 521, -4, 4))},
+                 {kWScale, weight(per_channel(k, 0.01f, 0.02f, 522))},
+                 {kYScale, weight(scalar<float>(DataType::kFloat32, c > 64 ? 0.5f : 0.1f))},
+                 {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+                {ais("pads", {1, 1, 1, 1}), ai("channels_last", 1)}),
+          std::string("QConv float8 implicit GEMM, WGMMA=") + wgmma + " " + shape_str(xs),
+          "fp8 implicit GEMM");
+    }
   }
+  ::unsetenv("TRTUTILS_CUDA_WGMMA");
   ::unsetenv("TRTUTILS_CUDA_QPOINTWISE");
   ::unsetenv("TRTUTILS_CUDA_IGEMM");
 }
