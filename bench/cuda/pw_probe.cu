@@ -187,9 +187,10 @@ static bool run(const Layer& l, bool fp8, bool time_it, const char* sw) {
   const double bytes = double(m) * l.c * (l.stride == 1 ? 1 : 1) + double(m) * l.k * (r ? 2 : 1);
   // 3x3 layers: TOP/s instead of TB/s (in the same columns)
   const double work = l.r > 1 ? 2.0 * m * l.k * taps * l.c / 1e3 : bytes;
-  // int8: the same bytes but for rare one-step ties; float8 (sums in another order): no more
-  // outputs off the reference than the old kernel
-  const bool ok = fp8 ? ref_bad[1] <= ref_bad[0] && diff * 100 <= int64_t(o0.size())
+  // int8: the same bytes but for rare one-step ties; float8 (sums in another order, and the
+  // wgmma kernel's float8 sums promoted to float32 every 64 products): at most 1 in 10,000
+  // outputs more than one step off the reference
+  const bool ok = fp8 ? ref_bad[1] * 10000 <= ref_checked && diff * 100 <= int64_t(o0.size())
                       : big == 0 && diff * 1000 <= int64_t(o0.size()) && ref_bad[1] == 0;
   std::printf(
       "%-5s %-22s M=%7lld C=%5d K=%5d s%d %s | old %.4f ms  new %.4f ms  x%.2f | %.2f -> "

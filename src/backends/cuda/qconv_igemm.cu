@@ -224,15 +224,29 @@ struct IgemmLoader {
   __device__ __forceinline__ IgemmLoader(const IgemmDesc& d, int m0, int n0, int tid)
       : chunk(tid & 3), row0(tid >> 2) {
     const int positions = d.oh * d.ow, m_total = d.n * positions;
+    // The first row's (image, output row, column) by division, the others by carries.
+    const int m_first = m0 + row0;
+    int img = m_first / positions, p = (m_first - img * positions) / d.ow;
+    int q = m_first - img * positions - p * d.ow;
+    const int dp = kRowStep / d.ow, dq = kRowStep - dp * d.ow;
 #pragma unroll
     for (int i = 0; i < kARows; ++i) {
-      const int m = m0 + row0 + i * kRowStep;
+      if (i > 0) {
+        q += dq;
+        p += dp;
+        if (q >= d.ow) {
+          q -= d.ow;
+          ++p;
+        }
+        while (p >= d.oh) {
+          p -= d.oh;
+          ++img;
+        }
+      }
       a_ih[i] = -(1 << 28);  // rows past M: every tap out of bounds
       a_iw[i] = 0;
       a_base[i] = 0;
-      if (m < m_total) {
-        const int img = m / positions, rem = m - img * positions;
-        const int p = rem / d.ow, q = rem - p * d.ow;
+      if (m_first + i * kRowStep < m_total) {
         a_ih[i] = p * d.sh - d.ph;
         a_iw[i] = q * d.sw - d.pw;
         a_base[i] = (static_cast<int64_t>(img) * d.h * d.w + static_cast<int64_t>(a_ih[i]) * d.w +
@@ -456,21 +470,23 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), (wgmma_min_blocks<BN, Acc
   }
   const uint64_t a_desc = wgmma_desc_sw64(smem_addr(as_base) + wg * kMTiles * 64 * kBK);
   const uint64_t b_desc = wgmma_desc_sw64(smem_addr(bs_base));
+  // The stage of step kt and the stage the copies go to, tracked without divisions;
+  // descriptors hold start addresses in 16-byte units in their low bits.
+  int stage = 0, load_stage = kAhead;
   for (int kt = 0; kt < ktiles; ++kt) {
     cp_async_wait<kAhead - 1>();
     fence_proxy_async_shared();  // this thread's copies of stage kt, visible to wgmma
     wgmma_wait<kInFlight>();     // this warpgroup's MMAs of step kt - 1 - kInFlight are done
     __syncthreads();             // stage kt landed everywhere; that step's stage is free
     if (kt > 0) promote();
-    const int stage = kt % kS;
+    const uint64_t a_stage = a_desc + stage * (kBM * kBK / 16);
+    const uint64_t b_stage = b_desc + stage * (BN * kBK / 16);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {
-      // descriptors: start addresses in 16-byte units in their low bits
-      const uint64_t db = b_desc + (stage * BN * kBK + kk * 32) / 16;
 #pragma unroll
       for (int t = 0; t < kMTiles; ++t) {
-        const uint64_t da = a_desc + (stage * kBM * kBK + t * 64 * kBK + kk * 32) / 16;
+        const uint64_t da = a_stage + (t * 64 * kBK + kk * 32) / 16, db = b_stage + kk * 32 / 16;
         if constexpr (kPromote) {
           Wgmma<BN, Acc>::run(part[t], da, db, kk);
         } else {
@@ -479,11 +495,12 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), (wgmma_min_blocks<BN, Acc
       }
     }
     wgmma_commit();
-    const int next = kt + kAhead;
-    if (next < ktiles)
-      loader.load_next(as_base + (next % kS) * kBM * kBK, bs_base + (next % kS) * BN * kBK, x, w, d,
+    if (kt + kAhead < ktiles)
+      loader.load_next(as_base + load_stage * kBM * kBK, bs_base + load_stage * BN * kBK, x, w, d,
                        n0, kg);
     cp_async_commit();
+    stage = stage + 1 == kS ? 0 : stage + 1;
+    load_stage = load_stage + 1 == kS ? 0 : load_stage + 1;
   }
   wgmma_wait<0>();
   promote();
