@@ -272,13 +272,18 @@ bool qconv_pointwise_fits(const IgemmDesc& d, const QEpilogue& e) {
   const char* sw = std::getenv("TRTUTILS_CUDA_QPOINTWISE");
   if (sw && sw[0] == '0') return false;
   // Measured on the H200 against qconv_igemm over ResNet-50's pointwise layers (bench/RESULTS.md,
-  // tenth measurement): faster up to C = 1024 at stride 1 and C = 256 at stride 2, where each
-  // tile reads few rows; slower with longer reductions (C = 2048) or sparser reads (stride 2 at
-  // C >= 512), where the per-tile pipeline of qconv_igemm keeps more of each tile in flight.
+  // tenth and eleventh measurements): against its mma.sync kernel, faster up to C = 1024 at
+  // stride 1 and C = 256 at stride 2, where each tile reads few rows; slower with longer
+  // reductions (C = 2048) or sparser reads (stride 2 at C >= 512), where the per-tile pipeline
+  // of qconv_igemm keeps more of each tile in flight. Against its wgmma kernel (Hopper): faster
+  // up to C * stride^2 = 256 (int8 with K <= 128: 512), slower above (e.g. int8 C = 1024 -> K =
+  // 256: 0.058 vs 0.044 ms; C = 512 -> K = 128: 0.063 vs 0.070 ms).
+  const int64_t limit =
+      !wgmma_available() ? 1024 : (e.y_t == DataType::kInt8 && d.k <= 128 ? 512 : 256);
   const bool fast = fast_epilogue(e).on;
   return fast && d.kh == 1 && d.kw == 1 && d.ph == 0 && d.pw == 0 && d.oh == (d.h - 1) / d.sh + 1 &&
          d.ow == (d.w - 1) / d.sw + 1 && d.c % 16 == 0 && d.k % 16 == 0 &&
-         static_cast<int64_t>(d.c) * d.sh * d.sw <= 1024;
+         static_cast<int64_t>(d.c) * d.sh * d.sw <= limit;
 }
 
 cudaError_t qconv_pointwise(const void* x, const void* w, const IgemmDesc& d, bool fp8,
