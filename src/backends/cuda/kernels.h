@@ -365,9 +365,9 @@ struct IgemmDesc {
 cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                         const QEpilogue& e, cudaStream_t stream);
 // Its persistent streaming variant for pointwise convolutions (qconv_pointwise.cu: 1x1, no
-// padding, C % 16 == 0, K % 16 == 0, the short epilogue, C * stride^2 <= 1024, or where
-// wgmma_available() <= 256, int8 with K <= 128 <= 512), which qconv_igemm takes when it fits;
-// TRTUTILS_CUDA_QPOINTWISE=0 (read at each call): never.
+// padding, C % 16 == 0, K % 16 == 0, the short epilogue, and C * stride^2 <= 1024; where
+// wgmma_available(), C * stride^2 <= 256, or <= 512 for int8 Y with K <= 128), which qconv_igemm
+// takes when it fits; TRTUTILS_CUDA_QPOINTWISE=0 (read at each call): never.
 bool qconv_pointwise_fits(const IgemmDesc& d, const QEpilogue& e);
 cudaError_t qconv_pointwise(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                             const QEpilogue& e, cudaStream_t stream);

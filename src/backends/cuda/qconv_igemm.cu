@@ -408,7 +408,8 @@ __global__ void __launch_bounds__(igemm_threads<BN>(), 256 / BN)
 // The same convolution on Hopper's warpgroup MMA (sm_90a): the operand stages (same loader, same
 // swizzle) are read by wgmma through shared-memory descriptors instead of ldmatrix + mma.sync.
 // BN = 128: two warpgroups, each 64 rows x 128 channels; BN = 64: one warpgroup, two 64 x 64
-// tiles. Each reduction step's MMAs run asynchronously while the threads issue the copies of a
+// tiles; BN = 256 (int8, one block per SM): two warpgroups of 64 x 256. Each reduction step's
+// MMAs run asynchronously while the threads issue the copies of a
 // later step; the stage those copies overwrite was read by MMAs that every warpgroup has waited
 // for before the step's barrier.
 template <int BN, typename Acc, bool kPrefetch>
