@@ -25,15 +25,18 @@
 #include <vector>
 
 #include "backends/cuda/device_util.cuh"
+#include "backends/cuda/wgmma.cuh"
 
 namespace trtutils::cuda::k {
 
 namespace {
 
-constexpr int kTP = 8;   // output rows per tile
-constexpr int kTQ = 16;  // output columns per tile (one m16 tile)
-constexpr int kBN = 64;  // output channels per block
-constexpr int kSmallCThreads = 128;
+constexpr int kTP = 8;           // output rows per tile
+constexpr int kTQ = 16;          // output columns per tile (one m16 tile)
+constexpr int kBN = 64;          // output channels per block
+constexpr int kWgThreads = 128;  // one warpgroup
+constexpr int kWarpgroups = 2;   // per block
+constexpr int kSmallCThreads = kWgThreads * kWarpgroups;
 constexpr int kLd = kBN + 4;  // floats per staged pixel (16-byte rows, fewer bank conflicts)
 
 // f rounded to TF32 (round half away from zero, as cuBLAS's conversions), as mma operand bits.
@@ -50,8 +53,13 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src, bool valid
                : "memory");
 }
 
-__device__ __forceinline__ void mma_tf32(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+__device__ __forceinline__ void mma_tf32(float* c, const uint32_t a[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%0, %1, %2, %3};\n"
@@ -70,6 +78,8 @@ struct Epi {
   // kI8: the activation's bounds and int8's saturation as one range of y = v / y_scale before
   // rounding (rounding is monotonic, so clamping first gives QuantizeLinear's bytes)
   float sat_lo = 0, sat_hi = 0;
+  // The byte stages' range of y = sum * inv_y + bias * inv_y (+ zp for kI8): the above, in y
+  float lo_y = 0, hi_y = 0;
 };
 __device__ __forceinline__ float clamp_act(const Epi& e, float v) {
   v = v < e.lo ? e.lo : v;  // NaN stays NaN
@@ -91,6 +101,19 @@ __device__ __forceinline__ uint32_t out_byte(const SmallCDesc& d, const Epi& e, 
   if constexpr (kMode == kE4M3) return fast_byte<true>(clamp_act(e, v) * e.inv_y, 0);
   return byte_of(d.y_t, apply_act(d.act, v, d.alpha, d.beta) / d.y_scale, d.y_zp);
 }
+// The byte stages' epilogue: y = sum * inv_y + cb, cb = bias * inv_y (+ zp for kI8) from the
+// block's table, one FMA where the bias add and the scale were two.
+template <int kMode>
+__device__ __forceinline__ uint32_t fold_byte(const Epi& e, float sum, float cb) {
+  float y = fmaf(sum, e.inv_y, cb);
+  if constexpr (kMode == kI8) {
+    y = fminf(fmaxf(y, e.lo_y), e.hi_y);              // NaN: the lowest byte of the range
+    return __float_as_uint(y + 12582912.0f) & 0xffu;  // round half to even, two's complement
+  } else {
+    y = y < e.lo_y ? e.lo_y : y;  // NaN stays NaN
+    return fast_byte<true>(y > e.hi_y ? e.hi_y : y, 0);
+  }
+}
 __host__ __device__ inline Mode mode_of(const SmallCDesc& d) {
   const bool fast_act = d.act == Act::kNone || d.act == Act::kRelu || d.act == Act::kClip;
   if (!fast_act) return kGeneric;
@@ -108,59 +131,108 @@ __host__ __device__ constexpr bool byte_stage(int mode) {
 
 struct Geometry {
   int pr, pc;        // patch rows, columns
-  int patch_floats;  // pr * pc * c
+  int sh4;           // patch column 0 sits at this column of its row (image column = 0 mod 4)
+  int pitch;         // floats per patch row: sh4 + pc rounded up to 4
+  int patch_floats;  // c * pr * pitch (the patch is planar: [c][pr][pitch])
+  int patch_bytes;   // rounded up to 16
   int stage_bytes;   // the epilogue's tile of 128 pixels
-  size_t smem;       // weights + max(patch, stage) + tap table (+ 8) + bias
+  bool prefetch;     // two patch buffers and a stage of its own (the byte stages)
+  int wg_bytes;      // one warpgroup's patches + stage
+  size_t smem;       // weights + kWarpgroups * wg_bytes + tap table + bias
 };
 __host__ __device__ inline Geometry geometry_of(const SmallCDesc& d) {
   Geometry g;
   g.pr = (kTP - 1) * d.sh + (d.kh - 1) * d.dh + 1;
   g.pc = (kTQ - 1) * d.sw + (d.kw - 1) * d.dw + 1;
-  g.patch_floats = g.pr * g.pc * d.c;
-  g.stage_bytes = byte_stage(mode_of(d)) ? kTP * kTQ * kLdB : kTP * kTQ * kLd * 4;
-  const int patch_bytes = g.patch_floats * 4;
+  g.sh4 = ((-d.pw) % 4 + 4) % 4;  // tiles start at columns q0 * sw - pw, q0 % 16 == 0
+  g.pitch = (g.sh4 + g.pc + 3) / 4 * 4;
+  g.patch_floats = d.c * g.pr * g.pitch;
+  g.patch_bytes = g.patch_floats * 4;
+  g.prefetch = byte_stage(mode_of(d));
+  g.stage_bytes = g.prefetch ? kTP * kTQ * kLdB : kTP * kTQ * kLd * 4;
+  g.wg_bytes = g.prefetch ? 2 * g.patch_bytes + g.stage_bytes
+                          : (g.patch_bytes > g.stage_bytes ? g.patch_bytes : g.stage_bytes);
   g.smem = static_cast<size_t>(d.kred_pad) * kBN * 4 +
-           static_cast<size_t>(patch_bytes > g.stage_bytes ? patch_bytes : g.stage_bytes) +
-           static_cast<size_t>(d.kred_pad + 8) * 4 + kBN * 4;
+           static_cast<size_t>(kWarpgroups) * g.wg_bytes + static_cast<size_t>(d.kred_pad + 8) * 4 +
+           kBN * 4;
   return g;
 }
 
-template <int kMode>
-__global__ void __launch_bounds__(kSmallCThreads, 4)
+// Barrier of one warpgroup's 128 threads (named barrier 1 + wg; 0 is __syncthreads). Immediate
+// ids, so that the compiler reserves only the barriers used.
+__device__ __forceinline__ void wg_bar(int wg) {
+  if (wg == 0) {
+    asm volatile("bar.sync 1, 128;\n" ::: "memory");
+  } else {
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  }
+}
+
+// A block is kWarpgroups warpgroups that share the 64-channel slice of weights in shared memory;
+// each warpgroup walks its own tiles with its own patch and stage (synchronised by wg_bar).
+// The byte-output modes prefetch: the next tile's patch copies are issued before this tile's
+// MMAs, into a second buffer, so their latency hides behind the MMAs and the epilogue.
+// kWgmma (sm_90a, launched only where wgmma_available()): each step's two m64n64k8 MMAs take A
+// from the threads' registers (the same fragments) and the weights straight from shared memory,
+// stored there in wgmma's K-major interleaved layout; the next step's fragments load while one
+// step's MMAs run.
+template <int kMode, bool kWgmma>
+__global__ void __launch_bounds__(kSmallCThreads, 2)
     conv_small_c_kernel(const float* __restrict__ x, const float* __restrict__ w,
                         const float* __restrict__ bias, void* __restrict__ y, SmallCDesc d) {
   extern __shared__ __align__(16) unsigned char smem[];
   const Geometry geo = geometry_of(d);
-  float* wsm = reinterpret_cast<float*>(smem);                 // [kred_pad / 8][4][32][4]
-  float* patch = wsm + static_cast<size_t>(d.kred_pad) * kBN;  // [pr][pc][c]
-  float* stage = patch;                                        // reuses the patch
-  const int region =
-      geo.patch_floats * 4 > geo.stage_bytes ? geo.patch_floats * 4 : geo.stage_bytes;
-  int* koff = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(patch) + region);
-  float* bsm = reinterpret_cast<float*>(koff + d.kred_pad + 8);
+  constexpr bool kPrefetch = byte_stage(kMode);
+  float* wsm = reinterpret_cast<float*>(smem);  // [kred_pad / 8][4][32][4]
+  unsigned char* regions = smem + static_cast<size_t>(d.kred_pad) * kBN * 4;
+  // Tap offsets in the patch (bytes), paired per step and lane: koff[kk * 4 + t] = taps
+  // kk * 8 + t and + 4; one spare step (the loop loads a step ahead).
+  int2* koff = reinterpret_cast<int2*>(regions + static_cast<size_t>(kWarpgroups) * geo.wg_bytes);
+  float* bsm = reinterpret_cast<float*>(koff + d.kred_pad / 2 + 4);
 
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31;
+  const int wg = tid / kWgThreads, wtid = tid % kWgThreads, warp = wtid >> 5;  // in the warpgroup
   const int g = lane >> 2, t = lane & 3;
   const int nb = blockIdx.y, n0 = nb * kBN;
+  // This warpgroup's patch buffers ([pr][pc][c] floats) and stage.
+  unsigned char* region = regions + static_cast<size_t>(wg) * geo.wg_bytes;
+  auto patch_buffer = [&](int i) {  // i: 0 or 1 (one buffer without prefetch)
+    return reinterpret_cast<float*>(region + (kPrefetch ? i * geo.patch_bytes : 0));
+  };
+  float* const stage = reinterpret_cast<float*>(kPrefetch ? region + 2 * geo.patch_bytes : region);
   {
     const float4* src =
         reinterpret_cast<const float4*>(w + static_cast<size_t>(nb) * d.kred_pad * kBN);
-    float4* dst = reinterpret_cast<float4*>(wsm);
-    for (int i = tid; i < d.kred_pad * kBN / 4; i += kSmallCThreads) dst[i] = __ldg(src + i);
-  }
-  for (int k = tid; k < d.kred_pad + 8; k += kSmallCThreads) {  // + 8: the loop's prefetch
-    int off = 0;  // past the reduction: any finite element (its weight is 0)
-    if (k < d.kred) {
-      const int c = k % d.c, s = (k / d.c) % d.kw, r = k / (d.c * d.kw);
-      off = (r * d.dh * geo.pc + s * d.dw) * d.c + c;
+    if constexpr (kWgmma) {
+      // Fragment order (k-step kk, n-pair jp, lane, e) -> the interleaved layout: channel
+      // 16 jp + 8 (e / 2) + lane / 4, reduction index lane % 4 + 4 (e % 2) of step kk sit at
+      // float kk * 512 + (4 jp + e) * 32 + lane (core matrices of 8 channels x 4 taps, 128 B
+      // apart along K, 256 B apart along N).
+      for (int i = tid; i < d.kred_pad * kBN / 4; i += kSmallCThreads) {
+        const float4 v = __ldg(src + i);
+        float* dst = wsm + (i >> 5) * 128 + (i & 31);
+        dst[0] = v.x;
+        dst[32] = v.y;
+        dst[64] = v.z;
+        dst[96] = v.w;
+      }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+      fence_proxy_async_shared();  // the weights, visible to wgmma (after the barrier below)
+#endif
+    } else {
+      float4* dst = reinterpret_cast<float4*>(wsm);
+      for (int i = tid; i < d.kred_pad * kBN / 4; i += kSmallCThreads) dst[i] = __ldg(src + i);
     }
-    koff[k] = off;
   }
-  for (int i = tid; i < kBN; i += kSmallCThreads)
-    bsm[i] = bias && n0 + i < d.k ? bias[n0 + i] : 0.0f;
-
-  const int tiles_p = (d.oh + kTP - 1) / kTP, tiles_q = (d.ow + kTQ - 1) / kTQ;
-  const int64_t tiles = static_cast<int64_t>(d.n) * tiles_p * tiles_q;
+  for (int k = tid; k < d.kred_pad + 8; k += kSmallCThreads) {
+    int off = 0;       // past the reduction: any finite element (its weight is 0)
+    if (k < d.kred) {  // reduction order (c, r, s), s fastest (small_c_pack_weights')
+      const int s = k % d.kw, r = (k / d.kw) % d.kh, c = k / (d.kw * d.kh);
+      off = ((c * geo.pr + r * d.dh) * geo.pitch + s * d.dw) * 4;
+    }
+    int* pair = reinterpret_cast<int*>(koff + (k / 8) * 4 + k % 4);
+    pair[(k % 8) / 4] = off;
+  }
   const bool quantized =
       kMode == kI8 || kMode == kE4M3 || (kMode == kGeneric && d.y_t != DataType::kFloat32);
   Epi epi;
@@ -170,59 +242,96 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
   epi.zp = static_cast<int>(d.y_zp);
   epi.sat_lo = fmaxf(epi.lo * epi.inv_y, -128.0f - static_cast<float>(epi.zp));
   epi.sat_hi = fminf(epi.hi * epi.inv_y, 127.0f - static_cast<float>(epi.zp));
+  epi.lo_y = kMode == kI8 ? epi.sat_lo + static_cast<float>(epi.zp) : epi.lo * epi.inv_y;
+  epi.hi_y = kMode == kI8 ? epi.sat_hi + static_cast<float>(epi.zp) : epi.hi * epi.inv_y;
+  // Per channel: the bias (float stages), or cb of fold_byte (byte stages).
+  for (int i = tid; i < kBN; i += kSmallCThreads) {
+    const float b = bias && n0 + i < d.k ? bias[n0 + i] : 0.0f;
+    bsm[i] =
+        !byte_stage(kMode) ? b : b * epi.inv_y + (kMode == kI8 ? static_cast<float>(epi.zp) : 0.0f);
+  }
+  __syncthreads();  // weights and tables written
+
+  const int tiles_p = (d.oh + kTP - 1) / kTP, tiles_q = (d.ow + kTQ - 1) / kTQ;
+  const int64_t tiles = static_cast<int64_t>(d.n) * tiles_p * tiles_q;
   const int ksteps = d.kred_pad / 8;
-  // This thread's A rows: output rows 2 * warp + i, columns g and g + 8.
-  int base[2][2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      base[i][h] = ((2 * warp + i) * d.sh * geo.pc + (g + 8 * h) * d.sw) * d.c;
+  // This thread's A rows (output rows 2 * warp + i, columns g and g + 8): the byte offset of the
+  // first one's first tap in a patch; the others are i * row_bytes + h * half_bytes further.
+  const int base = (2 * warp * d.sh * geo.pitch + g * d.sw + geo.sh4) * 4;
+  const int row_bytes = d.sh * geo.pitch * 4, half_bytes = 8 * d.sw * 4;
 
-  // NCHW staging: this thread's first patch element (channel, row, column) and the step of
-  // kSmallCThreads elements in rows and columns.
-  const int nchw_dcol = kSmallCThreads % geo.pc, nchw_drow = kSmallCThreads / geo.pc;
-  const int nchw_c0 = tid / (geo.pr * geo.pc), nchw_row0 = tid / geo.pc % geo.pr,
-            nchw_col0 = tid % geo.pc;
+  // Staging of NCHW X by 16-byte copies (W % 4 == 0, X 16-byte aligned, so that every 4-column
+  // chunk of a patch row is wholly inside or outside the image): this thread's chunk column and
+  // first (channel, row) patch row; kWgThreads / cpr rows per pass.
+  const int cpr = geo.pitch / 4;
+  const bool vec4 =
+      !d.x_nhwc && d.w % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && cpr <= kWgThreads;
+  const int v_rows = vec4 ? kWgThreads / cpr : 1, v_chunk = vec4 ? wtid % cpr : 0;
+  const int v_slot = vec4 ? wtid / cpr : kWgThreads;  // idle threads: past every row
 
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  struct TileAt {
+    int n, p0, q0;
+  };
+  auto tile_at = [&](int64_t tile) {
     const int tq = static_cast<int>(tile % tiles_q);
     const int tp = static_cast<int>((tile / tiles_q) % tiles_p);
-    const int n = static_cast<int>(tile / (static_cast<int64_t>(tiles_q) * tiles_p));
-    const int p0 = tp * kTP, q0 = tq * kTQ;
-    const int h0 = p0 * d.sh - d.ph, w0 = q0 * d.sw - d.pw;
-    __syncthreads();  // the previous tile's stage is read out; weights / tables written
-    // One patch row per warp pass (no index division per element), 4-byte cp.async copies
-    // (zeros outside the image), all in flight at once: NHWC rows are pc * c contiguous floats,
-    // NCHW rows pc floats of one channel.
-    if (d.x_nhwc) {
-      const int row_len = geo.pc * d.c, lo = max(0, -w0) * d.c, hi = min(geo.pc, d.w - w0) * d.c;
-      for (int row = warp; row < geo.pr; row += kSmallCThreads / 32) {
+    return TileAt{static_cast<int>(tile / (static_cast<int64_t>(tiles_q) * tiles_p)), tp * kTP,
+                  tq * kTQ};
+  };
+  // The copies of a tile's input patch into `patch` (planar [c][pr][pitch]; zeros outside the
+  // image), all in flight at once, indices advanced by carries (no division per copy).
+  auto load_patch = [&](const TileAt& at, float* patch) {
+    const int h0 = at.p0 * d.sh - d.ph;
+    const int w0 = at.q0 * d.sw - d.pw - geo.sh4;  // image column of patch column 0
+    if (vec4) {
+      const float* img = x + static_cast<int64_t>(at.n) * d.c * d.h * d.w;
+      const int col = w0 + 4 * v_chunk;
+      const bool in_w = col >= 0 && col < d.w;
+      int c = 0, row = v_slot;
+      while (row >= geo.pr) {  // a few times at most: v_slot < kWgThreads
+        row -= geo.pr;
+        ++c;
+      }
+      for (int rho = v_slot; rho < d.c * geo.pr; rho += v_rows) {
         const int hh = h0 + row;
-        const bool in_h = hh >= 0 && hh < d.h;
-        const float* src = x + ((static_cast<int64_t>(n) * d.h + (in_h ? hh : 0)) * d.w + w0) * d.c;
-        for (int i = lane; i < row_len; i += 32) {
-          const bool valid = in_h && i >= lo && i < hi;
-          cp_async4(patch + row * row_len + i, valid ? src + i : x, valid);
+        const bool valid = in_w && static_cast<unsigned>(hh) < static_cast<unsigned>(d.h);
+        cp_async16(patch + rho * geo.pitch + 4 * v_chunk,
+                   valid ? img + (static_cast<int64_t>(c) * d.h + hh) * d.w + col : x, valid);
+        row += v_rows;
+        while (row >= geo.pr) {
+          row -= geo.pr;
+          ++c;
         }
       }
-    } else {
-      // NCHW: the patch's (channel, row, column) elements flattened, this thread's every
-      // kSmallCThreads-th one, its indices advanced by carries (no division per element: the
-      // per-row loop with a division per channel row cost ~37% of the kernel's instructions).
-      const int lo = max(0, -w0), hi = min(geo.pc, d.w - w0);
-      const float* img = x + static_cast<int64_t>(n) * d.c * d.h * d.w + w0;
-      int c = nchw_c0, row = nchw_row0, col = nchw_col0;
-      for (int e = tid; e < geo.patch_floats; e += kSmallCThreads) {
+    } else if (d.x_nhwc) {
+      // One patch row per warp pass; copies strided by C in X (a rare layout for a stem).
+      for (int row = warp; row < geo.pr; row += kWgThreads / 32) {
         const int hh = h0 + row;
-        const bool valid =
-            static_cast<unsigned>(hh) < static_cast<unsigned>(d.h) && col >= lo && col < hi;
-        const float* src = img + (static_cast<int64_t>(c) * d.h + hh) * d.w + col;
-        cp_async4(patch + (row * geo.pc + col) * d.c + c, valid ? src : x, valid);
-        col += nchw_dcol;
-        row += nchw_drow;
-        while (col >= geo.pc) {
-          col -= geo.pc;
+        const bool in_h = hh >= 0 && hh < d.h;
+        const float* src = x + (static_cast<int64_t>(at.n) * d.h + (in_h ? hh : 0)) * d.w * d.c;
+        for (int c = 0; c < d.c; ++c)
+          for (int col = lane; col < geo.pitch; col += 32) {
+            const bool valid = in_h && w0 + col >= 0 && w0 + col < d.w;
+            cp_async4(patch + (c * geo.pr + row) * geo.pitch + col,
+                      valid ? src + static_cast<int64_t>(w0 + col) * d.c + c : x, valid);
+          }
+      }
+    } else {
+      // 4-byte copies: this thread's first patch element (channel, row, column), then steps of
+      // kWgThreads elements.
+      const float* img = x + static_cast<int64_t>(at.n) * d.c * d.h * d.w;
+      const int e_dcol = kWgThreads % geo.pitch, e_drow = kWgThreads / geo.pitch;
+      int c = wtid / (geo.pr * geo.pitch), row = wtid / geo.pitch % geo.pr, col = wtid % geo.pitch;
+      for (int e = wtid; e < geo.patch_floats; e += kWgThreads) {
+        const int hh = h0 + row, ww = w0 + col;
+        const bool valid = static_cast<unsigned>(hh) < static_cast<unsigned>(d.h) &&
+                           static_cast<unsigned>(ww) < static_cast<unsigned>(d.w);
+        cp_async4(patch + e, valid ? img + (static_cast<int64_t>(c) * d.h + hh) * d.w + ww : x,
+                  valid);
+        col += e_dcol;
+        row += e_drow;
+        while (col >= geo.pitch) {
+          col -= geo.pitch;
           ++row;
         }
         while (row >= geo.pr) {
@@ -231,42 +340,118 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
         }
       }
     }
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
+  };
 
-    float acc[2][8][4];
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpgroups;
+  int64_t tile = static_cast<int64_t>(blockIdx.x) * kWarpgroups + wg;
+  if (kPrefetch && tile < tiles) load_patch(tile_at(tile), patch_buffer(0));
+  cp_async_commit();
+  for (int it = 0; tile < tiles; tile += stride, ++it) {
+    const TileAt at = tile_at(tile);
+    const int p0 = at.p0, q0 = at.q0, n = at.n;
+    float* patch = patch_buffer(it & 1);
+    if constexpr (kPrefetch) {
+      // The next tile's patch into the other buffer (its last reader, the previous tile's MMAs,
+      // finished before that tile's epilogue barrier).
+      if (tile + stride < tiles) load_patch(tile_at(tile + stride), patch_buffer((it + 1) & 1));
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      wg_bar(wg);  // the previous tile's stage (the same memory) is read out
+      load_patch(at, patch_buffer(0));
+      cp_async_commit();
+      cp_async_wait<0>();
+    }
+    wg_bar(wg);  // this tile's patch landed for every thread
+    {
+      // Rounded to TF32 in place, once per element (the MMAs read each element ~40 times).
+      float4* p4 = reinterpret_cast<float4*>(patch);
+      for (int i = wtid; i < geo.patch_floats / 4; i += kWgThreads) {
+        float4 v = p4[i];
+        v.x = __uint_as_float(tf32_bits(v.x));
+        v.y = __uint_as_float(tf32_bits(v.y));
+        v.z = __uint_as_float(tf32_bits(v.z));
+        v.w = __uint_as_float(tf32_bits(v.w));
+        p4[i] = v;
+      }
+      wg_bar(wg);
+    }
+
+    // acc[i][4 j + r]: output row 2 * warp + i, n8 tile j, element r of the m16n8 fragment
+    // (wgmma's accumulator layout, and mma.sync's per n8 tile): channel 8 j + 2 t + r % 2.
+    float acc[2][32];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
+      for (int r = 0; r < 32; ++r) acc[i][r] = 0.0f;
+    // Shared addresses of this thread's A rows in this patch; the taps of the next step.
+    uint32_t pa[2][2];
 #pragma unroll
-        for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
-    const float4* wf = reinterpret_cast<const float4*>(wsm) + lane;
-    int k0 = koff[t], k1 = koff[t + 4];
-#pragma unroll 2
-    for (int kk = 0; kk < ksteps; ++kk) {
-      uint32_t a[2][4];
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        pa[i][h] = smem_addr(patch) + base + i * row_bytes + h * half_bytes;
+    int2 knext = koff[t];
+    // Step kk's A fragments (taps kk * 8 + t and + 4), then the next step's taps.
+    auto load_a = [&](uint32_t(&a)[2][4], int kk) {
+      const int2 k = knext;
+      knext = koff[kk * 4 + 4 + t];
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        a[i][0] = tf32_bits(patch[base[i][0] + k0]);
-        a[i][1] = tf32_bits(patch[base[i][1] + k0]);
-        a[i][2] = tf32_bits(patch[base[i][0] + k1]);
-        a[i][3] = tf32_bits(patch[base[i][1] + k1]);
+        a[i][0] = lds32(pa[i][0] + k.x);
+        a[i][1] = lds32(pa[i][1] + k.x);
+        a[i][2] = lds32(pa[i][0] + k.y);
+        a[i][3] = lds32(pa[i][1] + k.y);
       }
-      k0 = koff[kk * 8 + 8 + t];  // the next step's taps (the table has 8 spare entries)
-      k1 = koff[kk * 8 + 12 + t];
+    };
+    if constexpr (kWgmma) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+      wgmma_fence_operands(acc[0]);
+      wgmma_fence_operands(acc[1]);
+      // Two fragment sets: a step's MMAs read theirs until wgmma_wait says they are done.
+      const uint64_t wdesc = wgmma_desc_interleave(smem_addr(wsm), 128, 256);
+      uint32_t a0[2][4], a1[2][4];
+      auto issue = [&](const uint32_t(&a)[2][4], int kk) {
+        wgmma_fence();
+        wgmma_tf32_rs64(acc[0], a[0], wdesc + kk * (2048 / 16));
+        wgmma_tf32_rs64(acc[1], a[1], wdesc + kk * (2048 / 16));
+        wgmma_commit();
+      };
+      load_a(a0, 0);
+      for (int kk = 0; kk < ksteps; kk += 2) {
+        issue(a0, kk);
+        if (kk + 1 < ksteps) {
+          wgmma_wait<1>();  // step kk - 1's MMAs are done: a1 is free
+          load_a(a1, kk + 1);
+          issue(a1, kk + 1);
+        }
+        wgmma_wait<1>();  // step kk's are done: a0 is free
+        if (kk + 2 < ksteps) load_a(a0, kk + 2);
+      }
+      wgmma_wait<0>();
+      wgmma_fence_operands(acc[0]);
+      wgmma_fence_operands(acc[1]);
+#else
+      __trap();  // launched only where wgmma_available()
+#endif
+    } else {
+      const float4* wf = reinterpret_cast<const float4*>(wsm) + lane;
+#pragma unroll 2
+      for (int kk = 0; kk < ksteps; ++kk) {
+        uint32_t a[2][4];
+        load_a(a, kk);
 #pragma unroll
-      for (int jp = 0; jp < 4; ++jp) {
-        const float4 b = wf[(kk * 4 + jp) * 32];
+        for (int jp = 0; jp < 4; ++jp) {
+          const float4 b = wf[(kk * 4 + jp) * 32];
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          mma_tf32(acc[i][2 * jp], a[i], __float_as_uint(b.x), __float_as_uint(b.y));
-          mma_tf32(acc[i][2 * jp + 1], a[i], __float_as_uint(b.z), __float_as_uint(b.w));
+          for (int i = 0; i < 2; ++i) {
+            mma_tf32(&acc[i][8 * jp], a[i], __float_as_uint(b.x), __float_as_uint(b.y));
+            mma_tf32(&acc[i][8 * jp + 4], a[i], __float_as_uint(b.z), __float_as_uint(b.w));
+          }
         }
       }
     }
-    __syncthreads();  // the patch is dead: the stage reuses it
+    if constexpr (!kPrefetch) wg_bar(wg);  // the patch is dead: the stage reuses it
 
     const int kvalid = d.k - n0 < kBN ? d.k - n0 : kBN;
     if constexpr (byte_stage(kMode)) {
@@ -274,23 +459,38 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
       // stores (channels-last, K % 16 == 0) or one byte per job.
       unsigned char* sb = reinterpret_cast<unsigned char*>(stage);
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 8; ++j) {
+        const int ch = 8 * j + 2 * t;
+        const float2 cb = *reinterpret_cast<const float2*>(bsm + ch);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          unsigned char* px = sb + ((2 * warp + i) * kTQ + g + 8 * h) * kLdB;
+        for (int i = 0; i < 2; ++i)
 #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const int ch = 8 * j + 2 * t;
-            const uint32_t b0 = out_byte<kMode>(d, epi, acc[i][j][2 * h] + bsm[ch]);
-            const uint32_t b1 = out_byte<kMode>(d, epi, acc[i][j][2 * h + 1] + bsm[ch + 1]);
-            *reinterpret_cast<uint16_t*>(px + ch) = static_cast<uint16_t>(b0 | (b1 << 8));
+          for (int h = 0; h < 2; ++h) {
+            const uint32_t b0 = fold_byte<kMode>(epi, acc[i][4 * j + 2 * h], cb.x);
+            const uint32_t b1 = fold_byte<kMode>(epi, acc[i][4 * j + 2 * h + 1], cb.y);
+            *reinterpret_cast<uint16_t*>(sb + ((2 * warp + i) * kTQ + g + 8 * h) * kLdB + ch) =
+                static_cast<uint16_t>(b0 | (b1 << 8));
           }
-        }
-      __syncthreads();
+      }
+      wg_bar(wg);
       unsigned char* yb = static_cast<unsigned char*>(y);
-      if (d.y_nhwc && d.k % 16 == 0) {
+      if (d.y_nhwc && kvalid == kBN) {
+        // A whole 64-channel slice: pixel wtid / 4 + 32 u (rows 2 u apart), 16 channels.
+        const int pix = wtid >> 2, c16 = (wtid & 3) * 16, q = q0 + (pix & 15);
+        const int p = p0 + (pix >> 4);
+        if (q < d.ow) {
+          unsigned char* dst =
+              yb + ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + c16;
+          const int64_t rows2 = int64_t{2} * d.ow * d.k;
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+            if (p + 2 * u < d.oh)
+              *reinterpret_cast<uint4*>(dst + u * rows2) =
+                  *reinterpret_cast<const uint4*>(sb + (pix + 32 * u) * kLdB + c16);
+        }
+      } else if (d.y_nhwc && d.k % 16 == 0) {
         const int groups = kvalid / 16;
-        for (int e = tid; e < kTP * kTQ * groups; e += kSmallCThreads) {
+        for (int e = wtid; e < kTP * kTQ * groups; e += kWgThreads) {
           const int pix = e / groups, c16 = (e % groups) * 16;
           const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
           if (p >= d.oh || q >= d.ow) continue;
@@ -299,7 +499,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
               *reinterpret_cast<const uint4*>(sb + pix * kLdB + c16);
         }
       } else {
-        for (int e = tid; e < kTP * kTQ * kvalid; e += kSmallCThreads) {
+        for (int e = wtid; e < kTP * kTQ * kvalid; e += kWgThreads) {
           const int pix = d.y_nhwc ? e / kvalid : e % (kTP * kTQ);
           const int ch = d.y_nhwc ? e % kvalid : e / (kTP * kTQ);
           const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
@@ -320,16 +520,16 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
             const int ch = 8 * j + 2 * t;
-            *reinterpret_cast<float2*>(px + ch) =
-                make_float2(acc[i][j][2 * h] + bsm[ch], acc[i][j][2 * h + 1] + bsm[ch + 1]);
+            *reinterpret_cast<float2*>(px + ch) = make_float2(
+                acc[i][4 * j + 2 * h] + bsm[ch], acc[i][4 * j + 2 * h + 1] + bsm[ch + 1]);
           }
         }
-      __syncthreads();
+      wg_bar(wg);
 
       if (d.y_nhwc && d.k % 16 == 0) {
         // 16 channels of one pixel per job: 16-byte loads from the stage, 16-byte stores.
         const int groups = kvalid / 16;
-        for (int e = tid; e < kTP * kTQ * groups; e += kSmallCThreads) {
+        for (int e = wtid; e < kTP * kTQ * groups; e += kWgThreads) {
           const int pix = e / groups, c16 = (e % groups) * 16;
           const int p = p0 + pix / kTQ, q = q0 + pix % kTQ;
           if (p >= d.oh || q >= d.ow) continue;
@@ -362,7 +562,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
         }
       } else {
         // One element per job: channels-last (channel fastest) or NCHW (column fastest).
-        for (int e = tid; e < kTP * kTQ * kvalid; e += kSmallCThreads) {
+        for (int e = wtid; e < kTP * kTQ * kvalid; e += kWgThreads) {
           int pix, ch;
           if (d.y_nhwc) {
             pix = e / kvalid;
@@ -387,6 +587,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 4)
       }
     }
   }
+  cp_async_wait<0>();
 }
 
 float tf32_round_host(float f) {
@@ -429,8 +630,8 @@ std::vector<float> small_c_pack_weights(const float* w_kcrs, const SmallCDesc& d
             const int ch = nb * kBN + 16 * jp + 8 * (e / 2) + lane / 4;
             const int kr = 8 * kk + lane % 4 + 4 * (e % 2);
             float v = 0.0f;
-            if (ch < d.k && kr < d.kred) {
-              const int c = kr % d.c, s = (kr / d.c) % d.kw, r = kr / (d.c * d.kw);
+            if (ch < d.k && kr < d.kred) {  // reduction order (c, r, s), s fastest
+              const int s = kr % d.kw, r = (kr / d.kw) % d.kh, c = kr / (d.kw * d.kh);
               v = w_kcrs[((static_cast<size_t>(ch) * d.c + c) * d.kh + r) * d.kw + s];
             }
             out[(((static_cast<size_t>(nb) * (d.kred_pad / 8) + kk) * 4 + jp) * 32 + lane) * 4 +
@@ -453,20 +654,30 @@ cudaError_t conv_small_c(const SmallCDesc& d, const float* x, const float* w_pac
   if (e != cudaSuccess) return e;
   if (g.smem > static_cast<size_t>(optin)) return cudaErrorNotSupported;
   const Mode mode = mode_of(d);
-  auto* kernel = mode == kF32    ? conv_small_c_kernel<kF32>
-                 : mode == kI8   ? conv_small_c_kernel<kI8>
-                 : mode == kE4M3 ? conv_small_c_kernel<kE4M3>
-                                 : conv_small_c_kernel<kGeneric>;
-  // Every problem's shared memory fits under the device's opt-in maximum (set once per mode).
-  static cudaError_t attr[4] = {cudaErrorNotReady, cudaErrorNotReady, cudaErrorNotReady,
-                                cudaErrorNotReady};
-  if (attr[mode] == cudaErrorNotReady)
-    attr[mode] = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-  if (attr[mode] != cudaSuccess) return attr[mode];
+  const bool wgmma = wgmma_available();
+  auto* kernel = wgmma ? (mode == kF32    ? conv_small_c_kernel<kF32, true>
+                          : mode == kI8   ? conv_small_c_kernel<kI8, true>
+                          : mode == kE4M3 ? conv_small_c_kernel<kE4M3, true>
+                                          : conv_small_c_kernel<kGeneric, true>)
+                       : (mode == kF32    ? conv_small_c_kernel<kF32, false>
+                          : mode == kI8   ? conv_small_c_kernel<kI8, false>
+                          : mode == kE4M3 ? conv_small_c_kernel<kE4M3, false>
+                                          : conv_small_c_kernel<kGeneric, false>);
+  // Every problem's shared memory fits under the device's opt-in maximum (set once per kernel).
+  static cudaError_t attr[8] = {cudaErrorNotReady, cudaErrorNotReady, cudaErrorNotReady,
+                                cudaErrorNotReady, cudaErrorNotReady, cudaErrorNotReady,
+                                cudaErrorNotReady, cudaErrorNotReady};
+  cudaError_t& set = attr[mode + (wgmma ? 4 : 0)];
+  if (set == cudaErrorNotReady)
+    set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+  if (set != cudaSuccess) return set;
   e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kSmallCThreads, g.smem);
   if (e != cudaSuccess) return e;
+  // Blocks of kWarpgroups tiles at a time.
   const int64_t tiles =
-      static_cast<int64_t>(d.n) * ((d.oh + kTP - 1) / kTP) * ((d.ow + kTQ - 1) / kTQ);
+      (static_cast<int64_t>(d.n) * ((d.oh + kTP - 1) / kTP) * ((d.ow + kTQ - 1) / kTQ) +
+       kWarpgroups - 1) /
+      kWarpgroups;
   const int64_t nblocks = (d.k + kBN - 1) / kBN;
   const int64_t resident =
       std::max<int64_t>(1, static_cast<int64_t>(std::max(1, sms)) * std::max(1, per_sm) / nblocks);

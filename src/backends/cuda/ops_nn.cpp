@@ -103,7 +103,7 @@ class ConvOp : public GpuOp {
   std::string kernel() const override {
     if (small_c_ran_)
       return std::string("CUDA small-C TF32 kernel") + (small_c_quantized_ ? " + quantize" : "") +
-             (small_c_nhwc_ ? " NHWC" : "");
+             (small_c_nhwc_ ? " NHWC" : "") + (small_c_wgmma_ ? " (wgmma)" : "");
     if (patch_) return "cuBLASLt (patch GEMM: kernel = stride)";
     if (alt_.decided && alt_.chosen) {
       const std::string what = std::string(alt_.label) + (alt_.nhwc ? " NHWC" : "");
@@ -293,6 +293,7 @@ class ConvOp : public GpuOp {
     small_c_ran_ = true;
     small_c_quantized_ = q != nullptr;
     small_c_nhwc_ = d->y_nhwc;
+    small_c_wgmma_ = k::wgmma_available();
     return true;
   }
 
@@ -522,7 +523,8 @@ class ConvOp : public GpuOp {
   bool small_c_enabled_ = alt_mode("TRTUTILS_CUDA_SMALL_C") != AltMode::kOff;
   std::shared_ptr<void> w_small_;
   const void* w_small_src_ = nullptr;
-  bool small_c_ran_ = false, small_c_quantized_ = false, small_c_nhwc_ = false;
+  bool small_c_ran_ = false, small_c_quantized_ = false, small_c_nhwc_ = false,
+       small_c_wgmma_ = false;
 };
 
 // com.trtutils.cuda::ConvQuantize (graph_fusion.cpp): a float convolution whose output only a

@@ -1,6 +1,7 @@
-// Hopper warpgroup MMA (wgmma, sm_90a only): both operands read by the tensor cores straight from
+// Hopper warpgroup MMA (wgmma, sm_90a only): operands read by the tensor cores straight from
 // shared memory, which removes the ldmatrix traffic that bounds the mma.sync kernels. Used by
-// qconv_igemm.cu's wgmma kernel; callers compile their bodies only under
+// qconv_igemm.cu's wgmma kernel and conv_small_c.cu's TF32 stem (A from registers); callers compile
+// their bodies only under
 // __CUDA_ARCH_FEAT_SM90_ALL, and the host launches them only where wgmma_available() says so.
 //
 // Operand layout: K-major tiles of 64-byte rows (one reduction stage), the 16-byte chunks of each
@@ -22,6 +23,15 @@ namespace trtutils::cuda::k {
 __device__ __forceinline__ uint64_t wgmma_desc_sw64(uint32_t addr) {
   return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) |
          (uint64_t{512 >> 4} << 32) | (uint64_t{2} << 62);
+}
+
+// Descriptor of a K-major tile without swizzle (the "interleaved" canonical layout): core
+// matrices of 8 rows x 16 bytes stored as 128 contiguous bytes, `lbo` bytes apart along K and
+// `sbo` bytes apart along M / N (16-byte aligned start).
+__device__ __forceinline__ uint64_t wgmma_desc_interleave(uint32_t addr, uint32_t lbo,
+                                                          uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{(lbo & 0x3FFFFu) >> 4} << 16) |
+         (uint64_t{(sbo & 0x3FFFFu) >> 4} << 32);
 }
 
 __device__ __forceinline__ void wgmma_fence() {
@@ -183,5 +193,23 @@ struct Wgmma<256, int32_t> {
         : "l"(a), "l"(b), "r"(scale_d));
   }
 };
+
+// D[64 x 64] += A[64 x 8] * B[64 x 8]^T in TF32 with float32 sums; A from registers (per warp w
+// of the warpgroup, lane l: a[0] row 16w + l / 4, column l % 4; a[1] row + 8; a[2], a[3] the same
+// rows at column l % 4 + 4 -- mma.sync m16n8k8's A fragment), B through a descriptor.
+__device__ __forceinline__ void wgmma_tf32_rs64(float (&d)[32], const uint32_t (&a)[4],
+                                                uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, 1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
 
 }  // namespace trtutils::cuda::k

@@ -3,7 +3,9 @@
 // (com.trtutils.cuda::ConvQuantize). GpuFusion.* check the rewrite (no device needed);
 // CudaSmallC.* run against the CPU reference at tile edges (output sizes not multiples of the
 // 8 x 16 tile, K not a multiple of the 64-channel block or of 16), NCHW and NHWC outputs, and
-// the quantized output types.
+// the quantized output types, with the mma.sync kernel (TRTUTILS_CUDA_WGMMA=0) and, on Hopper
+// builds with sm_90a code, the warpgroup-MMA one (the default there; its description says
+// "wgmma").
 #include <iostream>
 
 #include "backends/cuda/cuda_ops.h"
@@ -114,37 +116,45 @@ TEST(CudaSmallC, Float32MatchesCpu) {
                                  {"", {}, false},
                                  {"Clip", {-0.5f, 0.5f}, true},
                                  {"LeakyRelu", {0.1f}, true}};
-  uint32_t seed = 100;
-  for (const Geo& g : geometries()) {
-    for (int64_t min_batch : {1, 1000}) {  // channels-last Y, NCHW Y
-      for (const Epi& e : epis) {
-        cuda::ExecutorOptions o;
-        o.allow_tf32 = true;
-        o.channels_last_min_batch = min_batch;
-        std::vector<In> ins = {feed(random_tensor(DataType::kFloat32, g.x, seed++)),
-                               weight(random_tensor(DataType::kFloat32, g.w, seed++))};
-        if (e.bias) ins.push_back(weight(random_tensor(DataType::kFloat32, {g.w[0]}, seed++)));
-        std::vector<ir::Attribute> attrs = g.attrs;
-        if (*e.act) {
-          attrs.push_back(as("activation", e.act));
-          if (!e.params.empty()) attrs.push_back(afs("activation_params", e.params));
-        }
-        const NodeCase c{"FusedConv", ins, attrs, 1, "com.trtutils"};
-        cuda::Executor ex(make_model(c), o);
-        const Tensor y = ex.run({{"in0", ins[0].value}}).at("out0");
-        const std::string kernel = ex.node_kernels().at(0);
-        const std::string what =
-            g.name + " / " + (*e.act ? e.act : "none") + (min_batch == 1 ? " NHWC" : " NCHW");
-        std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
-        expect_close(y, run_cpu(c)[0], kTf32, what);
-        EXPECT_EQ(kernel.find("small-C") != std::string::npos, g.small_c) << what << ": " << kernel;
-        if (g.small_c) {
-          EXPECT_EQ(kernel.find("NHWC") != std::string::npos, min_batch == 1)
+  for (const char* wgmma : {"0", "1"}) {
+    ::setenv("TRTUTILS_CUDA_WGMMA", wgmma, 1);
+    const bool wgmma_kernel = cuda::k::wgmma_available();
+    uint32_t seed = 100;
+    for (const Geo& g : geometries()) {
+      for (int64_t min_batch : {1, 1000}) {  // channels-last Y, NCHW Y
+        for (const Epi& e : epis) {
+          cuda::ExecutorOptions o;
+          o.allow_tf32 = true;
+          o.channels_last_min_batch = min_batch;
+          std::vector<In> ins = {feed(random_tensor(DataType::kFloat32, g.x, seed++)),
+                                 weight(random_tensor(DataType::kFloat32, g.w, seed++))};
+          if (e.bias) ins.push_back(weight(random_tensor(DataType::kFloat32, {g.w[0]}, seed++)));
+          std::vector<ir::Attribute> attrs = g.attrs;
+          if (*e.act) {
+            attrs.push_back(as("activation", e.act));
+            if (!e.params.empty()) attrs.push_back(afs("activation_params", e.params));
+          }
+          const NodeCase c{"FusedConv", ins, attrs, 1, "com.trtutils"};
+          cuda::Executor ex(make_model(c), o);
+          const Tensor y = ex.run({{"in0", ins[0].value}}).at("out0");
+          const std::string kernel = ex.node_kernels().at(0);
+          const std::string what = g.name + " / " + (*e.act ? e.act : "none") +
+                                   (min_batch == 1 ? " NHWC" : " NCHW") + ", WGMMA=" + wgmma;
+          std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
+          expect_close(y, run_cpu(c)[0], kTf32, what);
+          EXPECT_EQ(kernel.find("small-C") != std::string::npos, g.small_c)
               << what << ": " << kernel;
+          if (g.small_c) {
+            EXPECT_EQ(kernel.find("NHWC") != std::string::npos, min_batch == 1)
+                << what << ": " << kernel;
+            EXPECT_EQ(kernel.find("(wgmma)") != std::string::npos, wgmma_kernel)
+                << what << ": " << kernel;
+          }
         }
       }
     }
   }
+  ::unsetenv("TRTUTILS_CUDA_WGMMA");
   // TF32 not allowed (exact float32 asked for): cuDNN.
   const NodeCase c{"Conv",
                    {feed(random_tensor(DataType::kFloat32, {1, 3, 12, 12}, 1)),
@@ -161,42 +171,48 @@ TEST(CudaSmallC, Float32MatchesCpu) {
 TEST(CudaSmallC, QuantizedStemMatchesCpu) {
   TRT_REQUIRE_CUDA();
   const std::vector<ir::Attribute> attrs{ais("pads", {3, 3, 3, 3}), ais("strides", {2, 2})};
-  for (const bool fallback : {false, true}) {
+  for (const auto& [fallback, wgmma] :
+       std::vector<std::pair<bool, const char*>>{{false, "0"}, {false, "1"}, {true, "1"}}) {
+    ::setenv("TRTUTILS_CUDA_WGMMA", wgmma, 1);
     if (fallback) ::setenv("TRTUTILS_CUDA_SMALL_C", "0", 1);
     for (const auto& [zp_t, zp] : std::vector<std::pair<DataType, float>>{
              {DataType::kInt8, 0.0f}, {DataType::kUInt8, 7.0f}, {DataType::kFloat8E4M3FN, 0.0f}}) {
-      const float scale = 0.04f;
-      const ir::Model m = stem({3, 3, 37, 45}, {64, 3, 7, 7}, attrs, zp_t, scale, zp);
-      const std::map<std::string, Tensor> feeds{
-          {"x", random_tensor(DataType::kFloat32, {3, 3, 37, 45}, 77)}};
-      Session cpu(m);
-      const Tensor want = cpu.run(feeds).begin()->second;
-      for (int64_t min_batch : {1, 1000}) {
-        cuda::ExecutorOptions o;
-        o.allow_tf32 = true;
-        o.channels_last_min_batch = min_batch;
-        cuda::Executor gpu(m, o);
-        const Tensor got = gpu.run(feeds).begin()->second;
-        const std::string what = std::string(dtype_name(zp_t)) +
-                                 (min_batch == 1 ? " NHWC" : " NCHW") +
-                                 (fallback ? " (fallback)" : "");
-        const std::string kernel = gpu.node_kernels().at(0);
-        std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
-        if (zp_t == DataType::kFloat8E4M3FN) {
-          // One E4M3 step (2^-3 relative); near zero, where the steps are finer than TF32's
-          // error on the sums (~2^-11 of their magnitude, ~4 here), that error.
-          expect_close(got, want, Tolerance{0.01, 0.13}, what);
-        } else {
-          expect_close(got, want, Tolerance{scale * 1.001, 0}, what);
+      // 18 tiles; and 768, more than the GPU holds at once, so that a warpgroup runs several
+      // (with the byte outputs, the next one's input copied while this one's MMAs run).
+      for (const Shape& xs : {Shape{3, 3, 37, 45}, Shape{96, 3, 64, 64}}) {
+        const float scale = 0.04f;
+        const ir::Model m = stem(xs, {64, 3, 7, 7}, attrs, zp_t, scale, zp);
+        const std::map<std::string, Tensor> feeds{{"x", random_tensor(DataType::kFloat32, xs, 77)}};
+        Session cpu(m);
+        const Tensor want = cpu.run(feeds).begin()->second;
+        for (int64_t min_batch : {1, 1000}) {
+          cuda::ExecutorOptions o;
+          o.allow_tf32 = true;
+          o.channels_last_min_batch = min_batch;
+          cuda::Executor gpu(m, o);
+          const Tensor got = gpu.run(feeds).begin()->second;
+          const std::string what = std::string(dtype_name(zp_t)) + " " + shape_str(xs) +
+                                   (min_batch == 1 ? " NHWC" : " NCHW") +
+                                   (fallback ? " (fallback)" : "") + ", WGMMA=" + wgmma;
+          const std::string kernel = gpu.node_kernels().at(0);
+          std::cout << "[ kernel   ] " << what << ": " << kernel << std::endl;
+          if (zp_t == DataType::kFloat8E4M3FN) {
+            // One E4M3 step (2^-3 relative); near zero, where the steps are finer than TF32's
+            // error on the sums (~2^-11 of their magnitude, ~4 here), that error.
+            expect_close(got, want, Tolerance{0.01, 0.13}, what);
+          } else {
+            expect_close(got, want, Tolerance{scale * 1.001, 0}, what);
+          }
+          EXPECT_EQ(kernel.find("small-C TF32 kernel + quantize") != std::string::npos, !fallback)
+              << what << ": " << kernel;
+          EXPECT_EQ(kernel.find("QuantizeLinear kernel") != std::string::npos, fallback)
+              << what << ": " << kernel;
         }
-        EXPECT_EQ(kernel.find("small-C TF32 kernel + quantize") != std::string::npos, !fallback)
-            << what << ": " << kernel;
-        EXPECT_EQ(kernel.find("QuantizeLinear kernel") != std::string::npos, fallback)
-            << what << ": " << kernel;
       }
     }
     if (fallback) ::unsetenv("TRTUTILS_CUDA_SMALL_C");
   }
+  ::unsetenv("TRTUTILS_CUDA_WGMMA");
 }
 
 }  // namespace
