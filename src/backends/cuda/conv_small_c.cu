@@ -102,13 +102,13 @@ __device__ __forceinline__ uint32_t out_byte(const SmallCDesc& d, const Epi& e, 
   return byte_of(d.y_t, apply_act(d.act, v, d.alpha, d.beta) / d.y_scale, d.y_zp);
 }
 // The byte stages' epilogue: y = sum * inv_y + cb, cb = bias * inv_y (+ zp for kI8) from the
-// block's table, one FMA where the bias add and the scale were two.
+// block's table, one FMA where the bias add and the scale were two. The byte is the low 8 bits.
 template <int kMode>
 __device__ __forceinline__ uint32_t fold_byte(const Epi& e, float sum, float cb) {
   float y = fmaf(sum, e.inv_y, cb);
   if constexpr (kMode == kI8) {
-    y = fminf(fmaxf(y, e.lo_y), e.hi_y);              // NaN: the lowest byte of the range
-    return __float_as_uint(y + 12582912.0f) & 0xffu;  // round half to even, two's complement
+    y = fminf(fmaxf(y, e.lo_y), e.hi_y);      // NaN: the lowest byte of the range
+    return __float_as_uint(y + 12582912.0f);  // low byte: round half to even, two's complement
   } else {
     y = y < e.lo_y ? e.lo_y : y;  // NaN stays NaN
     return fast_byte<true>(y > e.hi_y ? e.hi_y : y, 0);
@@ -253,7 +253,6 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
   __syncthreads();  // weights and tables written
 
   const int tiles_p = (d.oh + kTP - 1) / kTP, tiles_q = (d.ow + kTQ - 1) / kTQ;
-  const int64_t tiles = static_cast<int64_t>(d.n) * tiles_p * tiles_q;
   const int ksteps = d.kred_pad / 8;
   // This thread's A rows (output rows 2 * warp + i, columns g and g + 8): the byte offset of the
   // first one's first tap in a patch; the others are i * row_bytes + h * half_bytes further.
@@ -269,20 +268,29 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
   const int v_rows = vec4 ? kWgThreads / cpr : 1, v_chunk = vec4 ? wtid % cpr : 0;
   const int v_slot = vec4 ? wtid / cpr : kWgThreads;  // idle threads: past every row
 
+  // Tile coordinates (image, tile row, tile column), advanced by the grid's stride of tiles
+  // with carries (no 64-bit division per tile).
   struct TileAt {
-    int n, p0, q0;
+    int n, tp, tq;
   };
-  auto tile_at = [&](int64_t tile) {
-    const int tq = static_cast<int>(tile % tiles_q);
-    const int tp = static_cast<int>((tile / tiles_q) % tiles_p);
-    return TileAt{static_cast<int>(tile / (static_cast<int64_t>(tiles_q) * tiles_p)), tp * kTP,
-                  tq * kTQ};
+  // (int: fewer tiles than outputs, < 2^31 by small_c_supported)
+  const int stride = static_cast<int>(gridDim.x) * kWarpgroups;
+  const TileAt step{stride / (tiles_q * tiles_p), stride / tiles_q % tiles_p, stride % tiles_q};
+  auto advance = [&](TileAt at) {
+    at.tq += step.tq;
+    const int cq = at.tq >= tiles_q ? 1 : 0;
+    at.tq -= cq * tiles_q;
+    at.tp += step.tp + cq;
+    const int cp = at.tp >= tiles_p ? 1 : 0;
+    at.tp -= cp * tiles_p;
+    at.n += step.n + cp;
+    return at;
   };
   // The copies of a tile's input patch into `patch` (planar [c][pr][pitch]; zeros outside the
   // image), all in flight at once, indices advanced by carries (no division per copy).
   auto load_patch = [&](const TileAt& at, float* patch) {
-    const int h0 = at.p0 * d.sh - d.ph;
-    const int w0 = at.q0 * d.sw - d.pw - geo.sh4;  // image column of patch column 0
+    const int h0 = at.tp * kTP * d.sh - d.ph;
+    const int w0 = at.tq * kTQ * d.sw - d.pw - geo.sh4;  // image column of patch column 0
     if (vec4) {
       const float* img = x + static_cast<int64_t>(at.n) * d.c * d.h * d.w;
       const int col = w0 + 4 * v_chunk;
@@ -342,18 +350,18 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
     }
   };
 
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpgroups;
-  int64_t tile = static_cast<int64_t>(blockIdx.x) * kWarpgroups + wg;
-  if (kPrefetch && tile < tiles) load_patch(tile_at(tile), patch_buffer(0));
+  const int tile0 = static_cast<int>(blockIdx.x) * kWarpgroups + wg;
+  TileAt at{tile0 / (tiles_q * tiles_p), tile0 / tiles_q % tiles_p, tile0 % tiles_q};
+  if (kPrefetch && at.n < d.n) load_patch(at, patch_buffer(0));
   cp_async_commit();
-  for (int it = 0; tile < tiles; tile += stride, ++it) {
-    const TileAt at = tile_at(tile);
-    const int p0 = at.p0, q0 = at.q0, n = at.n;
+  for (int it = 0; at.n < d.n; ++it) {
+    const int p0 = at.tp * kTP, q0 = at.tq * kTQ, n = at.n;
     float* patch = patch_buffer(it & 1);
     if constexpr (kPrefetch) {
       // The next tile's patch into the other buffer (its last reader, the previous tile's MMAs,
       // finished before that tile's epilogue barrier).
-      if (tile + stride < tiles) load_patch(tile_at(tile + stride), patch_buffer((it + 1) & 1));
+      const TileAt next = advance(at);
+      if (next.n < d.n) load_patch(next, patch_buffer((it + 1) & 1));
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -411,10 +419,14 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
       // Two fragment sets: a step's MMAs read theirs until wgmma_wait says they are done.
       const uint64_t wdesc = wgmma_desc_interleave(smem_addr(wsm), 128, 256);
       uint32_t a0[2][4], a1[2][4];
+      // Step kk's weights: 2048 bytes further (the address field, in the low 32 bits, never
+      // carries into the high half).
+      const uint32_t wlo = static_cast<uint32_t>(wdesc), whi = static_cast<uint32_t>(wdesc >> 32);
       auto issue = [&](const uint32_t(&a)[2][4], int kk) {
+        const uint64_t db = (static_cast<uint64_t>(whi) << 32) | (wlo + kk * (2048 / 16));
         wgmma_fence();
-        wgmma_tf32_rs64(acc[0], a[0], wdesc + kk * (2048 / 16));
-        wgmma_tf32_rs64(acc[1], a[1], wdesc + kk * (2048 / 16));
+        wgmma_tf32_rs64(acc[0], a[0], db);
+        wgmma_tf32_rs64(acc[1], a[1], db);
         wgmma_commit();
       };
       load_a(a0, 0);
@@ -469,7 +481,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
             const uint32_t b0 = fold_byte<kMode>(epi, acc[i][4 * j + 2 * h], cb.x);
             const uint32_t b1 = fold_byte<kMode>(epi, acc[i][4 * j + 2 * h + 1], cb.y);
             *reinterpret_cast<uint16_t*>(sb + ((2 * warp + i) * kTQ + g + 8 * h) * kLdB + ch) =
-                static_cast<uint16_t>(b0 | (b1 << 8));
+                static_cast<uint16_t>(__byte_perm(b0, b1, 0x0040));
           }
       }
       wg_bar(wg);
@@ -586,6 +598,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
         }
       }
     }
+    at = advance(at);
   }
   cp_async_wait<0>();
 }
