@@ -292,23 +292,26 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
     const int h0 = at.tp * kTP * d.sh - d.ph;
     const int w0 = at.tq * kTQ * d.sw - d.pw - geo.sh4;  // image column of patch column 0
     if (vec4) {
-      const float* img = x + static_cast<int64_t>(at.n) * d.c * d.h * d.w;
       const int col = w0 + 4 * v_chunk;
+      const float* img = x + static_cast<int64_t>(at.n) * d.c * d.h * d.w + col;
       const bool in_w = col >= 0 && col < d.w;
-      int c = 0, row = v_slot;
+      // Patch row rho = (channel, row): its image row h0 + row, and its offset in the image
+      // (int: an image has < 2^31 elements), advanced with rho.
+      int row = v_slot, off = (h0 + v_slot) * d.w;
       while (row >= geo.pr) {  // a few times at most: v_slot < kWgThreads
         row -= geo.pr;
-        ++c;
+        off += (d.h - geo.pr) * d.w;
       }
+      float* dst = patch + v_slot * geo.pitch + 4 * v_chunk;
       for (int rho = v_slot; rho < d.c * geo.pr; rho += v_rows) {
-        const int hh = h0 + row;
-        const bool valid = in_w && static_cast<unsigned>(hh) < static_cast<unsigned>(d.h);
-        cp_async16(patch + rho * geo.pitch + 4 * v_chunk,
-                   valid ? img + (static_cast<int64_t>(c) * d.h + hh) * d.w + col : x, valid);
+        const bool valid = in_w && static_cast<unsigned>(h0 + row) < static_cast<unsigned>(d.h);
+        cp_async16(dst, valid ? img + off : x, valid);
+        dst += v_rows * geo.pitch;
         row += v_rows;
+        off += v_rows * d.w;
         while (row >= geo.pr) {
           row -= geo.pr;
-          ++c;
+          off += (d.h - geo.pr) * d.w;
         }
       }
     } else if (d.x_nhwc) {
@@ -491,9 +494,9 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
         const int pix = wtid >> 2, c16 = (wtid & 3) * 16, q = q0 + (pix & 15);
         const int p = p0 + (pix >> 4);
         if (q < d.ow) {
-          unsigned char* dst =
-              yb + ((static_cast<int64_t>(n) * d.oh + p) * d.ow + q) * d.k + n0 + c16;
-          const int64_t rows2 = int64_t{2} * d.ow * d.k;
+          // (int offsets: Y has < 2^31 elements)
+          unsigned char* dst = yb + (((n * d.oh + p) * d.ow + q) * d.k + n0 + c16);
+          const int rows2 = 2 * d.ow * d.k;
 #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (p + 2 * u < d.oh)
