@@ -5,21 +5,27 @@
 //
 // cuDNN's kernels for C = 3 either pad the channels to a tensor-core multiple or run on the
 // FMA units (ResNet-50's stem at batch 256: 1.79 ms, 34 TFLOP/s, then 0.53 ms to quantize the
-// 822 MB float32 output). Here the reduction runs over the R * S * C taps of one output pixel
+// 822 MB float32 output). Here the reduction runs over the C * R * S taps of one output pixel
 // (147 for the stem, padded to a multiple of 8), so nothing is wasted on padding channels:
 //   - a block owns one 64-channel slice of K (its weights, packed on the host in mma fragment
-//     order and rounded to TF32, stay in shared memory) and walks output tiles of 8 rows x 16
-//     columns of one image (a persistent grid-stride loop, so the weights load once);
+//     order and rounded to TF32, stay in shared memory) and has two warpgroups, each walking its
+//     own output tiles of 8 rows x 16 columns of one image (a persistent grid-stride loop, so the
+//     weights load once per block);
 //   - per tile, the input patch the tile reads ((8 - 1) * sh + (R - 1) * dh + 1 rows,
 //     (16 - 1) * sw + (S - 1) * dw + 1 columns, C channels; zeros outside the image) is staged in
-//     shared memory by 4-byte cp.async copies (all in flight at once) from NCHW or NHWC X, and
-//     rounded to TF32 as the fragments load;
-//   - 4 warps, each two output rows (two m16 tiles) x 64 channels: mma.sync m16n8k8 TF32 with
-//     float32 accumulation; an A element is patch[pixel base + tap offset] (tap offsets from a
-//     table: k = (r * S + s) * C + c);
+//     shared memory, planar ([c][row][column], rows padded to 16 bytes), by cp.async copies: 16
+//     bytes from NCHW X whose rows allow it (W % 4 == 0), else 4 bytes; then rounded to TF32 in
+//     place once. With a byte output the next tile's patch is copied while this one computes;
+//   - each warp computes two output rows (two m16 tiles) x 64 channels: on Hopper (sm_90a) two
+//     wgmma m64n64k8 per 8 taps per warpgroup, A from registers, the weights through a shared
+//     memory descriptor (stored in wgmma's interleaved K-major layout); elsewhere mma.sync
+//     m16n8k8. An A element is patch[pixel base + tap offset] (tap offsets from a table, reduction
+//     order k = (c * R + r) * S + s);
 //   - the epilogue (bias, activation, then float32 or value / y_scale + zero point as int8 /
-//     uint8 / float8, QuantizeLinear's arithmetic) stages the tile in shared memory and stores
-//     it with 16-byte writes (channels-last Y) or along the rows (NCHW Y).
+//     uint8 / float8, QuantizeLinear's arithmetic; int8 / E4M3 as one FMA by 1 / y_scale plus a
+//     per-channel bias * (1 / y_scale), a clamp and the rounding, within one step) stages the tile
+//     in shared memory and stores it with 16-byte writes (channels-last Y) or along the rows (NCHW
+//     Y).
 #include <algorithm>
 #include <cstring>
 #include <vector>
