@@ -379,9 +379,10 @@ bool wgmma_available();
 // Float32 2-D convolution with few input channels (conv_small_c.cu: the stem of image models)
 // on the TF32 tensor cores (warpgroup MMA where wgmma_available(), else mma.sync): X NCHW or
 // NHWC float32, one group, Y = act(conv + bias) as float32 or quantized per tensor
-// (round(y / y_scale) + y_zp, saturating: int8, uint8, float8), NCHW or NHWC. W is packed by small_c_pack_weights (mma fragment order, TF32-rounded). Problems
-// small_c_supported refuses (C > kSmallCMaxChannels, R * S * C > kSmallCMaxReduction, a patch
-// larger than kSmallCMaxPatch floats, 2^31 elements) are cudaErrorNotSupported (nothing launched).
+// (round(y / y_scale) + y_zp, saturating: int8, uint8, float8), NCHW or NHWC. W is packed by
+// small_c_pack_weights (mma fragment order, TF32-rounded). Problems small_c_supported refuses
+// (C > kSmallCMaxChannels, R * S * C > kSmallCMaxReduction, a patch larger than kSmallCMaxPatch
+// floats, 2^31 elements) are cudaErrorNotSupported (nothing launched).
 constexpr int kSmallCMaxChannels = 4;
 constexpr int kSmallCMaxReduction = 256;
 constexpr int kSmallCMaxPatch = 8192;
