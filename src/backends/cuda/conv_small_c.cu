@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
   const int wg = tid / kWgThreads, wtid = tid % kWgThreads, warp = wtid >> 5;  // in the warpgroup
   const int g = lane >> 2, t = lane & 3;
   const int nb = blockIdx.y, n0 = nb * kBN;
-  // This warpgroup's patch buffers ([pr][pc][c] floats) and stage.
+  // This warpgroup's patch buffers (planar [c][pr][pitch] floats) and stage.
   unsigned char* region = regions + static_cast<size_t>(wg) * geo.wg_bytes;
   auto patch_buffer = [&](int i) {  // i: 0 or 1 (one buffer without prefetch)
     return reinterpret_cast<float*>(region + (kPrefetch ? i * geo.patch_bytes : 0));
