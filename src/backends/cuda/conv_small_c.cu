@@ -73,18 +73,16 @@ __device__ __forceinline__ void mma_tf32(float* c, const uint32_t a[4], uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The epilogue after the bias. Fast modes (no activation, ReLU or Clip as a clamp; int8 and
-// E4M3 as y * (1 / y_scale), within one step of QuantizeLinear's division): a few instructions
-// per element. kGeneric: every activation, uint8 / E5M2 / zero points, QuantizeLinear's exact
-// arithmetic (byte_of).
+// The epilogue. Fast modes (no activation, ReLU or Clip as a clamp): float32 output, or int8 and
+// E4M3 bytes from one FMA by 1 / y_scale (fold_byte: within one step of QuantizeLinear's
+// division), a few instructions per element. kGeneric: every activation, uint8 / E5M2 / zero
+// points, QuantizeLinear's exact arithmetic (byte_of).
 enum Mode : int { kF32 = 0, kI8 = 1, kE4M3 = 2, kGeneric = 3 };
 struct Epi {
   float lo = 0, hi = 0, inv_y = 1;
-  int zp = 0;
-  // kI8: the activation's bounds and int8's saturation as one range of y = v / y_scale before
-  // rounding (rounding is monotonic, so clamping first gives QuantizeLinear's bytes)
-  float sat_lo = 0, sat_hi = 0;
-  // The byte stages' range of y = sum * inv_y + bias * inv_y (+ zp for kI8): the above, in y
+  // The byte modes' range of y = sum * inv_y + cb before rounding: the activation's bounds (and
+  // for kI8 int8's saturation, with the zero point) in y; rounding is monotonic, so clamping
+  // first gives QuantizeLinear's bytes.
   float lo_y = 0, hi_y = 0;
 };
 __device__ __forceinline__ float clamp_act(const Epi& e, float v) {
@@ -96,15 +94,8 @@ __device__ __forceinline__ float out_float(const SmallCDesc& d, const Epi& e, fl
   if constexpr (kMode == kGeneric) return apply_act(d.act, v, d.alpha, d.beta);
   return clamp_act(e, v);
 }
-template <int kMode>
-__device__ __forceinline__ uint32_t out_byte(const SmallCDesc& d, const Epi& e, float v) {
-  if constexpr (kMode == kI8) {
-    // round half to even without the conversion unit: the low byte of y + 1.5 * 2^23, plus the
-    // zero point (NaN sums give the lowest byte of the range)
-    const float y = fminf(fmaxf(v * e.inv_y, e.sat_lo), e.sat_hi);
-    return (__float_as_uint(y + 12582912.0f) + static_cast<uint32_t>(e.zp)) & 0xffu;
-  }
-  if constexpr (kMode == kE4M3) return fast_byte<true>(clamp_act(e, v) * e.inv_y, 0);
+// The float stages' quantized output (kGeneric).
+__device__ __forceinline__ uint32_t out_byte(const SmallCDesc& d, float v) {
   return byte_of(d.y_t, apply_act(d.act, v, d.alpha, d.beta) / d.y_scale, d.y_zp);
 }
 // The byte stages' epilogue: y = sum * inv_y + cb, cb = bias * inv_y (+ zp for kI8) from the
@@ -142,7 +133,6 @@ struct Geometry {
   int patch_floats;  // c * pr * pitch (the patch is planar: [c][pr][pitch])
   int patch_bytes;   // rounded up to 16
   int stage_bytes;   // the epilogue's tile of 128 pixels
-  bool prefetch;     // two patch buffers and a stage of its own (the byte stages)
   int wg_bytes;      // one warpgroup's patches + stage
   size_t smem;       // weights + kWarpgroups * wg_bytes + tap table + bias
 };
@@ -154,10 +144,11 @@ __host__ __device__ inline Geometry geometry_of(const SmallCDesc& d) {
   g.pitch = (g.sh4 + g.pc + 3) / 4 * 4;
   g.patch_floats = d.c * g.pr * g.pitch;
   g.patch_bytes = g.patch_floats * 4;
-  g.prefetch = byte_stage(mode_of(d));
-  g.stage_bytes = g.prefetch ? kTP * kTQ * kLdB : kTP * kTQ * kLd * 4;
-  g.wg_bytes = g.prefetch ? 2 * g.patch_bytes + g.stage_bytes
-                          : (g.patch_bytes > g.stage_bytes ? g.patch_bytes : g.stage_bytes);
+  // The byte stages prefetch: two patch buffers and a stage of their own.
+  const bool prefetch = byte_stage(mode_of(d));
+  g.stage_bytes = prefetch ? kTP * kTQ * kLdB : kTP * kTQ * kLd * 4;
+  g.wg_bytes = prefetch ? 2 * g.patch_bytes + g.stage_bytes
+                        : (g.patch_bytes > g.stage_bytes ? g.patch_bytes : g.stage_bytes);
   g.smem = static_cast<size_t>(d.kred_pad) * kBN * 4 +
            static_cast<size_t>(kWarpgroups) * g.wg_bytes + static_cast<size_t>(d.kred_pad + 8) * 4 +
            kBN * 4;
@@ -245,16 +236,17 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
   epi.lo = d.act == Act::kNone ? -INFINITY : (d.act == Act::kClip ? d.alpha : 0.0f);
   epi.hi = d.act == Act::kClip ? d.beta : INFINITY;
   epi.inv_y = 1.0f / d.y_scale;
-  epi.zp = static_cast<int>(d.y_zp);
-  epi.sat_lo = fmaxf(epi.lo * epi.inv_y, -128.0f - static_cast<float>(epi.zp));
-  epi.sat_hi = fminf(epi.hi * epi.inv_y, 127.0f - static_cast<float>(epi.zp));
-  epi.lo_y = kMode == kI8 ? epi.sat_lo + static_cast<float>(epi.zp) : epi.lo * epi.inv_y;
-  epi.hi_y = kMode == kI8 ? epi.sat_hi + static_cast<float>(epi.zp) : epi.hi * epi.inv_y;
+  const float zp = kMode == kI8 ? d.y_zp : 0.0f;  // kI8's zero point, folded into cb
+  epi.lo_y = epi.lo * epi.inv_y + zp;
+  epi.hi_y = epi.hi * epi.inv_y + zp;
+  if constexpr (kMode == kI8) {  // int8's saturation
+    epi.lo_y = fmaxf(epi.lo_y, -128.0f);
+    epi.hi_y = fminf(epi.hi_y, 127.0f);
+  }
   // Per channel: the bias (float stages), or cb of fold_byte (byte stages).
   for (int i = tid; i < kBN; i += kSmallCThreads) {
     const float b = bias && n0 + i < d.k ? bias[n0 + i] : 0.0f;
-    bsm[i] =
-        !byte_stage(kMode) ? b : b * epi.inv_y + (kMode == kI8 ? static_cast<float>(epi.zp) : 0.0f);
+    bsm[i] = !byte_stage(kMode) ? b : b * epi.inv_y + zp;
   }
   __syncthreads();  // weights and tables written
 
@@ -568,8 +560,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
           if (quantized) {
             uint32_t word[4] = {0, 0, 0, 0};
 #pragma unroll
-            for (int u = 0; u < 16; ++u)
-              word[u / 4] |= out_byte<kMode>(d, epi, v[u]) << (8 * (u % 4));
+            for (int u = 0; u < 16; ++u) word[u / 4] |= out_byte(d, v[u]) << (8 * (u % 4));
             *reinterpret_cast<uint4*>(static_cast<unsigned char*>(y) + dst) =
                 make_uint4(word[0], word[1], word[2], word[3]);
           } else {
@@ -599,8 +590,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
                        : ((static_cast<int64_t>(n) * d.k + n0 + ch) * d.oh + p) * d.ow + q;
           const float v = stage[pix * kLd + ch];
           if (quantized) {
-            static_cast<unsigned char*>(y)[dst] =
-                static_cast<unsigned char>(out_byte<kMode>(d, epi, v));
+            static_cast<unsigned char*>(y)[dst] = static_cast<unsigned char>(out_byte(d, v));
           } else {
             static_cast<float*>(y)[dst] = out_float<kMode>(d, epi, v);
           }
