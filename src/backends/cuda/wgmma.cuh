@@ -1,12 +1,13 @@
 // Hopper warpgroup MMA (wgmma, sm_90a only): operands read by the tensor cores straight from
 // shared memory, which removes the ldmatrix traffic that bounds the mma.sync kernels. Used by
-// qconv_igemm.cu's wgmma kernel and conv_small_c.cu's TF32 stem (A from registers); callers compile
-// their bodies only under
-// __CUDA_ARCH_FEAT_SM90_ALL, and the host launches them only where wgmma_available() says so.
+// qconv_igemm.cu's wgmma kernel and conv_small_c.cu's TF32 stem (A from registers); callers
+// compile their bodies only under __CUDA_ARCH_FEAT_SM90_ALL, and the host launches them only where
+// wgmma_available() says so.
 //
-// Operand layout: K-major tiles of 64-byte rows (one reduction stage), the 16-byte chunks of each
-// row XOR swizzled by (row / 2) % 4 -- swz64() in device_util.cuh, which is exactly the wgmma
-// 64-byte swizzle mode when the tile starts on a 512-byte boundary.
+// The implicit GEMM's operand layout: K-major tiles of 64-byte rows (one reduction stage), the
+// 16-byte chunks of each row XOR swizzled by (row / 2) % 4 -- swz64() in device_util.cuh, which is
+// exactly the wgmma 64-byte swizzle mode when the tile starts on a 512-byte boundary. The stem's
+// weights: the interleaved (unswizzled) layout, wgmma_desc_interleave.
 #pragma once
 
 #include <cstdint>
@@ -16,22 +17,21 @@
 
 namespace trtutils::cuda::k {
 
-// Shared-memory matrix descriptor of a K-major, 64-byte-swizzled tile starting at shared address
-// `addr` (a 512-byte boundary, plus 32 for the second k32 half of a stage): start address, leading
-// byte offset (unused for swizzled K-major tiles: 1), stride byte offset between 8-row groups
-// (8 x 64 B = 512 B), swizzle mode 2 (64 B); all offsets in 16-byte units.
-__device__ __forceinline__ uint64_t wgmma_desc_sw64(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) |
-         (uint64_t{512 >> 4} << 32) | (uint64_t{2} << 62);
-}
-
-// Descriptor of a K-major tile without swizzle (the "interleaved" canonical layout): core
-// matrices of 8 rows x 16 bytes stored as 128 contiguous bytes, `lbo` bytes apart along K and
-// `sbo` bytes apart along M / N (16-byte aligned start).
+// Shared-memory matrix descriptor of a K-major tile: start address, leading byte offset `lbo`
+// (between core matrices along K), stride byte offset `sbo` (between 8-row groups along M / N),
+// swizzle mode in the top bits (0: none); addresses and offsets in 16-byte units.
+// Without swizzle (the "interleaved" canonical layout): core matrices of 8 rows x 16 bytes stored
+// as 128 contiguous bytes, 16-byte aligned start.
 __device__ __forceinline__ uint64_t wgmma_desc_interleave(uint32_t addr, uint32_t lbo,
                                                           uint32_t sbo) {
   return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{(lbo & 0x3FFFFu) >> 4} << 16) |
          (uint64_t{(sbo & 0x3FFFFu) >> 4} << 32);
+}
+// A 64-byte-swizzled tile starting at `addr` (a 512-byte boundary, plus 32 for the second k32
+// half of a stage): leading byte offset unused for swizzled K-major tiles (16 B), 8-row groups
+// 8 x 64 B = 512 B apart, swizzle mode 2 (64 B).
+__device__ __forceinline__ uint64_t wgmma_desc_sw64(uint32_t addr) {
+  return wgmma_desc_interleave(addr, 16, 512) | (uint64_t{2} << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() {
