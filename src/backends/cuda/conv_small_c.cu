@@ -264,7 +264,8 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
   const bool vec4 =
       !d.x_nhwc && d.w % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && cpr <= kWgThreads;
   const int v_rows = vec4 ? kWgThreads / cpr : 1, v_chunk = vec4 ? wtid % cpr : 0;
-  const int v_slot = vec4 ? wtid / cpr : kWgThreads;  // idle threads: past every row
+  const int v_slot = vec4 ? wtid / cpr : kWgThreads;
+  const bool v_active = vec4 && wtid < v_rows * cpr;  // the rest would repeat slot v_rows
 
   // Tile coordinates (image, tile row, tile column), advanced by the grid's stride of tiles
   // with carries (no 64-bit division per tile).
@@ -290,6 +291,7 @@ __global__ void __launch_bounds__(kSmallCThreads, 2)
     const int h0 = at.tp * kTP * d.sh - d.ph;
     const int w0 = at.tq * kTQ * d.sw - d.pw - geo.sh4;  // image column of patch column 0
     if (vec4) {
+      if (!v_active) return;
       const int col = w0 + 4 * v_chunk;
       const float* img = x + static_cast<int64_t>(at.n) * d.c * d.h * d.w + col;
       const bool in_w = col >= 0 && col < d.w;

@@ -298,17 +298,22 @@ __global__ void binary_kernel(Binary op, const T* a, const T* b, O* y, Broadcast
 
 // Float ops on V consecutive elements (16-byte loads) per thread, 32-bit indices. kKind 0: a and
 // b flat; 1: b one value; 2: a one value; 4: b repeats every period_v vectors (a bias along the
-// trailing axes: MatMul + Add); 5: a repeats.
+// trailing axes: MatMul + Add); 5: a repeats; 6: b holds inner_v vectors per period_v output
+// vectors, repeated within the period (channels-last [N, H, W, C] x [N, 1, 1, C]: the
+// squeeze-excite scale); 7: the same for a.
 template <typename T, int V, int kKind>
 __global__ void binary_vec_kernel(Binary op, const T* a, const T* b, T* y, int32_t nv,
-                                  int32_t period_v) {
+                                  int32_t period_v, int32_t inner_v = 1) {
   using W = Vec<T, V>;
   const float sa = kKind == 2 ? to_float(a[0]) : 0.0f, sb = kKind == 1 ? to_float(b[0]) : 0.0f;
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < nv;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
     W va{}, vb{}, r;
-    if constexpr (kKind != 2) va = reinterpret_cast<const W*>(a)[kKind == 5 ? i % period_v : i];
-    if constexpr (kKind != 1) vb = reinterpret_cast<const W*>(b)[kKind == 4 ? i % period_v : i];
+    const int32_t per_image = kKind >= 6 ? (i / period_v) * inner_v + i % inner_v : 0;
+    if constexpr (kKind != 2)
+      va = reinterpret_cast<const W*>(a)[kKind == 5 ? i % period_v : (kKind == 7 ? per_image : i)];
+    if constexpr (kKind != 1)
+      vb = reinterpret_cast<const W*>(b)[kKind == 4 ? i % period_v : (kKind == 6 ? per_image : i)];
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const float fa = kKind == 2 ? sa : to_float(va.v[k]);
@@ -348,6 +353,33 @@ int64_t period_of(const Broadcast& bc, int which) {
   return expect;
 }
 
+// Input `which` of the shape [N.., 1.., C..] against the output's [N.., M.., C..]: it covers the
+// trailing axes contiguously (inner elements), is broadcast along the middle ones (of `middle`
+// output elements) and continues contiguously along the leading ones. False otherwise, or when
+// there is no middle or no trailing part (the other kinds' cases).
+bool per_image_channels(const Broadcast& bc, int which, int64_t& inner, int64_t& middle) {
+  int d = bc.rank - 1;
+  inner = 1;
+  for (; d >= 0; --d) {
+    if (bc.dims[d] == 1) continue;
+    if (bc.strides[which][d] != inner) break;
+    inner *= bc.dims[d];
+  }
+  middle = 1;
+  for (; d >= 0; --d) {
+    if (bc.dims[d] == 1) continue;
+    if (bc.strides[which][d] != 0) break;
+    middle *= bc.dims[d];
+  }
+  int64_t expect = inner;
+  for (; d >= 0; --d) {
+    if (bc.dims[d] == 1) continue;
+    if (bc.strides[which][d] != expect) return false;
+    expect *= bc.dims[d];
+  }
+  return inner > 1 && middle > 1;
+}
+
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -380,7 +412,20 @@ bool launch_binary_vec(Binary op, const void* a, const void* b, void* y, const B
     binary_vec_kernel<T, V, 5>
         <<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, static_cast<int32_t>(pa / V));
   } else {
-    return false;
+    int64_t inner = 0, middle = 0;
+    if (fa && per_image_channels(bc, 1, inner, middle) && inner % V == 0 && aligned16(a) &&
+        aligned16(b)) {
+      binary_vec_kernel<T, V, 6><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv,
+                                                        static_cast<int32_t>(inner * middle / V),
+                                                        static_cast<int32_t>(inner / V));
+    } else if (fb && per_image_channels(bc, 0, inner, middle) && inner % V == 0 && aligned16(a) &&
+               aligned16(b)) {
+      binary_vec_kernel<T, V, 7><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv,
+                                                        static_cast<int32_t>(inner * middle / V),
+                                                        static_cast<int32_t>(inner / V));
+    } else {
+      return false;
+    }
   }
   return true;
 }

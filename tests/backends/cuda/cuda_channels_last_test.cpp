@@ -40,7 +40,8 @@ ir::Model optimized(ir::Model m) {
   return m;
 }
 
-// Graph: x [2, 5, 11, 9] -> Conv 5->13 (3x3, pad 1, stride `stride`) -> tail(...) -> outputs.
+// Graph: x [2, 5, 11, 9] (or xs) -> Conv 5->13 (or k; 3x3, pad 1, stride `stride`) -> tail(...)
+// -> outputs.
 using Tail = std::function<std::vector<std::string>(ir::GraphBuilder&, const std::string& conv,
                                                     const std::string& x, DataType dt)>;
 
@@ -49,13 +50,13 @@ struct Result {
   int64_t conversions = 0;
 };
 
-Result check_tail(const std::string& name, const Precision& p, const Tail& tail,
-                  int64_t stride = 1) {
+Result check_tail(const std::string& name, const Precision& p, const Tail& tail, int64_t stride = 1,
+                  int64_t k = 13, const Shape& xs = {2, 5, 11, 9}) {
   ir::GraphBuilder b("channels_last");
   uint32_t seed = 77;
-  const std::string x = b.input("x", p.dt, {2, 5, 11, 9});
-  const std::string w = b.initializer("w", random_tensor(p.dt, {13, 5, 3, 3}, seed++));
-  const std::string bias = b.initializer("b", random_tensor(p.dt, {13}, seed++));
+  const std::string x = b.input("x", p.dt, ir::sym_shape_from_static(xs));
+  const std::string w = b.initializer("w", random_tensor(p.dt, {k, 5, 3, 3}, seed++));
+  const std::string bias = b.initializer("b", random_tensor(p.dt, {k}, seed++));
   const std::string c =
       b.node("Conv", {x, w, bias}, {ais("pads", {1, 1, 1, 1}), ais("strides", {stride, stride})}, 1,
              "", "conv")[0];
@@ -63,7 +64,7 @@ Result check_tail(const std::string& name, const Precision& p, const Tail& tail,
   const ir::Model m = b.build(17);
   const std::string what = name + " " + p.name;
   Result r;
-  const Tensor xv = random_tensor(p.dt, {2, 5, 11, 9}, 5);
+  const Tensor xv = random_tensor(p.dt, xs, 5);
   try {
     Session cpu(m);
     const auto want = cpu.run({{"x", xv}});
@@ -216,6 +217,22 @@ TEST(CudaChannelsLast, GlobalPools) {
         EXPECT_EQ(r.conversions, 1) << op << " " << p.name << ": only the input";
       }
     }
+}
+
+// 16 channels over 40 x 36 pixels: the global pools take the split reduction (reduce_mid_kernel:
+// H * W >= 64) and the squeeze-excite Mul, either operand order, the per-image vector broadcast
+// (C % 8 == 0).
+TEST(CudaChannelsLast, SqueezeExciteWideFastPaths) {
+  TRT_REQUIRE_CUDA();
+  for (const Precision& p : kPrecisions)
+    check_tail("squeeze-excite 16 x 40 x 36", p,
+               [](auto& b, auto& c, auto&, DataType) {
+                 const std::string gate =
+                     b.node("Sigmoid", {b.node("GlobalAveragePool", {c})[0]})[0];
+                 const std::string m = b.node("GlobalMaxPool", {c})[0];
+                 return std::vector{b.node("Mul", {c, gate})[0], b.node("Mul", {gate, c})[0], m};
+               },
+               1, 16, {2, 5, 40, 36});
 }
 
 // Readers that want NCHW get a converted copy, made once per value; a full-size NCHW operand of

@@ -219,6 +219,16 @@ TEST(CudaReduce, Reductions) {
               {feed(random_tensor(DataType::kFloat16, {2, 197, 768}, seed++))},
               {ais("axes", {-1})}},
              kFp16, "ReduceMean float16");
+  // A long middle axis (r >= 64) with few outputs: the split reduction (reduce_mid_kernel), r
+  // not a multiple of its 16 slices x 8 loads, inner not a multiple of 32.
+  const Tensor m = random_tensor(DataType::kFloat32, {3, 300, 40}, seed++, 0.9f, 1.1f);
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                         "ReduceL1", "ReduceL2", "ReduceSumSquare"})
+    check_case({op, {feed(m)}, {ais("axes", {1})}}, kFp32, std::string(op) + " middle axis");
+  check_case({"ReduceMean",
+              {feed(random_tensor(DataType::kFloat16, {2, 96, 64}, seed++))},
+              {ais("axes", {1})}},
+             kFp16, "ReduceMean middle axis float16");
 }
 
 TEST(CudaGemm, GemmVariants) {
