@@ -172,11 +172,12 @@ FusedActivationAttr read_fused_activation(const ir::Node& node) {
   };
   FusedActivationAttr a;
   if (act.empty() || act == "None") return a;
-  if (act == "Relu" || act == "Sigmoid" || act == "HardSwish") {
+  if (act == "Relu" || act == "Sigmoid" || act == "HardSwish" || act == "Silu") {
     want(0);
-    a.kind = act == "Relu"      ? FusedActivation::kRelu
-             : act == "Sigmoid" ? FusedActivation::kSigmoid
-                                : FusedActivation::kHardSwish;
+    a.kind = act == "Relu"        ? FusedActivation::kRelu
+             : act == "Sigmoid"   ? FusedActivation::kSigmoid
+             : act == "HardSwish" ? FusedActivation::kHardSwish
+                                  : FusedActivation::kSilu;
   } else if (act == "LeakyRelu") {
     want(1);
     a.kind = FusedActivation::kLeakyRelu;
@@ -187,9 +188,10 @@ FusedActivationAttr read_fused_activation(const ir::Node& node) {
     a.alpha = params[0];
     a.beta = params[1];
   } else {
-    TRT_THROW(ErrorCode::kNotSupported,
-              "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish)",
-              node.describe(), act);
+    TRT_THROW(
+        ErrorCode::kNotSupported,
+        "{}: activation '{}' is not supported (Relu, Clip, LeakyRelu, Sigmoid, HardSwish, Silu)",
+        node.describe(), act);
   }
   return a;
 }

@@ -12,9 +12,10 @@
 namespace trtutils::ops {
 
 // The activation of our fused nodes (com.trtutils::FusedConv, QConv, QGemm, QMatMul; see
-// passes.h): attribute "activation" (absent/"None", Relu, Clip, LeakyRelu, Sigmoid, HardSwish)
-// with "activation_params" (Clip [min, max], LeakyRelu [alpha]). Every backend reads it here.
-enum class FusedActivation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish };
+// passes.h): attribute "activation" (absent/"None", Relu, Clip, LeakyRelu, Sigmoid, HardSwish,
+// Silu = x * Sigmoid(x)) with "activation_params" (Clip [min, max], LeakyRelu [alpha]). Every
+// backend reads it here.
+enum class FusedActivation { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish, kSilu };
 struct FusedActivationAttr {
   FusedActivation kind = FusedActivation::kNone;
   float alpha = 0, beta = 0;  // Clip: min, max; LeakyRelu: alpha

@@ -31,7 +31,7 @@
 //   channels_last (QConv, int, default 0)  1: X, R and Y are [N, spatial..., C] (the int8
 //                                   kernels' native layout) instead of [N, C, spatial...]
 //   activation, activation_params   as com.trtutils::FusedConv (passes.h): Relu, Clip [min, max],
-//                                   LeakyRelu [alpha], Sigmoid, HardSwish; absent = none
+//                                   LeakyRelu [alpha], Sigmoid, HardSwish, Silu; absent = none
 //
 // Semantics: exactly the Q/DQ graph's, in float32 arithmetic:
 //   Xf = (X - x_zero_point) * x_scale, Wf = (W - w_zero_point) * w_scale (per channel), and

@@ -1,4 +1,5 @@
-// Conv fusion: Conv [-> Add(residual)] [-> activation] becomes one com.trtutils::FusedConv node
+// Conv fusion: Conv [-> Add(residual)] [-> activation | SiLU as Mul(x, Sigmoid(x))] becomes one
+// com.trtutils::FusedConv node
 // (see passes.h for its contract), so that the CPU backend runs the add and the activation as
 // oneDNN post-ops inside the convolution instead of three passes over memory.
 #include <limits>
@@ -57,7 +58,7 @@ std::optional<float> scalar_constant(const ir::Graph& g, const std::string& v) {
 }
 
 struct Activation {
-  std::string name;  // Relu, Clip, LeakyRelu, Sigmoid, HardSwish
+  std::string name;  // Relu, Clip, LeakyRelu, Sigmoid, HardSwish (Silu: match_silu)
   std::vector<float> params;
 };
 
@@ -147,6 +148,13 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
         chain.push_back(consumer.at(out));
         out = next->outputs[0];
       }
+    } else if (auto s = match_silu(graph, out, uses, consumer);
+               s && !removed[s->first] && !removed[s->second] &&
+               float_dtype(graph, graph.nodes[s->second].outputs[0]) == dt) {
+      act = Activation{"Silu", {}};
+      chain.push_back(s->first);
+      chain.push_back(s->second);
+      out = graph.nodes[s->second].outputs[0];
     }
     if (chain.empty()) continue;
 
@@ -174,11 +182,11 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
     // The fused node takes the place of the pattern's last node: all of its inputs (the Conv's
     // and the residual, which the Add read) are computed before that point.
     removed[i] = true;
-    for (size_t k = 0; k + 1 < chain.size(); ++k) removed[chain[k]] = true;
-    removed[chain.back()] = true;
+    for (size_t c : chain) removed[c] = true;
     replacement.emplace(chain.back(), std::move(f));
     graph.value_info.erase(y);
-    if (chain.size() == 2) graph.value_info.erase(graph.nodes[chain[0]].outputs[0]);
+    for (size_t k = 0; k + 1 < chain.size(); ++k)
+      graph.value_info.erase(graph.nodes[chain[k]].outputs[0]);
     ++fused;
   }
   if (!fused) return 0;

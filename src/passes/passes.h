@@ -2,8 +2,11 @@
 // (pipeline.cpp) orders them and can switch any off by name.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -35,14 +38,24 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
 // Y = act(conv(X, W) + B + Residual):
 //   inputs X, W, [B], [Residual] (Residual: same shape as Y, read only);
 //   attributes: the Conv's, plus "activation" (string: Relu, Clip, LeakyRelu, Sigmoid,
-//   HardSwish; absent = none) and "activation_params" (floats: Clip [min, max], LeakyRelu
+//   HardSwish, Silu; absent = none) and "activation_params" (floats: Clip [min, max], LeakyRelu
 //   [alpha]; infinities for an absent Clip bound).
-// Only activations with an exact oneDNN eltwise post-op are fused, only when every value fused
-// away has exactly one reader and is not a graph output, and only for an Add whose other input
-// has the Conv output's shape (no broadcasting; dims static or equal symbols). Needs shape
-// inference first (dtypes and shapes come from value_info). The fused node takes the position of
-// the pattern's last node. Returns the number of Conv nodes fused.
+// Only activations with an exact oneDNN eltwise post-op are fused (Silu: the exporters'
+// Mul(v, Sigmoid(v)), see match_silu), only when every value fused away has exactly one reader
+// (the SiLU's input: its Sigmoid and Mul) and is not a graph output, and only for an Add whose
+// other input has the Conv output's shape (no broadcasting; dims static or equal symbols). Needs
+// shape inference first (dtypes and shapes come from value_info). The fused node takes the position
+// of the pattern's last node. Returns the number of Conv nodes fused.
 size_t fuse_convolutions(ir::Graph& graph, int64_t opset);
+
+// SiLU as exporters write it (torch's nn.SiLU, EfficientNet's and YOLO's activation):
+// s = Sigmoid(v), Mul(v, s) with the operands in either order, where v has exactly two reads
+// (uses[v] == 2: these two nodes; graph outputs counted as reads) and s one. `last_reader[v]` is
+// the index of v's last reader, which is the Mul (it reads s, made by the Sigmoid before it).
+// Returns the Sigmoid's and the Mul's node indices, or nullopt.
+std::optional<std::pair<size_t, size_t>> match_silu(
+    const ir::Graph& graph, const std::string& v, const std::unordered_map<std::string, int>& uses,
+    const std::unordered_map<std::string, size_t>& last_reader);
 
 // Fuses the quantized islands of a Q/DQ model, DequantizeLinear(X), DequantizeLinear(W) ->
 // Conv | Gemm | MatMul [-> Add(bias)] [-> Add(residual)] [-> activation] [-> QuantizeLinear],

@@ -9,7 +9,7 @@
 //          MatMul otherwise: per tensor (QMatMul)
 //   [-> Add(constant bias of N values)]             MatMul, Gemm without C, Conv without B
 //   [-> Add(residual of the same shape, float or DequantizeLinear(r_q) per tensor)]
-//   [-> Relu | Clip | LeakyRelu | Sigmoid | HardSwish]
+//   [-> Relu | Clip | LeakyRelu | Sigmoid | HardSwish | SiLU as Mul(x, Sigmoid(x))]
 //   [-> QuantizeLinear(y_scale, y_zp)]              per tensor, saturating
 // In a float16 graph (--high_precision_dtype fp16, nvidia-modelopt's default) the same islands
 // fuse: float16 scales and bias become float32 copies, and a float Y is cast back to float16
@@ -282,22 +282,32 @@ class Fuser {
         next = single_reader(out);
       }
     }
+    auto set_activation = [&](const Activation& a) {
+      ir::Attribute an;
+      an.name = "activation";
+      an.kind = ir::Attribute::Kind::kString;
+      an.s = a.name;
+      f.attributes[an.name] = an;
+      ir::Attribute ap;
+      ap.name = "activation_params";
+      ap.kind = ir::Attribute::Kind::kFloats;
+      ap.floats = a.params;
+      f.attributes[ap.name] = ap;
+    };
     if (next) {
       if (auto a = as_activation(g_.nodes[*next]); a && g_.nodes[*next].inputs[0] == out) {
-        ir::Attribute an;
-        an.name = "activation";
-        an.kind = ir::Attribute::Kind::kString;
-        an.s = a->name;
-        f.attributes[an.name] = an;
-        ir::Attribute ap;
-        ap.name = "activation_params";
-        ap.kind = ir::Attribute::Kind::kFloats;
-        ap.floats = a->params;
-        f.attributes[ap.name] = ap;
+        set_activation(*a);
         chain.push_back(*next);
         out = g_.nodes[*next].outputs[0];
         next = single_reader(out);
       }
+    } else if (auto s = match_silu(g_, out, uses_, consumer_);
+               s && !removed_[s->first] && !removed_[s->second]) {
+      set_activation(Activation{"Silu", {}});
+      chain.push_back(s->first);
+      chain.push_back(s->second);
+      out = g_.nodes[s->second].outputs[0];
+      next = single_reader(out);
     }
     if (next) {
       const ir::Node& q = g_.nodes[*next];

@@ -443,7 +443,8 @@ Check check_conv(const ir::Graph& g, const ir::Node& n) {
   if (w[0] < 1 || w[0] > 8192)
     return fail("conv.output_maps", fmt::format("{} output channels (limit [1, 8192])", w[0]));
   const std::string act = n.attr_string("activation", "");
-  if (!act.empty()) {
+  // Silu: the graph's Sigmoid and Mul, which DLA runs as its sigmoid and an elementwise product.
+  if (!act.empty() && act != "Silu") {
     if (auto c = check_activation_kind(act, "the fused activation"))
       return fail("conv.activation", c->detail);
     if (act == "Clip") {

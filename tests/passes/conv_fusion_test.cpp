@@ -152,6 +152,57 @@ TEST(ConvFusion, ActivationsFuseAndMatch) {
   }
 }
 
+// SiLU as torch exports it: Mul(y, Sigmoid(y)), either operand order, after a plain Conv and after
+// a residual Add; not fused when the Conv output has a third reader.
+TEST(ConvFusion, SiluFusesAndMatches) {
+  for (bool residual : {false, true}) {
+    for (bool sigmoid_first : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "residual " << residual << " sigmoid_first " << sigmoid_first);
+      ConvSpec s;
+      Net net = conv_net(s);
+      std::string v = net.conv_out;
+      if (residual) {
+        const Shape ys = conv_out_shape(s);
+        const auto r = net.b.input("r", DataType::kFloat32, ir::sym_shape_from_static(ys));
+        net.feeds["r"] = random_tensor(ys, 4);
+        v = net.b.node("Add", {v, r})[0];
+      }
+      const auto sig = net.b.node("Sigmoid", {v})[0];
+      const auto y = net.b.node("Mul", sigmoid_first ? std::vector<std::string>{sig, v}
+                                                     : std::vector<std::string>{v, sig})[0];
+      net.b.output(y, DataType::kFloat32);
+      const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, 1);
+      ASSERT_EQ(g.nodes.size(), 1u);
+      EXPECT_EQ(g.nodes[0].attr_string("activation", ""), "Silu");
+      EXPECT_EQ(g.nodes[0].outputs[0], y);
+      EXPECT_EQ(g.nodes[0].inputs.size(), residual ? 4u : 3u);
+    }
+  }
+  {  // y also read by a third node: the Sigmoid and Mul stay
+    ConvSpec s;
+    Net net = conv_net(s);
+    const auto sig = net.b.node("Sigmoid", {net.conv_out})[0];
+    const auto y = net.b.node("Mul", {net.conv_out, sig})[0];
+    const auto z = net.b.node("Relu", {net.conv_out})[0];
+    net.b.output(y, DataType::kFloat32);
+    net.b.output(z, DataType::kFloat32);
+    const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, 0);
+    EXPECT_EQ(count_op(g, "Sigmoid"), 1u);
+    EXPECT_EQ(count_op(g, "Mul"), 1u);
+  }
+  {  // Mul(y, Sigmoid(other)): not a SiLU
+    ConvSpec s;
+    Net net = conv_net(s);
+    const Shape ys = conv_out_shape(s);
+    const auto u = net.b.input("u", DataType::kFloat32, ir::sym_shape_from_static(ys));
+    net.feeds["u"] = random_tensor(ys, 5);
+    const auto y = net.b.node("Mul", {net.conv_out, net.b.node("Sigmoid", {u})[0]})[0];
+    net.b.output(y, DataType::kFloat32);
+    check_fusion(net.b.build(kOpset), net.feeds, 0);
+  }
+}
+
 TEST(ConvFusion, ClipWithOneBoundAndOldOpsetAttributes) {
   ConvSpec s;
   Net net = conv_net(s);
@@ -327,9 +378,13 @@ TEST(FusedConvKernel, FastPathMatchesReferenceAtTileEdges) {
                                  {1, 33, 5, 17, 15, 1, 1, 1}, {3, 17, 9, 9, 31, 1, 2, 1},
                                  {2, 32, 6, 6, 32, 3, 2, 1},  {1, 32, 7, 7, 32, 3, 1, 32},
                                  {1, 48, 10, 3, 64, 3, 1, 1}};
-  const std::vector<std::pair<std::string, std::vector<float>>> acts = {
-      {"", {}},        {"Relu", {}},     {"Clip", {0.0f, 6.0f}}, {"LeakyRelu", {0.2f}},
-      {"Sigmoid", {}}, {"HardSwish", {}}};
+  const std::vector<std::pair<std::string, std::vector<float>>> acts = {{"", {}},
+                                                                        {"Relu", {}},
+                                                                        {"Clip", {0.0f, 6.0f}},
+                                                                        {"LeakyRelu", {0.2f}},
+                                                                        {"Sigmoid", {}},
+                                                                        {"HardSwish", {}},
+                                                                        {"Silu", {}}};
   int seed = 10;
   for (const Geo& g : geos) {
     for (bool residual : {false, true}) {

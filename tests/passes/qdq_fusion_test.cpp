@@ -121,7 +121,7 @@ struct Island {
   // 0: the Conv's own input.
   int bias_add_rank = 0;
   std::string residual;  // "", "quantized", "float"
-  std::string act;       // "", Relu, Clip, LeakyRelu, Sigmoid, HardSwish
+  std::string act;       // "", Relu, Clip, LeakyRelu, Sigmoid, HardSwish, Silu (Mul(t, Sigmoid(t)))
   bool quantize_out = true;
   float y_scale = 0;  // 0: derived from a float run
 };
@@ -227,6 +227,8 @@ Built build(const Island& s) {
                {t, b.initializer("lo", scalar(-0.5f)), b.initializer("hi", scalar(2.0f))})[0];
   } else if (s.act == "LeakyRelu") {
     t = b.node("LeakyRelu", {t}, {ir::attr_float("alpha", 0.1f)})[0];
+  } else if (s.act == "Silu") {
+    t = b.node("Mul", {b.node("Sigmoid", {t})[0], t})[0];
   } else if (!s.act.empty()) {
     t = b.node(s.act, {t})[0];
   }
@@ -398,7 +400,7 @@ TEST(QdqFusion, ConvGeometriesInt8) {
 
 TEST(QdqFusion, ConvEpiloguesInt8) {
   for (const std::string res : {"", "quantized", "float"})
-    for (const std::string act : {"", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish"})
+    for (const std::string act : {"", "Relu", "Clip", "LeakyRelu", "Sigmoid", "HardSwish", "Silu"})
       for (bool q : {true, false})
         for (bool nonneg : {true, false}) {
           Island s;

@@ -199,6 +199,8 @@ T apply_activation(const ConvPostOps& post, T v) {
       return T(1) / (T(1) + std::exp(-v));
     case ConvActivation::kHardSwish:
       return v * std::max(T(0), std::min(T(1), v / T(6) + T(0.5)));
+    case ConvActivation::kSilu:  // as the graph computes it: x * Sigmoid(x)
+      return v * (T(1) / (T(1) + std::exp(-v)));
   }
   return v;
 }

@@ -209,6 +209,9 @@ struct Recipe {
       case nn::ConvActivation::kHardSwish:
         ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
         break;
+      case nn::ConvActivation::kSilu:  // swish: x * sigmoid(alpha * x), alpha 1
+        ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+        break;
     }
     if (linear) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, lin_scale, lin_shift);
     a.set_post_ops(ops);

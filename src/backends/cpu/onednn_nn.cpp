@@ -87,6 +87,9 @@ void append_activation(dnnl::post_ops& ops, const ConvPostOps& post) {
     case ConvActivation::kHardSwish:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
       return;
+    case ConvActivation::kSilu:  // swish: x * sigmoid(alpha * x), alpha 1
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+      return;
   }
 }
 

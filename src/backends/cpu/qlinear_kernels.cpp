@@ -333,6 +333,8 @@ float activate(const Parsed& q, float v) {
       return 1.0f / (1.0f + std::exp(-v));
     case nn::ConvActivation::kHardSwish:
       return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f));
+    case nn::ConvActivation::kSilu:  // as the graph computes it: x * Sigmoid(x)
+      return v * (1.0f / (1.0f + std::exp(-v)));
   }
   return v;
 }

@@ -27,7 +27,7 @@ class TimingCache;
 
 namespace trtutils::cuda {
 
-// The fused-node activation as the kernels' enum (same enumerators, same order).
+// The fused-node activation as the kernels' enum (which adds kGelu).
 inline k::Act to_kernel_act(ops::FusedActivation a) {
   switch (a) {
     case ops::FusedActivation::kNone:
@@ -42,6 +42,8 @@ inline k::Act to_kernel_act(ops::FusedActivation a) {
       return k::Act::kSigmoid;
     case ops::FusedActivation::kHardSwish:
       return k::Act::kHardSwish;
+    case ops::FusedActivation::kSilu:
+      return k::Act::kSilu;
   }
   return k::Act::kNone;
 }

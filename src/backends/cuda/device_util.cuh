@@ -156,6 +156,8 @@ __device__ __forceinline__ float apply_act(Act act, float v, float alpha, float 
       return v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
     case Act::kGelu:  // as the Gelu kernel (ew_kernels.cu)
       return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+    case Act::kSilu:  // x * Sigmoid(x), as the unfused graph computes it
+      return v * (1.0f / (1.0f + expf(-v)));
   }
   return v;
 }

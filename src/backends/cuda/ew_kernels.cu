@@ -300,9 +300,10 @@ __global__ void binary_kernel(Binary op, const T* a, const T* b, O* y, Broadcast
 // b flat; 1: b one value; 2: a one value; 4: b repeats every period_v vectors (a bias along the
 // trailing axes: MatMul + Add); 5: a repeats; 6: b holds inner_v vectors per period_v output
 // vectors, repeated within the period (channels-last [N, H, W, C] x [N, 1, 1, C]: the
-// squeeze-excite scale); 7: the same for a.
-template <typename T, int V, int kKind>
-__global__ void binary_vec_kernel(Binary op, const T* a, const T* b, T* y, int32_t nv,
+// squeeze-excite scale); 7: the same for a. `store` writes the V results of vector i (StoreVec:
+// as T; StoreQuantized: quantized).
+template <typename T, int V, int kKind, typename S>
+__global__ void binary_vec_kernel(Binary op, const T* a, const T* b, S store, int32_t nv,
                                   int32_t period_v, int32_t inner_v = 1) {
   using W = Vec<T, V>;
   const float sa = kKind == 2 ? to_float(a[0]) : 0.0f, sb = kKind == 1 ? to_float(b[0]) : 0.0f;
@@ -320,7 +321,53 @@ __global__ void binary_vec_kernel(Binary op, const T* a, const T* b, T* y, int32
       const float fb = kKind == 1 ? sb : to_float(vb.v[k]);
       r.v[k] = from_float<T>(binary_float(op, fa, fb));
     }
-    reinterpret_cast<W*>(y)[i] = r;
+    store(i, r);
+  }
+}
+
+template <typename T, int V>
+struct StoreVec {
+  T* y;
+  __device__ __forceinline__ void operator()(int32_t i, const Vec<T, V>& r) const {
+    reinterpret_cast<Vec<T, V>*>(y)[i] = r;
+  }
+};
+
+// The results (rounded to T, as the graph's binary op writes them) quantized per tensor like
+// QuantizeLinear: divided by the scale, one byte of dtype t each (byte_of: round half to even,
+// saturating).
+template <typename T, int V>
+struct StoreQuantized {
+  uint8_t* y;
+  DataType t;
+  float scale, zp;
+  __device__ __forceinline__ void operator()(int32_t i, const Vec<T, V>& r) const {
+    uint32_t w[V / 4];
+#pragma unroll
+    for (int j = 0; j < V / 4; ++j) {
+      w[j] = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        w[j] |= byte_of(t, to_float(r.v[4 * j + k]) / scale, zp) << (8 * k);
+    }
+    if constexpr (V == 4) {
+      reinterpret_cast<uint32_t*>(y)[i] = w[0];
+    } else {
+      static_assert(V == 8, "4 or 8 elements per vector");
+      reinterpret_cast<uint2*>(y)[i] = make_uint2(w[0], w[1]);
+    }
+  }
+};
+
+// The general broadcast with a quantized output (binary_quantize's fallback).
+template <typename T>
+__global__ void binary_quantize_kernel(Binary op, const T* a, const T* b, uint8_t* y, Broadcast bc,
+                                       int64_t n, DataType t, float scale, float zp) {
+  TRT_GRID_STRIDE(i, n) {
+    const uint32_t j = static_cast<uint32_t>(i);
+    const T r = from_float<T>(binary_float(op, to_float(a[broadcast_offset(bc, 0, j)]),
+                                           to_float(b[broadcast_offset(bc, 1, j)])));
+    y[i] = static_cast<uint8_t>(byte_of(t, to_float(r) / scale, zp));
   }
 }
 
@@ -385,44 +432,44 @@ bool aligned16(const void* p) {
 }
 
 // The vectorised float path; false when the shapes or pointers do not allow it.
-template <typename T>
-bool launch_binary_vec(Binary op, const void* a, const void* b, void* y, const Broadcast& bc,
+// Results go through `py` (a StoreVec or StoreQuantized for V = 16 / sizeof(T) elements).
+template <typename T, typename S>
+bool launch_binary_vec(Binary op, const void* a, const void* b, S py, const Broadcast& bc,
                        int64_t n, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  if (n % V != 0 || n / V >= (int64_t{1} << 31) || !aligned16(y)) return false;
+  if (n % V != 0 || n / V >= (int64_t{1} << 31)) return false;
   const bool fa = is_flat(bc, 0), fb = is_flat(bc, 1);
   const bool sa = is_scalar(bc, 0), sb = is_scalar(bc, 1);
   const int64_t pa = fa ? 0 : period_of(bc, 0), pb = fb ? 0 : period_of(bc, 1);
   const T* xa = static_cast<const T*>(a);
   const T* xb = static_cast<const T*>(b);
-  T* py = static_cast<T*>(y);
   const int32_t nv = static_cast<int32_t>(n / V);
   const unsigned g = blocks_for(nv);
   auto ok_vec = [&](const void* p, int64_t period) { return aligned16(p) && period % V == 0; };
   if (fa && fb && aligned16(a) && aligned16(b)) {
-    binary_vec_kernel<T, V, 0><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
+    binary_vec_kernel<T, V, 0, S><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
   } else if (fa && sb && aligned16(a)) {
-    binary_vec_kernel<T, V, 1><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
+    binary_vec_kernel<T, V, 1, S><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
   } else if (fb && sa && aligned16(b)) {
-    binary_vec_kernel<T, V, 2><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
+    binary_vec_kernel<T, V, 2, S><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, 1);
   } else if (fa && pb > 0 && aligned16(a) && ok_vec(b, pb)) {
-    binary_vec_kernel<T, V, 4>
+    binary_vec_kernel<T, V, 4, S>
         <<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, static_cast<int32_t>(pb / V));
   } else if (fb && pa > 0 && aligned16(b) && ok_vec(a, pa)) {
-    binary_vec_kernel<T, V, 5>
+    binary_vec_kernel<T, V, 5, S>
         <<<g, kThreads, 0, s>>>(op, xa, xb, py, nv, static_cast<int32_t>(pa / V));
   } else {
     int64_t inner = 0, middle = 0;
     if (fa && per_image_channels(bc, 1, inner, middle) && inner % V == 0 && aligned16(a) &&
         aligned16(b)) {
-      binary_vec_kernel<T, V, 6><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv,
-                                                        static_cast<int32_t>(inner * middle / V),
-                                                        static_cast<int32_t>(inner / V));
+      binary_vec_kernel<T, V, 6, S><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv,
+                                                           static_cast<int32_t>(inner * middle / V),
+                                                           static_cast<int32_t>(inner / V));
     } else if (fb && per_image_channels(bc, 0, inner, middle) && inner % V == 0 && aligned16(a) &&
                aligned16(b)) {
-      binary_vec_kernel<T, V, 7><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv,
-                                                        static_cast<int32_t>(inner * middle / V),
-                                                        static_cast<int32_t>(inner / V));
+      binary_vec_kernel<T, V, 7, S><<<g, kThreads, 0, s>>>(op, xa, xb, py, nv,
+                                                           static_cast<int32_t>(inner * middle / V),
+                                                           static_cast<int32_t>(inner / V));
     } else {
       return false;
     }
@@ -437,7 +484,8 @@ void launch_binary(Binary op, const void* a, const void* b, void* y, const Broad
   const T* pb = static_cast<const T*>(b);
   O* py = static_cast<O*>(y);
   if constexpr (kFloatLike<T> && std::is_same_v<T, O>) {
-    if (launch_binary_vec<T>(op, a, b, y, bc, n, s)) return;
+    constexpr int V = 16 / sizeof(T);
+    if (aligned16(y) && launch_binary_vec<T>(op, a, b, StoreVec<T, V>{py}, bc, n, s)) return;
   }
   const unsigned g = blocks_for(n);
   const bool fa = is_flat(bc, 0), fb = is_flat(bc, 1);
@@ -560,6 +608,28 @@ cudaError_t binary(Binary op, DataType dt, const void* a, const void* b, void* y
     return cudaErrorNotSupported;
   }
   return cudaGetLastError();
+}
+
+cudaError_t binary_quantize(Binary op, DataType dt, const void* a, const void* b, void* y,
+                            const Broadcast& bc, int64_t numel, DataType yt, float scale, float zp,
+                            cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  if (binary_is_comparison(op) || op == Binary::kAnd || op == Binary::kOr || op == Binary::kXor ||
+      !(yt == DataType::kInt8 || yt == DataType::kUInt8 || yt == DataType::kFloat8E4M3FN ||
+        yt == DataType::kFloat8E5M2))
+    return cudaErrorNotSupported;
+  uint8_t* py = static_cast<uint8_t*>(y);
+  if (dispatch_float(dt, [&](auto tag) {
+        using T = decltype(tag);
+        constexpr int V = 16 / sizeof(T);
+        if (aligned16(y) && launch_binary_vec<T>(op, a, b, StoreQuantized<T, V>{py, yt, scale, zp},
+                                                 bc, numel, stream))
+          return;
+        binary_quantize_kernel<T><<<blocks_for(numel), kThreads, 0, stream>>>(
+            op, static_cast<const T*>(a), static_cast<const T*>(b), py, bc, numel, yt, scale, zp);
+      }))
+    return cudaGetLastError();
+  return cudaErrorNotSupported;
 }
 
 cudaError_t where(size_t esz, const void* cond, const void* x, const void* z, void* y,

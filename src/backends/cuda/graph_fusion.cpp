@@ -21,6 +21,8 @@
 //     [-> Add(residual)]                                   => the QGemm with y_grid (and R)
 //   com.trtutils::QGemm (float output) -> Reshape / Unsqueeze / Transpose / Squeeze splitting
 //     its columns into [P, rows..., N / P] (torch's packed QKV) => the QGemm with y_split
+//   Add / Sub / Mul / Div of two computed float values -> QuantizeLinear (per tensor)
+//                                                          => com.trtutils.cuda::BinaryQuantize
 //   LayerNormalization [-> Transpose(1, 0, 2)] -> QuantizeLinear (per tensor)
 //                                                          => com.trtutils.cuda::LayerNormQuantize
 // The MatMul's bias rides in cuBLASLt's epilogue and the GELU runs as one exact (erf) pass, where
@@ -88,6 +90,7 @@ class Fuser {
       if (!default_domain(n) && !qmatmul && !qgemm && !conv) continue;
       const bool candidate = qmatmul || qgemm || conv || n.op_type == "MatMul" ||
                              n.op_type == "Gemm" || n.op_type == "Div" || n.op_type == "Mul" ||
+                             n.op_type == "Add" || n.op_type == "Sub" ||
                              n.op_type == "LayerNormalization";
       if (!candidate || (qmatmul && !attention_fp8_)) continue;
       const std::vector<bool> before = absorbed ? removed_ : std::vector<bool>{};
@@ -110,7 +113,8 @@ class Fuser {
       } else if (n.op_type == "Gemm") {
         f = fuse_gemm_grid(i);
       } else {
-        f = fuse_gelu_alone(i);
+        if (n.op_type == "Mul" || n.op_type == "Div") f = fuse_gelu_alone(i);
+        if (!f) f = fuse_binary_quantize(i);
       }
       fused += f;
       if (f && absorbed && last_ != SIZE_MAX) {
@@ -972,6 +976,38 @@ class Fuser {
     set_float(f, "epsilon", ln.attr_float("epsilon", 1e-5f));
     set_int(f, "swap01", swap);
     return place(std::move(f), chain);
+  }
+
+  // Add / Sub / Mul / Div of two computed float values (no constant operand: a scalar Mul before
+  // a quantizer belongs to the attention fusions) -> QuantizeLinear per tensor
+  //   => com.trtutils.cuda::BinaryQuantize (A, B, y_scale, y_zero_point; op): the result goes
+  // out as quantized bytes instead of float values that the quantizer reads back (EfficientNet's
+  // squeeze-excite scale before the projection, a residual sum entering a quantized layer).
+  size_t fuse_binary_quantize(size_t i) {
+    const ir::Node& n = g_.nodes[i];
+    if (n.inputs.size() != 2 || n.outputs.size() != 1 || n.inputs[0].empty() ||
+        n.inputs[1].empty() || g_.initializer(n.inputs[0]) || g_.initializer(n.inputs[1]))
+      return 0;
+    const auto vi = g_.find_value_info(n.outputs[0]);
+    if (!vi || !(vi->dtype == DataType::kFloat32 || vi->dtype == DataType::kFloat16 ||
+                 vi->dtype == DataType::kBFloat16))
+      return 0;
+    const size_t qi = per_tensor_quantizer_of(n.outputs[0]);
+    if (qi == SIZE_MAX) return 0;
+    const ir::Node& q = g_.nodes[qi];
+    const DataType yt = g_.initializer(q.inputs[2])->dtype();
+    const bool fp8 = yt == DataType::kFloat8E4M3FN || yt == DataType::kFloat8E5M2;
+    if (!(yt == DataType::kInt8 || yt == DataType::kUInt8 || fp8) ||
+        (fp8 && g_.initializer(q.inputs[2])->at_double(0) != 0.0))
+      return 0;
+    ir::Node f;
+    f.name = n.name;
+    f.op_type = "BinaryQuantize";
+    f.domain = kGpuDomain;
+    f.inputs = {n.inputs[0], n.inputs[1], q.inputs[1], q.inputs[2]};
+    f.outputs = q.outputs;
+    f.attributes["op"] = ir::attr_string("op", n.op_type);
+    return place(std::move(f), {i, qi});
   }
 
   size_t fuse_gelu_alone(size_t i) {

@@ -88,6 +88,12 @@ struct Broadcast {
 // logic ops); y has dt, or bool for comparisons and logic ops. `numel` = product of dims.
 cudaError_t binary(Binary op, DataType dt, const void* a, const void* b, void* y,
                    const Broadcast& bc, int64_t numel, cudaStream_t stream);
+// The same binary op (float dtypes, arithmetic ops) with its result (rounded to dt) quantized per
+// tensor as QuantizeLinear does (v / scale, round half to even, + zp, saturating) into y of dtype
+// yt (int8, uint8, float8e4m3fn, float8e5m2; zp 0 for float8): one pass instead of two.
+cudaError_t binary_quantize(Binary op, DataType dt, const void* a, const void* b, void* y,
+                            const Broadcast& bc, int64_t numel, DataType yt, float scale, float zp,
+                            cudaStream_t stream);
 // y = cond ? x : z (bool cond; x/z/y of element size esz = 1, 2, 4 or 8).
 cudaError_t where(size_t esz, const void* cond, const void* x, const void* z, void* y,
                   const Broadcast& bc, int64_t numel, cudaStream_t stream);
@@ -100,7 +106,7 @@ bool cast_supported(DataType t);
 
 // ---- convolution epilogue / channel affine ------------------------------------------------
 // kGelu: the erf form, 0.5 x (1 + erf(x / sqrt 2)) (the quantized products' epilogue only).
-enum class Act : int { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish, kGelu };
+enum class Act : int { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish, kGelu, kSilu };
 // y[i] = act(y[i] + bias[c] + residual[i]) with c = (i / inner) % channels; bias (dt, may be
 // null), residual (dt, may be null). dt float32/float16/bfloat16.
 cudaError_t bias_act(DataType dt, void* y, const void* bias, const void* residual, int64_t n,

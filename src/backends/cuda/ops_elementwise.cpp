@@ -108,29 +108,33 @@ bool binary_dtype_ok(Binary op, DataType dt) {
          dt == DataType::kUInt8;
 }
 
-// y = a op b into out (allocated here), broadcasting. Channels-last when an operand is NHWC
-// (binary_layouts made every other operand NHWC or layout-free): the broadcast runs over the
-// NHWC-ordered shapes and the output is NHWC.
-void run_binary(RunContext& ctx, Binary op, Value& a, Value& b, Value& out) {
-  const ir::Node& node = *ctx.node;
+// The broadcast of a op b (checked: equal dtypes, one the op supports) into `shape`.
+// Channels-last when an operand is NHWC (binary_layouts made every other operand NHWC or
+// layout-free): the broadcast runs over the NHWC-ordered shapes and the output is NHWC (`nhwc`).
+k::Broadcast binary_broadcast(const ir::Node& node, Binary op, const Value& a, const Value& b,
+                              Shape& shape, bool& nhwc) {
   TRT_CHECK_ARG(a.dtype == b.dtype, "{}: inputs have different dtypes ({} and {}); insert a Cast",
                 node.describe(), dtype_name(a.dtype), dtype_name(b.dtype));
   TRT_CHECK(binary_dtype_ok(op, a.dtype), ErrorCode::kNotSupported,
             "{}: dtype {} is not supported by the CUDA {} kernel", node.describe(),
             dtype_name(a.dtype), node.op_type);
-  const Shape shape = ops::broadcast_shapes(a.shape, b.shape, node);
+  shape = ops::broadcast_shapes(a.shape, b.shape, node);
   require_indexable(node, shape_numel(shape));
-  const bool nhwc = a.nhwc || b.nhwc;
-  k::Broadcast bc;
-  if (nhwc) {
-    TRT_CHECK(
-        shape.size() == 4 && (a.nhwc || layout_free(a.shape)) && (b.nhwc || layout_free(b.shape)),
-        ErrorCode::kInternal, "{}: operand layouts do not match", node.describe());
-    const Shape ps = nhwc_order(shape), pa = nhwc_order(a.shape), pb = nhwc_order(b.shape);
-    bc = make_broadcast(node, ps, {&pa, &pb});
-  } else {
-    bc = make_broadcast(node, shape, {&a.shape, &b.shape});
-  }
+  nhwc = a.nhwc || b.nhwc;
+  if (!nhwc) return make_broadcast(node, shape, {&a.shape, &b.shape});
+  TRT_CHECK(
+      shape.size() == 4 && (a.nhwc || layout_free(a.shape)) && (b.nhwc || layout_free(b.shape)),
+      ErrorCode::kInternal, "{}: operand layouts do not match", node.describe());
+  const Shape ps = nhwc_order(shape), pa = nhwc_order(a.shape), pb = nhwc_order(b.shape);
+  return make_broadcast(node, ps, {&pa, &pb});
+}
+
+// y = a op b into out (allocated here), broadcasting (binary_broadcast).
+void run_binary(RunContext& ctx, Binary op, Value& a, Value& b, Value& out) {
+  const ir::Node& node = *ctx.node;
+  Shape shape;
+  bool nhwc = false;
+  const k::Broadcast bc = binary_broadcast(node, op, a, b, shape, nhwc);
   const void* pa = ctx.dev(a);
   const void* pb = ctx.dev(b);
   const DataType ot = k::binary_is_comparison(op) ? DataType::kBool : a.dtype;
@@ -183,6 +187,55 @@ class BinaryOp : public GpuOp {
 
  private:
   Binary op_;
+};
+
+// com.trtutils.cuda::BinaryQuantize (graph_fusion.cpp: Add / Sub / Mul / Div -> QuantizeLinear
+// per tensor): inputs A, B (float), y_scale, y_zero_point; attribute op. Y holds the quantized
+// bytes of the binary op's result (its dtype rounding included), as the two nodes compute them.
+class BinaryQuantizeOp : public GpuOp {
+ public:
+  explicit BinaryQuantizeOp(const ir::Node& node) {
+    const std::string op = node.attr_string("op", "");
+    TRT_CHECK(op == "Add" || op == "Sub" || op == "Mul" || op == "Div", ErrorCode::kNotSupported,
+              "{}: op '{}' is not supported (Add, Sub, Mul, Div)", node.describe(), op);
+    op_ = op == "Add"   ? Binary::kAdd
+          : op == "Sub" ? Binary::kSub
+          : op == "Mul" ? Binary::kMul
+                        : Binary::kDiv;
+    label_ = "CUDA kernel (" + op + " + QuantizeLinear)";
+  }
+  std::string kernel() const override { return label_; }
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    binary_layouts({in.at(0), in.at(1)}, want);
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& a = *in.at(0);
+    Value& b = *in.at(1);
+    Value& ys = *in.at(2);
+    Value& zp = *in.at(3);
+    require_float(node, a.dtype, "input A");
+    Shape shape;
+    bool nhwc = false;
+    const k::Broadcast bc = binary_broadcast(node, op_, a, b, shape, nhwc);
+    TRT_CHECK_ARG(ys.numel() == 1 && zp.numel() == 1,
+                  "{}: y_scale and y_zero_point must be scalars", node.describe());
+    const float scale = static_cast<float>(ctx.host(ys).at_double(0));
+    const float z = static_cast<float>(ctx.host(zp).at_double(0));
+    const void* pa = ctx.dev(a);
+    const void* pb = ctx.dev(b);
+    void* py = ctx.make(*out.at(0), zp.dtype, shape);
+    out[0]->nhwc = nhwc;
+    ctx.check(k::binary_quantize(op_, a.dtype, pa, pb, py, bc, shape_numel(shape), zp.dtype, scale,
+                                 z, ctx.stream),
+              label_.c_str());
+  }
+
+ private:
+  Binary op_ = Binary::kMul;
+  std::string label_;
 };
 
 class PReluOp : public GpuOp {
@@ -436,6 +489,9 @@ void register_elementwise_ops(OpTable& t) {
   t["Or"] = binary_factory(Binary::kOr);
   t["Xor"] = binary_factory(Binary::kXor);
   t["PRelu"] = simple<PReluOp>();
+  t[std::string(kGpuDomain) + "::BinaryQuantize"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<BinaryQuantizeOp>(b.node);
+  };
   t["Mod"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
     return std::make_unique<ModOp>(b.node.attr_int("fmod", 0) != 0);
   };

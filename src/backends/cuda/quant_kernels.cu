@@ -528,7 +528,7 @@ bool aligned_to(const void* p, size_t a) {
 
 // The row-major epilogue specialised at compile time, eight channels per thread: kAcc 0 int32,
 // 1 float32, 2 float16 accumulators (one 16-byte load of float16); kAct 0 none, 1 ReLU, 2 erf
-// GELU; kByte: Y int8 / uint8 / float8, else float32. epilogue4's runtime switches cost
+// GELU, 3 SiLU; kByte: Y int8 / uint8 / float8, else float32. epilogue4's runtime switches cost
 // ~110-200 instructions per element, which left the float8 transformer's GEMM epilogues
 // compute-bound (ViT-B/16's MLP-up: 0.54 ms where its bytes take 0.12). Y's scale (or a part's
 // pre-scaling and scale) is applied as one multiplication, X8Scales::inv: within one
@@ -616,6 +616,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < 8; ++k) {
       if constexpr (kAct == 1) v[k] = v[k] > 0.0f ? v[k] : 0.0f;
       if constexpr (kAct == 2) v[k] = 0.5f * v[k] * (1.0f + erff(v[k] * 0.70710678118654752440f));
+      if constexpr (kAct == 3) v[k] = v[k] * (1.0f / (1.0f + expf(-v[k])));
     }
     if constexpr (kByte) {
       // Selects instead of indexing: the scales stay in the parameter bank.
@@ -703,8 +704,10 @@ void launch_x8_act(const QEpilogue& e, const X8Scales& sc, bool byte_y, int32_t 
     launch_x8<kAcc, 0>(e, sc, byte_y, n8, stream);
   else if (e.act == Act::kRelu)
     launch_x8<kAcc, 1>(e, sc, byte_y, n8, stream);
-  else
+  else if (e.act == Act::kGelu)
     launch_x8<kAcc, 2>(e, sc, byte_y, n8, stream);
+  else
+    launch_x8<kAcc, 3>(e, sc, byte_y, n8, stream);
 }
 
 // Launches q_epilogue_x8_kernel when the layout, dtypes, activation and pointers allow it
@@ -714,7 +717,8 @@ bool launch_epilogue_x8(const QEpilogue& e, int64_t n, cudaStream_t stream) {
   const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
   if (!rows || n >= (int64_t{1} << 31) || e.cols % 8 != 0 || !epilogue4_ok(e)) return false;
   if (e.parts > 0 && (e.cols / e.parts) % 8 != 0) return false;
-  if (e.act != Act::kNone && e.act != Act::kRelu && e.act != Act::kGelu) return false;
+  if (e.act != Act::kNone && e.act != Act::kRelu && e.act != Act::kGelu && e.act != Act::kSilu)
+    return false;
   const bool byte_y = e.y_t != DataType::kFloat32;
   const bool fp8_y = e.y_t == DataType::kFloat8E4M3FN || e.y_t == DataType::kFloat8E5M2;
   if (fp8_y && e.y_zp != 0.0f) return false;

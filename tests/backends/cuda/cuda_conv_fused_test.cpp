@@ -71,6 +71,7 @@ std::vector<Epi> epilogues() {
       {"bias residual", "", {}, true, true, true},
       {"relu, no bias", "Relu", {}, false, false, true},
       {"bias residual clip (not fusable)", "Clip", {0.0f, 6.0f}, true, true, false},
+      {"bias silu (not fusable)", "Silu", {}, true, false, false},
       {"none", "", {}, false, false, false},
   };
 }

@@ -361,6 +361,72 @@ TEST(CudaFusion, LayerNormQuantizeMatchesCpu) {
   }
 }
 
+// a [2, 8, 5, 6] op b (of shape bs) -> QuantizeLinear (per tensor, zero point 0, or 3 for
+// uint8) -> y: EfficientNet's squeeze-excite scale before the projection.
+ir::Model binary_quantize_model(const std::string& op, DataType dt, DataType q, const Shape& bs,
+                                bool constant_b = false) {
+  ir::GraphBuilder b("binq");
+  const std::string a = b.input("a", dt, {2, 8, 5, 6});
+  const std::string bv = constant_b ? b.initializer("b", random_tensor(dt, bs, 9, 0.5f, 2.0f))
+                                    : b.input("b", dt, ir::sym_shape_from_static(bs));
+  Tensor zp(q, {});
+  if (q == DataType::kUInt8) zp.data<uint8_t>()[0] = 3;
+  const float top = q == DataType::kInt8 || q == DataType::kUInt8 ? 127.0f : 448.0f;
+  const std::string y =
+      b.node("QuantizeLinear", {b.node(op, {a, bv})[0],
+                                b.initializer("s", scalar_tensor(DataType::kFloat32, 3.0f / top)),
+                                b.initializer("zp", zp)})[0];
+  b.output(y, q);
+  return built(b);
+}
+
+TEST(GpuFusion, BinaryThenQuantizerBecomeOneNode) {
+  ir::Model m = binary_quantize_model("Mul", DataType::kFloat32, DataType::kInt8, {2, 8, 1, 1});
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 1u);
+  EXPECT_EQ(m.graph.nodes[0].op_type, "BinaryQuantize");
+  EXPECT_EQ(m.graph.nodes[0].attr_string("op", ""), "Mul");
+  // A constant operand (the attention's scalar scaling belongs to other fusions): left alone.
+  ir::Model c =
+      binary_quantize_model("Mul", DataType::kFloat32, DataType::kInt8, {1, 8, 1, 1}, true);
+  EXPECT_EQ(cuda::fuse_for_gpu(c.graph, 19), 0u);
+}
+
+// Bit-exact against the CPU session except where float rounding puts a value on a rounding
+// boundary (one step): every vector kind of the binary kernel (flat, per-image channels,
+// trailing period) and the general broadcast.
+TEST(CudaFusion, BinaryQuantizeMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  const std::vector<Shape> bshapes = {{2, 8, 5, 6}, {2, 8, 1, 1}, {1, 1, 5, 6}, {2, 1, 5, 1}};
+  for (const char* op : {"Mul", "Add", "Div"}) {
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+      for (DataType q : {DataType::kInt8, DataType::kUInt8, DataType::kFloat8E4M3FN}) {
+        for (const Shape& bs : bshapes) {
+          const ir::Model m = binary_quantize_model(op, dt, q, bs);
+          const std::map<std::string, Tensor> feeds{
+              {"a", random_tensor(dt, {2, 8, 5, 6}, 8, -2, 2)},
+              {"b", random_tensor(dt, bs, 9, 0.5f, 2.0f)}};
+          Session cpu(m);
+          const auto want = cpu.run(feeds);
+          cuda::Executor gpu(m, {});
+          const auto got = gpu.run(feeds);
+          const std::string what = std::string(op) + " " + std::string(dtype_name(dt)) + " -> " +
+                                   std::string(dtype_name(q)) + " b " + shape_str(bs);
+          for (const auto& [n, t] : want) {
+            if (q == DataType::kFloat8E4M3FN)
+              expect_close(got.at(n), t, {4e-3, 0.13}, what);
+            else
+              expect_within_steps(got.at(n), t, 1.0, what);
+          }
+          const auto kernels = gpu.node_kernels();
+          ASSERT_EQ(kernels.size(), 1u) << what;
+          EXPECT_NE(kernels[0].find("+ QuantizeLinear"), std::string::npos) << kernels[0];
+        }
+      }
+    }
+  }
+}
+
 // The attention's output projection as the engine holds it: a [s * b, k] -> QuantizeLinear ->
 // QGemm -> Reshape [s, b, n] -> Transpose(1, 0, 2) -> Add(r [b, s, n]) -> y.
 ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64_t n) {

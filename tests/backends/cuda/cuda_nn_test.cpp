@@ -70,7 +70,8 @@ TEST(CudaConv, FusedEpilogues) {
     std::vector<float> params;
   };
   const std::vector<A> acts = {{"", {}},        {"Relu", {}},      {"Clip", {0.0f, 6.0f}},
-                               {"Sigmoid", {}}, {"HardSwish", {}}, {"LeakyRelu", {0.2f}}};
+                               {"Sigmoid", {}}, {"HardSwish", {}}, {"LeakyRelu", {0.2f}},
+                               {"Silu", {}}};
   const Shape xs{2, 6, 9, 11}, ws{10, 6, 3, 3};
   const Shape ys{2, 10, 9, 11};
   uint32_t seed = 100;

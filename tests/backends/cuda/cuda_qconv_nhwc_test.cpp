@@ -125,10 +125,11 @@ void check_geometries(const std::function<std::string(const Geo&)>& path, const 
   uint32_t seed = 500;
   for (const Geo& g : geometries()) {
     for (bool channels_last : {false, true}) {
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 4; ++variant) {
         // 0: per-channel W, bias, int8 residual, Relu, int8 Y
         // 1: per-tensor W, no bias, float Y
         // 2: per-channel W, bias, float residual, Clip(0, 6), float Y
+        // 3: per-channel W, bias, Silu, int8 Y (EfficientNet's expansions)
         const Shape xs = channels_last ? Shape{g.n, g.h, g.w, g.c} : Shape{g.n, g.c, g.h, g.w};
         std::map<size_t, In> in;
         in[kX] = feed(random_tensor(DataType::kInt8, xs, seed++, -128, 127));
@@ -152,6 +153,10 @@ void check_geometries(const std::function<std::string(const Geo&)>& path, const 
           in[kResidual] = feed(random_tensor(DataType::kFloat32, ys, seed++));
           attrs.push_back(as("activation", "Clip"));
           attrs.push_back(afs("activation_params", {0.0f, 6.0f}));
+        } else if (variant == 3) {
+          in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.04f));
+          in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+          attrs.push_back(as("activation", "Silu"));
         }
         check(qconv(in, attrs),
               std::string(label) + " QConv " + g.name + (channels_last ? " NHWC" : " NCHW") +

@@ -203,6 +203,22 @@ TEST(CudaQuant, QConv) {
                         {ai("group", 16), ais("pads", {1, 1, 1, 1}), as("activation", "Clip"),
                          afs("activation_params", {0.0f, 6.0f})}),
                   "QConv depthwise (float path)", "float32");
+  // Depthwise with SiLU (EfficientNet's), int8 and float Y.
+  for (bool int8_y : {true, false}) {
+    std::map<size_t, In> in = {
+        {kX, feed(random_tensor(DataType::kInt8, {2, 9, 9, 24}, 43, -128, 127))},
+        {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+        {kW, weight(random_tensor(DataType::kInt8, {24, 1, 3, 3}, 44, -127, 127))},
+        {kWScale, weight(per_channel(24, 0.001f, 0.004f, 45))}};
+    if (int8_y) {
+      in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+      in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+    }
+    check_quantized(qcase("QConv", in,
+                          {ai("group", 24), ais("pads", {1, 1, 1, 1}), ai("channels_last", 1),
+                           as("activation", "Silu")}),
+                    int8_y ? "QConv depthwise Silu int8" : "QConv depthwise Silu float");
+  }
   // float8.
   check_quantized(
       qcase("QConv",

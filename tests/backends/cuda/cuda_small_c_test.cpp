@@ -128,7 +128,8 @@ TEST(CudaSmallC, Float32MatchesCpu) {
   const std::vector<Epi> epis = {{"Relu", {}, true},
                                  {"", {}, false},
                                  {"Clip", {-0.5f, 0.5f}, true},
-                                 {"LeakyRelu", {0.1f}, true}};
+                                 {"LeakyRelu", {0.1f}, true},
+                                 {"Silu", {}, true}};
   for (const char* wgmma : {"0", "1"}) {
     ::setenv("TRTUTILS_CUDA_WGMMA", wgmma, 1);
     const bool wgmma_kernel = cuda::k::wgmma_available();
