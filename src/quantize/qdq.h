@@ -107,12 +107,18 @@ struct ApplyOptions {
   // of RTN (awq_clip included): GPTQ only changes which grid point each weight takes.
   bool gptq = false;
   std::map<std::string, std::shared_ptr<const std::vector<float>>> hessian{};
+  // Smallest scale written (activations and weights; weights are quantized with the raised
+  // scale). --high_precision_dtype fp16 stores scales as float16: below its smallest normal
+  // (2^-14) they lose precision and below 2^-25 they become 0, an invalid QuantizeLinear scale
+  // (tensors with |x|max under ~1e-5: dead activations, random-weight models' deep layers).
+  float min_scale = 0.0f;
 };
 struct ApplyStats {
   int64_t qdq_pairs = 0;
   int64_t weights = 0;
   int64_t bias_corrected = 0;  // nodes whose bias absorbed the weight error's mean
   int64_t gptq_rounded = 0;    // weights rounded by GPTQ
+  int64_t scales_raised = 0;   // scales raised to ApplyOptions::min_scale
 };
 
 // GPTQ (Frantar et al. 2022, "GPTQ: Accurate Post-Training Quantization for Generative

@@ -674,6 +674,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
         "awq_clip without calibration_data: the clip search cannot weight the error by the "
         "activations and minimises the weight error only");
   }
+  // float16 scales: at least float16's smallest normal (qdq.h, ApplyOptions::min_scale).
+  if (fp16) ao.min_scale = 6.103515625e-05f;  // 2^-14
   auto build = [&](const Placement& p, ApplyStats* st) {
     ir::Model m = float_model;
     ApplyStats s = apply_qdq(m.graph, p, table, ao);
@@ -789,6 +791,12 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   result.num_weights_quantized = ast.weights;
   result.num_bias_corrected = ast.bias_corrected;
   result.num_gptq_rounded = ast.gptq_rounded;
+  if (ast.scales_raised > 0)
+    TRT_LOG_WARN(
+        "high_precision_dtype fp16: {} scale(s) below float16's smallest normal (6.1e-05) were "
+        "raised to it (their tensors' values are below {:.3g}, e.g. dead channels); fewer "
+        "quantization steps cover those values. --high_precision_dtype fp32 keeps exact scales",
+        ast.scales_raised, 6.103515625e-05 * quant_mode_qmax(mode));
   if (ast.bias_corrected > 0)
     TRT_LOG_INFO("bias correction: {} of {} layer(s) with quantized weights", ast.bias_corrected,
                  ao.input_mean.size());

@@ -86,7 +86,8 @@ struct QuantizedWeight {
 QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, QuantMode mode,
                                 bool awq_clip, const std::vector<double>* importance,
                                 const std::vector<float>* gptq_hessian = nullptr,
-                                int64_t k_axis = 0) {
+                                int64_t k_axis = 0, float min_scale = 0.0f,
+                                int64_t* raised = nullptr) {
   const DataType qt = quant_mode_dtype(mode);
   const double qmax = quant_mode_qmax(mode);
   const std::vector<float> x = w.to_float_vector();
@@ -159,6 +160,11 @@ QuantizedWeight quantize_weight(const Tensor& w, int64_t axis, int64_t block, Qu
     }
     std::copy(best.begin(), best.end(), sc);
   }
+  for (int64_t k = 0; k < ns; ++k)
+    if (sc[k] < min_scale) {
+      sc[k] = min_scale;
+      if (raised) ++*raised;
+    }
   // The values to store: w itself (round to nearest), or GPTQ's choice of grid points.
   std::vector<float> target;
   if (gptq_hessian && s.size() == 2) {
@@ -377,7 +383,8 @@ ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
     QuantizedWeight qw =
         quantize_weight(*w, wq.axis, wq.block, options.mode, options.awq_clip,
                         imp == options.awq_importance.end() ? nullptr : &imp->second,
-                        hsum.empty() ? nullptr : &hsum, std::max<int64_t>(k_axis, 0));
+                        hsum.empty() ? nullptr : &hsum, std::max<int64_t>(k_axis, 0),
+                        options.min_scale, &st.scales_raised);
     if (!hsum.empty()) ++st.gptq_rounded;
     const Shape wshape = w->shape();
     const std::string qn = name(wq.tensor + "_quantized");
@@ -410,7 +417,11 @@ ApplyStats apply_qdq(ir::Graph& g, const Placement& p, const ScaleTable& table,
   for (const auto& [tensor, uses] : p.activations) {
     auto a = table.amax.find(tensor);
     TRT_CHECK(a != table.amax.end(), ErrorCode::kInternal, "no calibrated scale for '{}'", tensor);
-    const float scale = a->second > 0 ? static_cast<float>(a->second / qmax) : 1.0f;
+    float scale = a->second > 0 ? static_cast<float>(a->second / qmax) : 1.0f;
+    if (scale < options.min_scale) {
+      scale = options.min_scale;
+      ++st.scales_raised;
+    }
     const std::string sn = name(tensor + "_scale");
     const std::string zn = name(tensor + "_zero_point");
     g.initializers[sn] = scalar_f32(scale);

@@ -264,6 +264,33 @@ TEST_F(QuantizeApiTest, Fp16HighPrecisionKeepsFp32Io) {
   EXPECT_NE(error_of(o).find("fp32, fp16"), std::string::npos);
 }
 
+// Inputs of |x| ~ 1e-9: their amax / 127 underflows float16 (to 0, an invalid scale). With
+// --high_precision_dtype fp16 every scale is at least float16's smallest normal, and the model
+// runs to finite outputs.
+TEST_F(QuantizeApiTest, Fp16ScalesStayAboveFloat16Underflow) {
+  for (const char* mode : {"int8", "fp8"}) {
+    auto o = opts(mode, "max");
+    o.high_precision_dtype = "fp16";
+    o.calibration_data = dir_ / "tiny.npy";
+    npy_save(o.calibration_data, randn({16, 16, 8, 8}, 7, 1e-9f));
+    const QuantizeResult r = quantize_onnx(o);
+    const ir::Model q = onnx_io::load_model(o.output_path);
+    int scales = 0;
+    for (const auto& n : q.graph.nodes) {
+      if (n.op_type != "QuantizeLinear" && n.op_type != "DequantizeLinear") continue;
+      const Tensor* s = q.graph.initializer(n.inputs[1]);
+      ASSERT_NE(s, nullptr) << n.name;
+      EXPECT_EQ(s->dtype(), DataType::kFloat16) << n.name;
+      for (int64_t i = 0; i < s->numel(); ++i) {
+        EXPECT_GE(s->at_double(i), 6.103515625e-05) << mode << " " << n.name;
+        ++scales;
+      }
+    }
+    EXPECT_GT(scales, 0);
+    for (const auto& m : r.outputs) EXPECT_TRUE(std::isfinite(m.sqnr_db) || m.sqnr_db > 0) << mode;
+  }
+}
+
 // A float16 Q/DQ graph (nvidia-modelopt's default high precision) fuses like a float32 one:
 // QConv / QGemm with float32 copies of the float16 scales and bias, a float output cast back to
 // float16; and it computes what the unfused graph computes.
