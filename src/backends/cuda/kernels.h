@@ -349,8 +349,11 @@ struct DepthwiseDesc {
           pw = 0, dh = 1, dw = 1;
   int32_t x_zp = 0;
 };
+// w_taps4 (optional): the same weights packed [ceil(taps / 4)][C][4] (four consecutive taps of
+// a channel per word, zero past the last tap): int8 X without zero point, C % 16 == 0 then sum
+// four taps per dp4a (TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A=0: never).
 cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const DepthwiseDesc& d,
-                            const QEpilogue& e, cudaStream_t stream);
+                            const QEpilogue& e, cudaStream_t stream, const void* w_taps4 = nullptr);
 // Depthwise float32 / float16 / bfloat16 convolution, channels-last X [n, h, w, c] and Y, W of
 // dtype dt packed [kh * kw, c]; Y = act(conv + bias[c] + residual) with bias (c values) and
 // residual (Y's shape) of dt, each may be null. c a multiple of 16 bytes and 16-byte aligned

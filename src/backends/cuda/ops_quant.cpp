@@ -197,7 +197,7 @@ class QOp : public GpuOp {
              (igemm_pointwise_ ? " pointwise streaming GEMM"
               : igemm_wgmma_   ? " implicit GEMM (wgmma)"
                                : " implicit GEMM") +
-             " NHWC (fused epilogue" +
+             (kind_ == Kind::kConv ? " NHWC" : "") + " (fused epilogue" +
              (igemm_mode_ == AltMode::kForce
                   ? ", forced)"
                   : (igemm_cached_ ? ", timing cache)" : ms_vs(igemm_ms_, lowp_ms_) + ")"));
@@ -303,8 +303,8 @@ class QOp : public GpuOp {
       set_2d_geometry(d, g);
       d.n = static_cast<int32_t>(g.batch);
       d.x_zp = static_cast<int32_t>(x_zp_);
-      const cudaError_t st =
-          k::qconv_depthwise(px, x.dtype == DataType::kUInt8, w_dw_.get(), d, e, ctx.stream);
+      const cudaError_t st = k::qconv_depthwise(px, x.dtype == DataType::kUInt8, w_dw_.get(), d, e,
+                                                ctx.stream, w_dw4_.get());
       if (st == cudaErrorNotSupported) {
         dw_ = false;  // alignment / channel count: the float path from now on
       } else {
@@ -314,6 +314,8 @@ class QOp : public GpuOp {
     }
     if (!done && cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
     if (!done && igemm_fits(x, g)) done = igemm_used_ = implicit_gemm(ctx, x, px, g, rows, e);
+    if (!done && gemm_igemm_fits(x, e, rows))
+      done = igemm_used_ = implicit_gemm(ctx, x, px, gemm_as_conv(rows), rows, e);
     if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
       if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
@@ -535,6 +537,13 @@ class QOp : public GpuOp {
       for (int64_t p = 0; p < rs; ++p) packed[p * c + ch] = src[ch * rs + p];
     w_dw_ = upload_bytes(packed.data(), packed.size());
     if (ctx.weight_bytes) *ctx.weight_bytes += packed.size();
+    // And as [ceil(R * S / 4)][C][4]: four consecutive taps of a channel per word (dp4a).
+    const int64_t groups = (rs + 3) / 4;
+    std::vector<uint8_t> taps4(static_cast<size_t>(groups * c * 4), 0);
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < rs; ++p) taps4[((p / 4) * c + ch) * 4 + p % 4] = src[ch * rs + p];
+    w_dw4_ = upload_bytes(taps4.data(), taps4.size());
+    if (ctx.weight_bytes) *ctx.weight_bytes += taps4.size();
   }
 
   // W [K, C, R, S] as KRSC bytes with C padded with zeros to cp_ (a multiple of 4).
@@ -621,6 +630,33 @@ class QOp : public GpuOp {
     return path_ == Path::kFp8 && x.dtype == DataType::kFloat8E4M3FN &&
            w_fp8_t_ == DataType::kFloat8E4M3FN;
   }
+
+  // A QGemm through the same kernel, as a 1x1 convolution over `rows` positions of K channels
+  // (X [rows, K] row-major is NHWC with N = H = 1; W packed [N, K] is KRSC): int8 X without zero
+  // point or E4M3 X and W, K and N multiples of 16, Y written row by row (no y_grid, no y_split
+  // parts). The timed choice against cuBLASLt (implicit_gemm) keeps whichever is faster: the
+  // fused epilogue saves cuBLASLt's float16 products a second pass (ViT's MLP).
+  bool gemm_igemm_fits(const Value& x, const k::QEpilogue& e, int64_t rows) const {
+    if (igemm_mode_ == AltMode::kOff || kind_ != Kind::kGemm || !w_packed_ || kp_ != k_ ||
+        k_ % 16 != 0 || n_ % 16 != 0 || e.grid0 > 0 || e.parts > 0 || e.part_quant || rows <= 0 ||
+        rows >= (int64_t{1} << 31))
+      return false;
+    if (path_ == Path::kInt8) return x.dtype == DataType::kInt8 && x_zp_ == 0.0f;
+    return path_ == Path::kFp8 && x.dtype == DataType::kFloat8E4M3FN &&
+           w_fp8_t_ == DataType::kFloat8E4M3FN;
+  }
+  static ConvGeometry gemm_as_conv_geometry(int64_t rows, int64_t k, int64_t n) {
+    ConvGeometry g;
+    g.batch = 1;
+    g.in_channels = k;
+    g.out_channels = n;
+    g.nspatial = 2;
+    g.in = g.out = {1, rows};
+    g.kernel = g.stride = g.dilation = {1, 1};
+    g.pad_begin = g.pad_end = {0, 0};
+    return g;
+  }
+  ConvGeometry gemm_as_conv(int64_t rows) const { return gemm_as_conv_geometry(rows, k_, n_); }
 
   // Runs the convolution through the implicit-GEMM kernel when it was (or, on the first eager run
   // with this geometry, is now measured to be) faster than the cuBLASLt path; false: the caller
@@ -1052,7 +1088,7 @@ class QOp : public GpuOp {
   bool igemm_cached_ = false;     // the decision came from the timing cache
   ConvGeometry igemm_geometry_;
   float igemm_ms_ = -1, lowp_ms_ = -1;
-  std::shared_ptr<void> w_dw_;
+  std::shared_ptr<void> w_dw_, w_dw4_;  // depthwise W [taps, C] and [taps / 4, C, 4]
   float half_alpha_ = 1.0f;
   std::shared_ptr<void> colscale_half_;
   std::shared_ptr<void> w_scales_dev_, inv_y_scale_, r_scale_dev_, bias16_;

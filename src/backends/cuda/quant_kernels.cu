@@ -413,11 +413,38 @@ __global__ void qconv_depthwise_kernel(const uint32_t* x, const uint32_t* w, Dep
   }
 }
 
+// Sums over four taps of 16 channels with dp4a: xv[j] holds the 16 channels of tap j (zero for
+// a tap outside the image or past the last one), wv[q] channels 4q..4q+3 with their four taps
+// per word (W packed [tap / 4][C][tap % 4], zero past the last tap). Each 4 x 4 byte block
+// (four taps x four channels) is transposed with eight byte permutations into one word per
+// channel: 12 instructions per 16 multiply-adds instead of ~48 (extract, extract, multiply-add).
+__device__ __forceinline__ void dp4a_taps(int32_t (&acc)[16], const uint4 (&xv)[4],
+                                          const uint4 (&wv)[4]) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    auto word = [q](const uint4& v) { return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w; };
+    const uint32_t a0 = word(xv[0]), a1 = word(xv[1]), a2 = word(xv[2]), a3 = word(xv[3]);
+    const uint32_t lo01 = __byte_perm(a0, a1, 0x5140), hi01 = __byte_perm(a0, a1, 0x7362);
+    const uint32_t lo23 = __byte_perm(a2, a3, 0x5140), hi23 = __byte_perm(a2, a3, 0x7362);
+    const uint4 ww = wv[q];
+    acc[4 * q + 0] = __dp4a(static_cast<int>(__byte_perm(lo01, lo23, 0x5410)),
+                            static_cast<int>(ww.x), acc[4 * q + 0]);
+    acc[4 * q + 1] = __dp4a(static_cast<int>(__byte_perm(lo01, lo23, 0x7632)),
+                            static_cast<int>(ww.y), acc[4 * q + 1]);
+    acc[4 * q + 2] = __dp4a(static_cast<int>(__byte_perm(hi01, hi23, 0x5410)),
+                            static_cast<int>(ww.z), acc[4 * q + 2]);
+    acc[4 * q + 3] = __dp4a(static_cast<int>(__byte_perm(hi01, hi23, 0x7632)),
+                            static_cast<int>(ww.w), acc[4 * q + 3]);
+  }
+}
+
 // The same with 16 channels per thread (c % 16 == 0, int8 X and 16-byte aligned operands):
 // 16-byte loads of X and W, and the short epilogue (FastEpilogue) when it applies, with one
 // 16-byte load of the residual and one 16-byte store; otherwise epilogue4 four times.
-__global__ void qconv_depthwise16_kernel(const uint4* x, const uint4* w, DepthwiseDesc d,
-                                         QEpilogue e, int32_t n16) {
+// kDp4a (X zero point 0): the taps four at a time through dp4a_taps, W packed by taps (w4).
+template <bool kDp4a>
+__global__ void qconv_depthwise16_kernel(const uint4* x, const uint4* w, const uint4* w4,
+                                         DepthwiseDesc d, QEpilogue e, int32_t n16) {
   const int32_t c16n = d.c / 16;
   const FastEpilogue f = fast_epilogue(e);
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n16;
@@ -426,17 +453,43 @@ __global__ void qconv_depthwise16_kernel(const uint4* x, const uint4* w, Depthwi
     int32_t acc[16];
 #pragma unroll
     for (int k = 0; k < 16; ++k) acc[k] = 0;
-    depthwise_taps(d, i / c16n, [&](int32_t pixel, int32_t tap) {
-      const uint4 xv = x[pixel * c16n + c16];
-      const uint4 wv = w[tap * c16n + c16];
-      const uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w}, ww[4] = {wv.x, wv.y, wv.z, wv.w};
+    if constexpr (kDp4a) {
+      const int32_t row = i / c16n;
+      const int32_t ow = row % d.ow, oh = (row / d.ow) % d.oh, n = row / (d.ow * d.oh);
+      const int32_t taps = d.kh * d.kw;
+      int32_t r = 0, s = 0;  // the next tap's kernel row and column
+      for (int32_t t0 = 0; t0 < taps; t0 += 4) {
+        uint4 xv[4];
 #pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const int32_t xb = static_cast<int8_t>(xw[k / 4] >> (8 * (k % 4)));
-        const int32_t wb = static_cast<int8_t>(ww[k / 4] >> (8 * (k % 4)));
-        acc[k] += (xb - d.x_zp) * wb;
+        for (int j = 0; j < 4; ++j) {
+          xv[j] = make_uint4(0u, 0u, 0u, 0u);
+          if (t0 + j < taps) {
+            const int32_t ih = oh * d.sh - d.ph + r * d.dh, iw = ow * d.sw - d.pw + s * d.dw;
+            if (ih >= 0 && ih < d.h && iw >= 0 && iw < d.w)
+              xv[j] = x[((n * d.h + ih) * d.w + iw) * c16n + c16];
+            if (++s == d.kw) {
+              s = 0;
+              ++r;
+            }
+          }
+        }
+        const uint4* wg = w4 + (t0 / 4) * (d.c / 4) + c16 * 4;
+        const uint4 wv[4] = {wg[0], wg[1], wg[2], wg[3]};
+        dp4a_taps(acc, xv, wv);
       }
-    });
+    } else {
+      depthwise_taps(d, i / c16n, [&](int32_t pixel, int32_t tap) {
+        const uint4 xv = x[pixel * c16n + c16];
+        const uint4 wv = w[tap * c16n + c16];
+        const uint32_t xw[4] = {xv.x, xv.y, xv.z, xv.w}, ww[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+          const int32_t xb = static_cast<int8_t>(xw[k / 4] >> (8 * (k % 4)));
+          const int32_t wb = static_cast<int8_t>(ww[k / 4] >> (8 * (k % 4)));
+          acc[k] += (xb - d.x_zp) * wb;
+        }
+      });
+    }
     if (f.on) {
       const int32_t c0 = c16 * 16;
       uint32_t rw[4] = {0, 0, 0, 0};
@@ -757,6 +810,10 @@ bool int8_depthwise16_on() {
   static const bool on = env_on("TRTUTILS_CUDA_INT8_DEPTHWISE16");
   return on;
 }
+// TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A=0 (read at each call): the 16-channel kernel without dp4a.
+bool int8_depthwise_dp4a_on() {
+  return env_on("TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A");
+}
 
 bool quantizable_out(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kInt16 ||
@@ -850,7 +907,7 @@ cudaError_t dequantize(DataType xt, DataType yt, const void* x, void* y, const Q
 }
 
 cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const DepthwiseDesc& d,
-                            const QEpilogue& e, cudaStream_t stream) {
+                            const QEpilogue& e, cudaStream_t stream, const void* w_taps4) {
   const int64_t n = static_cast<int64_t>(d.n) * d.oh * d.ow * d.c;
   if (n <= 0) return cudaSuccess;
   if (d.c % 4 != 0 || n / 4 >= (int64_t{1} << 31) || !aligned_to(x, 4) || !aligned_to(w, 4) ||
@@ -861,8 +918,14 @@ cudaError_t qconv_depthwise(const void* x, bool x_unsigned, const void* w, const
   if (!x_unsigned && d.c % 16 == 0 && aligned_to(x, 16) && aligned_to(w, 16) && fast_ok &&
       int8_depthwise16_on()) {
     const int32_t n16 = static_cast<int32_t>(n / 16);
-    qconv_depthwise16_kernel<<<blocks_for(n16), kThreads, 0, stream>>>(
-        static_cast<const uint4*>(x), static_cast<const uint4*>(w), d, e, n16);
+    const auto* x16 = static_cast<const uint4*>(x);
+    const auto* w16 = static_cast<const uint4*>(w);
+    if (w_taps4 && d.x_zp == 0 && aligned_to(w_taps4, 16) && int8_depthwise_dp4a_on())
+      qconv_depthwise16_kernel<true><<<blocks_for(n16), kThreads, 0, stream>>>(
+          x16, w16, static_cast<const uint4*>(w_taps4), d, e, n16);
+    else
+      qconv_depthwise16_kernel<false>
+          <<<blocks_for(n16), kThreads, 0, stream>>>(x16, w16, nullptr, d, e, n16);
     return cudaGetLastError();
   }
   const int32_t n4 = static_cast<int32_t>(n / 4);

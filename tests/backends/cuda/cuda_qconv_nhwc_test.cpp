@@ -369,6 +369,18 @@ TEST(CudaQConvNhwc, DepthwiseInt8MatchesCpu) {
        {ais("pads", {1, 1, 1, 1}), ais("strides", {2, 2})},
        true,
        "depthwise"},
+      {"5x5 s2 int8 C=32 (dp4a: 7 groups of 4 taps, 3 padding taps)",
+       32,
+       DataType::kInt8,
+       {ais("kernel_shape", {5, 5}), ais("pads", {2, 2, 2, 2}), ais("strides", {2, 2})},
+       false,
+       "depthwise"},
+      {"5x5 s1 dilated int8 C=32 residual",
+       32,
+       DataType::kInt8,
+       {ais("kernel_shape", {5, 5}), ais("pads", {4, 4, 4, 4}), ais("dilations", {2, 2})},
+       true,
+       "depthwise"},
       {"3x3 C=10 (float path)",
        10,
        DataType::kInt8,
@@ -376,31 +388,35 @@ TEST(CudaQConvNhwc, DepthwiseInt8MatchesCpu) {
        false,
        "dequantize"},
   };
-  for (const Case& cs : cases) {
-    const int64_t c = cs.c, kh = cs.name.rfind("5x5", 0) == 0 ? 5 : 3;
-    const bool s2 = cs.name.find("s2") != std::string::npos;
-    const int64_t oh = s2 ? 6 : 11, ow = s2 ? 7 : 13;
-    std::map<size_t, In> in;
-    const bool u = cs.xt == DataType::kUInt8;
-    in[kX] = feed(random_tensor(cs.xt, {2, 11, 13, c}, 100, u ? 0 : -128, u ? 255 : 127));
-    in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
-    if (u) in[kXZeroPoint] = weight(scalar<uint8_t>(DataType::kUInt8, 120));
-    in[kW] = weight(random_tensor(DataType::kInt8, {c, 1, kh, kh}, 101, -127, 127));
-    in[kWScale] = weight(random_tensor(DataType::kFloat32, {c}, 102, 0.001f, 0.004f));
-    in[kBias] = weight(random_tensor(DataType::kFloat32, {c}, 103));
-    in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
-    in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
-    if (cs.residual) {
-      in[kResidual] = feed(random_tensor(DataType::kInt8, {2, oh, ow, c}, 104, -128, 127));
-      in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+  // The 16-channel int8 cases with and without dp4a (W packed by taps).
+  for (const char* dp4a : {"1", "0"})
+    for (const Case& cs : cases) {
+      ::setenv("TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A", dp4a, 1);
+      const int64_t c = cs.c, kh = cs.name.rfind("5x5", 0) == 0 ? 5 : 3;
+      const bool s2 = cs.name.find("s2") != std::string::npos;
+      const int64_t oh = s2 ? 6 : 11, ow = s2 ? 7 : 13;
+      std::map<size_t, In> in;
+      const bool u = cs.xt == DataType::kUInt8;
+      in[kX] = feed(random_tensor(cs.xt, {2, 11, 13, c}, 100, u ? 0 : -128, u ? 255 : 127));
+      in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+      if (u) in[kXZeroPoint] = weight(scalar<uint8_t>(DataType::kUInt8, 120));
+      in[kW] = weight(random_tensor(DataType::kInt8, {c, 1, kh, kh}, 101, -127, 127));
+      in[kWScale] = weight(random_tensor(DataType::kFloat32, {c}, 102, 0.001f, 0.004f));
+      in[kBias] = weight(random_tensor(DataType::kFloat32, {c}, 103));
+      in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
+      in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+      if (cs.residual) {
+        in[kResidual] = feed(random_tensor(DataType::kInt8, {2, oh, ow, c}, 104, -128, 127));
+        in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+      }
+      std::vector<ir::Attribute> attrs = cs.geo;
+      attrs.push_back(ai("group", c));
+      attrs.push_back(ai("channels_last", 1));
+      attrs.push_back(as("activation", "Clip"));
+      attrs.push_back(afs("activation_params", {0.0f, 6.0f}));
+      check(qconv(in, attrs), "depthwise " + cs.name + " dp4a=" + dp4a, cs.path);
     }
-    std::vector<ir::Attribute> attrs = cs.geo;
-    attrs.push_back(ai("group", c));
-    attrs.push_back(ai("channels_last", 1));
-    attrs.push_back(as("activation", "Clip"));
-    attrs.push_back(afs("activation_params", {0.0f, 6.0f}));
-    check(qconv(in, attrs), "depthwise " + cs.name, cs.path);
-  }
+  ::unsetenv("TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A");
 }
 
 // float8 output written by cuBLASLt (scales, float16 bias, float16-dequantized float8

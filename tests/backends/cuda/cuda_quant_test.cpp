@@ -348,6 +348,53 @@ TEST(CudaQuant, QConvImplicitGemm) {
   ::unsetenv("TRTUTILS_CUDA_IGEMM");
 }
 
+// QGemm through the implicit-GEMM kernel (a 1x1 convolution over the rows): float8 with an
+// activation (the generic epilogue, as ViT's GELU) and a float8 Y (MLP-up), float8 with a float
+// residual and float Y (MLP-down), int8 with W [K, N]; rows not a multiple of the 128-row tile.
+TEST(CudaQuant, QGemmImplicitGemm) {
+  TRT_REQUIRE_CUDA();
+  ::setenv("TRTUTILS_CUDA_IGEMM", "force", 1);
+  ::setenv("TRTUTILS_CUDA_QPOINTWISE", "0", 1);
+  const int64_t m = 300, k = 96, n = 160;
+  for (const char* wgmma : {"0", "1"}) {
+    ::setenv("TRTUTILS_CUDA_WGMMA", wgmma, 1);
+    const std::string tag = std::string(", WGMMA=") + wgmma;
+    check_quantized(qcase("QGemm",
+                          {{kX, feed(random_tensor(DataType::kInt8, {2, m / 2, k}, 30, -128, 127))},
+                           {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                           {kW, weight(random_tensor(DataType::kInt8, {k, n}, 31, -127, 127))},
+                           {kWScale, weight(per_channel(n, 0.001f, 0.01f, 32))},
+                           {kBias, weight(random_tensor(DataType::kFloat32, {n}, 33))},
+                           {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+                           {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}},
+                          {as("activation", "Relu")}),
+                    "QGemm int8 implicit GEMM" + tag, "int8 implicit GEMM");
+    if (cuda::device_status().sm < 89) continue;
+    check_quantized(qcase("QGemm",
+                          {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, k}, 34, -4, 4))},
+                           {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                           {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {n, k}, 35, -4, 4))},
+                           {kWScale, weight(per_channel(n, 0.01f, 0.02f, 36))},
+                           {kBias, weight(random_tensor(DataType::kFloat32, {n}, 37))},
+                           {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+                           {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+                          {ai("transB", 1), as("activation", "Silu")}),
+                    "QGemm float8 SiLU -> float8 implicit GEMM" + tag, "fp8 implicit GEMM");
+    check_quantized(qcase("QGemm",
+                          {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, k}, 38, -4, 4))},
+                           {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                           {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {n, k}, 39, -4, 4))},
+                           {kWScale, weight(per_channel(n, 0.01f, 0.02f, 40))},
+                           {kBias, weight(random_tensor(DataType::kFloat32, {n}, 41))},
+                           {kResidual, feed(random_tensor(DataType::kFloat32, {m, n}, 42))}},
+                          {ai("transB", 1)}),
+                    "QGemm float8 + residual -> float implicit GEMM" + tag, "fp8 implicit GEMM");
+  }
+  ::unsetenv("TRTUTILS_CUDA_WGMMA");
+  ::unsetenv("TRTUTILS_CUDA_QPOINTWISE");
+  ::unsetenv("TRTUTILS_CUDA_IGEMM");
+}
+
 // The persistent streaming kernel of 1x1 convolutions (qconv_pointwise.cu): int8 output (zero
 // point 3) with and without an int8 residual, tiles partial in rows and columns (BN 64 and 128),
 // a partial reduction step (C = 16, 80), sums past 2^22 (C = 272: the conversion without the
