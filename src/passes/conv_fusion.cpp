@@ -167,18 +167,7 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
     while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
     f.outputs = {out};
     f.attributes = conv.attributes;
-    if (!act.name.empty()) {
-      ir::Attribute a;
-      a.name = "activation";
-      a.kind = ir::Attribute::Kind::kString;
-      a.s = act.name;
-      f.attributes[a.name] = a;
-      ir::Attribute p;
-      p.name = "activation_params";
-      p.kind = ir::Attribute::Kind::kFloats;
-      p.floats = act.params;
-      f.attributes[p.name] = p;
-    }
+    if (!act.name.empty()) set_fused_activation(f, act.name, act.params);
     // The fused node takes the place of the pattern's last node: all of its inputs (the Conv's
     // and the residual, which the Add read) are computed before that point.
     removed[i] = true;

@@ -48,6 +48,10 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
 // of the pattern's last node. Returns the number of Conv nodes fused.
 size_t fuse_convolutions(ir::Graph& graph, int64_t opset);
 
+// Sets a fused node's "activation" (string) and "activation_params" (floats) attributes.
+void set_fused_activation(ir::Node& node, const std::string& name,
+                          const std::vector<float>& params);
+
 // SiLU as exporters write it (torch's nn.SiLU, EfficientNet's and YOLO's activation):
 // s = Sigmoid(v), Mul(v, s) with the operands in either order, where v has exactly two reads
 // (uses[v] == 2: these two nodes; graph outputs counted as reads) and s one. `last_reader[v]` is

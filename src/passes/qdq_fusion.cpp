@@ -282,28 +282,16 @@ class Fuser {
         next = single_reader(out);
       }
     }
-    auto set_activation = [&](const Activation& a) {
-      ir::Attribute an;
-      an.name = "activation";
-      an.kind = ir::Attribute::Kind::kString;
-      an.s = a.name;
-      f.attributes[an.name] = an;
-      ir::Attribute ap;
-      ap.name = "activation_params";
-      ap.kind = ir::Attribute::Kind::kFloats;
-      ap.floats = a.params;
-      f.attributes[ap.name] = ap;
-    };
     if (next) {
       if (auto a = as_activation(g_.nodes[*next]); a && g_.nodes[*next].inputs[0] == out) {
-        set_activation(*a);
+        set_fused_activation(f, a->name, a->params);
         chain.push_back(*next);
         out = g_.nodes[*next].outputs[0];
         next = single_reader(out);
       }
     } else if (auto s = match_silu(g_, out, uses_, consumer_);
                s && !removed_[s->first] && !removed_[s->second]) {
-      set_activation(Activation{"Silu", {}});
+      set_fused_activation(f, "Silu", {});
       chain.push_back(s->first);
       chain.push_back(s->second);
       out = g_.nodes[s->second].outputs[0];

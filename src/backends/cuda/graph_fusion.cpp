@@ -21,6 +21,9 @@
 //     [-> Add(residual)]                                   => the QGemm with y_grid (and R)
 //   com.trtutils::QGemm (float output) -> Reshape / Unsqueeze / Transpose / Squeeze splitting
 //     its columns into [P, rows..., N / P] (torch's packed QKV) => the QGemm with y_split
+//   DequantizeLinear (per tensor) -> GlobalAveragePool | GlobalMaxPool
+//                                                          =>
+//                                                          com.trtutils.cuda::DequantizeGlobalPool
 //   Add / Sub / Mul / Div of two computed float values -> QuantizeLinear (per tensor)
 //                                                          => com.trtutils.cuda::BinaryQuantize
 //   LayerNormalization [-> Transpose(1, 0, 2)] -> QuantizeLinear (per tensor)
@@ -91,7 +94,8 @@ class Fuser {
       const bool candidate = qmatmul || qgemm || conv || n.op_type == "MatMul" ||
                              n.op_type == "Gemm" || n.op_type == "Div" || n.op_type == "Mul" ||
                              n.op_type == "Add" || n.op_type == "Sub" ||
-                             n.op_type == "LayerNormalization";
+                             n.op_type == "LayerNormalization" ||
+                             n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool";
       if (!candidate || (qmatmul && !attention_fp8_)) continue;
       const std::vector<bool> before = absorbed ? removed_ : std::vector<bool>{};
       last_ = SIZE_MAX;
@@ -105,6 +109,8 @@ class Fuser {
         if (!f) f = fuse_qgemm_residual(i);
       } else if (n.op_type == "LayerNormalization") {
         f = fuse_layer_norm_quantize(i);
+      } else if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") {
+        f = fuse_dequantize_pool(i);
       } else if (qmatmul) {
         f = fuse_attention_q(i);
       } else if (n.op_type == "MatMul") {
@@ -976,6 +982,41 @@ class Fuser {
     set_float(f, "epsilon", ln.attr_float("epsilon", 1e-5f));
     set_int(f, "swap01", swap);
     return place(std::move(f), chain);
+  }
+
+  // DequantizeLinear per tensor (constant scale and zero point, float32 output) read only by a
+  // GlobalAveragePool / GlobalMaxPool  => com.trtutils.cuda::DequantizeGlobalPool (X, x_scale,
+  // [x_zero_point]; is_max): the pool reads the quantized bytes and dequantizes them as it sums,
+  // instead of a pass that writes the float tensor for the pool to read back (the quantized
+  // squeeze-excite inputs of EfficientNet).
+  size_t fuse_dequantize_pool(size_t i) {
+    const ir::Node& pool = g_.nodes[i];
+    if (pool.inputs.size() != 1 || pool.outputs.size() != 1 || pool.inputs[0].empty()) return 0;
+    auto it = producer_.find(pool.inputs[0]);
+    if (it == producer_.end() || removed_[it->second] || only_reader(pool.inputs[0]) != i) return 0;
+    const ir::Node& dq = g_.nodes[it->second];
+    if (dq.op_type != "DequantizeLinear" || !default_domain(dq) || dq.inputs.size() < 2 ||
+        dq.outputs.size() != 1 || dq.inputs[0].empty())
+      return 0;
+    const Tensor* scale = g_.initializer(dq.inputs[1]);
+    const Tensor* zp = dq.has_input(2) ? g_.initializer(dq.inputs[2]) : nullptr;
+    if (!scale || scale->numel() != 1 || scale->dtype() != DataType::kFloat32 ||
+        (dq.has_input(2) && (!zp || zp->numel() != 1)))
+      return 0;
+    const auto xi = g_.find_value_info(dq.inputs[0]);
+    const DataType xt = zp ? zp->dtype() : (xi ? xi->dtype : DataType::kUndefined);
+    if (!(xt == DataType::kInt8 || xt == DataType::kUInt8 || xt == DataType::kFloat8E4M3FN ||
+          xt == DataType::kFloat8E5M2))
+      return 0;
+    ir::Node f;
+    f.name = pool.name;
+    f.op_type = "DequantizeGlobalPool";
+    f.domain = kGpuDomain;
+    f.inputs = {dq.inputs[0], dq.inputs[1]};
+    if (zp) f.inputs.push_back(dq.inputs[2]);
+    f.outputs = pool.outputs;
+    set_int(f, "is_max", pool.op_type == "GlobalMaxPool" ? 1 : 0);
+    return place(std::move(f), {it->second, i});
   }
 
   // Add / Sub / Mul / Div of two computed float values (no constant operand: a scalar Mul before

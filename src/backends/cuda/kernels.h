@@ -251,6 +251,12 @@ enum class Reduce : int { kSum, kMean, kMax, kMin, kSumSquare, kL1, kL2, kProd, 
 // float (int32/int64 supported for sum/max/min/prod).
 cudaError_t reduce(DataType dt, Reduce kind, const void* x, void* y, int64_t outer, int64_t r,
                    int64_t inner, cudaStream_t stream);
+// GlobalAveragePool / GlobalMaxPool of a quantized tensor dequantized on load, as
+// DequantizeLinear and then the pool compute it: y[o, i] = mean (max) over r of
+// (x[o, r, i] - zp) * scale, x int8 / uint8 / float8 viewed as [outer, r, inner], y float32.
+cudaError_t global_pool_dequant(DataType xt, const void* x, float* y, int64_t outer, int64_t r,
+                                int64_t inner, float scale, float zp, bool is_max,
+                                cudaStream_t stream);
 
 // ---- quantization ------------------------------------------------------------------------------
 // Element e of x viewed as [outer, axis_len, inner] uses scale[a] / zero_point[a] when

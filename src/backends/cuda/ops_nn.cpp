@@ -691,6 +691,57 @@ class GlobalPoolOp : public GpuOp {
   bool nhwc_ = false;
 };
 
+// com.trtutils.cuda::DequantizeGlobalPool (graph_fusion.cpp: DequantizeLinear per tensor ->
+// GlobalAveragePool / GlobalMaxPool): inputs X (int8 / uint8 / float8), x_scale (float32 scalar),
+// [x_zero_point]; attribute is_max. Y float32 [N, C, 1, ...], the pool of the dequantized values.
+class DequantizeGlobalPoolOp : public GpuOp {
+ public:
+  explicit DequantizeGlobalPoolOp(const ir::Node& node)
+      : is_max_(node.attr_int("is_max", 0) != 0) {}
+  std::string kernel() const override {
+    return std::string(is_max_ ? "CUDA kernel (DequantizeLinear + GlobalMaxPool)"
+                               : "CUDA kernel (DequantizeLinear + GlobalAveragePool)") +
+           (nhwc_ ? " NHWC" : "");
+  }
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (in.at(0) && in[0]->shape.size() == 4) want[0] = Layout::kAny;
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& x = *in.at(0);
+    Value& scale = *in.at(1);
+    Value* zp = in.size() > 2 ? in[2] : nullptr;
+    TRT_CHECK_ARG(x.shape.size() >= 3, "{}: input X {} must have rank >= 3", node.describe(),
+                  shape_str(x.shape));
+    TRT_CHECK_ARG(scale.numel() == 1 && (!zp || zp->numel() == 1),
+                  "{}: x_scale and x_zero_point must be scalars", node.describe());
+    Shape ys(x.shape.size(), 1);
+    ys[0] = x.shape[0];
+    ys[1] = x.shape[1];
+    const int64_t planes = x.shape[0] * x.shape[1];
+    const int64_t size = planes > 0 ? x.numel() / planes : 0;
+    const float s = static_cast<float>(ctx.host(scale).at_double(0));
+    const float z = zp ? static_cast<float>(ctx.host(*zp).at_double(0)) : 0.0f;
+    const void* px = ctx.dev(x);
+    auto* py = static_cast<float*>(ctx.make(*out.at(0), DataType::kFloat32, ys));
+    nhwc_ = x.nhwc;
+    // NHWC: [N, HW, C], the middle axis; NCHW: [N * C, HW].
+    const int64_t outer = x.nhwc ? x.shape[0] : planes, inner = x.nhwc ? x.shape[1] : 1;
+    const cudaError_t st =
+        k::global_pool_dequant(x.dtype, px, py, outer, size, inner, s, z, is_max_, ctx.stream);
+    TRT_CHECK(st != cudaErrorNotSupported, ErrorCode::kNotSupported,
+              "{}: X of dtype {} is not supported (int8, uint8, float8)", node.describe(),
+              dtype_name(x.dtype));
+    ctx.check(st, "DequantizeLinear + global pool");
+  }
+
+ private:
+  bool is_max_;
+  bool nhwc_ = false;
+};
+
 // ---- softmax / layer norm / reduce ------------------------------------------------------------
 class SoftmaxOp : public GpuOp {
  public:
@@ -896,6 +947,10 @@ void register_nn_ops(OpTable& t) {
   };
   t["AveragePool"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
     return std::make_unique<PoolOp>(false);
+  };
+  t[std::string(kGpuDomain) + "::DequantizeGlobalPool"] =
+      [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<DequantizeGlobalPoolOp>(b.node);
   };
   t["GlobalAveragePool"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
     return std::make_unique<GlobalPoolOp>(false);

@@ -487,8 +487,25 @@ __device__ __forceinline__ float reduce_finish(Reduce k, float acc, int64_t r, f
   return acc;
 }
 
-template <typename T>
-__global__ void reduce_rows_kernel(const T* x, T* y, int64_t outer, int64_t r, Reduce kind) {
+// How the reductions read an element as float: as it is (FloatLoad), or a quantized byte
+// dequantized as DequantizeLinear does ((q - zp) * scale: DequantLoad).
+struct FloatLoad {
+  template <typename T>
+  __device__ __forceinline__ float operator()(const T* p, int64_t i) const {
+    return to_float(p[i]);
+  }
+};
+struct DequantLoad {
+  DataType t;
+  float scale, zp;
+  __device__ __forceinline__ float operator()(const uint8_t* p, int64_t i) const {
+    return (byte_value(t, p[i]) - zp) * scale;
+  }
+};
+
+template <typename T, typename O = T, typename L = FloatLoad>
+__global__ void reduce_rows_kernel(const T* x, O* y, int64_t outer, int64_t r, Reduce kind,
+                                   L load = {}) {
   const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= outer) return;
@@ -496,31 +513,31 @@ __global__ void reduce_rows_kernel(const T* x, T* y, int64_t outer, int64_t r, R
   float shift = 0.0f;
   if (kind == Reduce::kLogSumExp) {
     float m = -INFINITY;
-    for (int64_t j = lane; j < r; j += kWarp) m = fmaxf(m, to_float(xr[j]));
+    for (int64_t j = lane; j < r; j += kWarp) m = fmaxf(m, load(xr, j));
     shift = warp_max(m);
     if (isinf(shift)) shift = 0.0f;
   }
   float acc = reduce_init(kind);
-  for (int64_t j = lane; j < r; j += kWarp) acc = reduce_step(kind, acc, to_float(xr[j]), shift);
+  for (int64_t j = lane; j < r; j += kWarp) acc = reduce_step(kind, acc, load(xr, j), shift);
   acc = reduce_warp(kind, acc);
-  if (lane == 0) y[row] = from_float<T>(reduce_finish(kind, acc, r, shift));
+  if (lane == 0) y[row] = from_float<O>(reduce_finish(kind, acc, r, shift));
 }
 
-template <typename T>
-__global__ void reduce_cols_kernel(const T* x, T* y, int64_t outer, int64_t r, int64_t inner,
-                                   Reduce kind) {
+template <typename T, typename O = T, typename L = FloatLoad>
+__global__ void reduce_cols_kernel(const T* x, O* y, int64_t outer, int64_t r, int64_t inner,
+                                   Reduce kind, L load = {}) {
   TRT_GRID_STRIDE(t, outer * inner) {
     const int64_t o = t / inner, i = t % inner;
     const T* xs = x + o * r * inner + i;
     float shift = 0.0f;
     if (kind == Reduce::kLogSumExp) {
       float m = -INFINITY;
-      for (int64_t k = 0; k < r; ++k) m = fmaxf(m, to_float(xs[k * inner]));
+      for (int64_t k = 0; k < r; ++k) m = fmaxf(m, load(xs, k * inner));
       shift = isinf(m) ? 0.0f : m;
     }
     float acc = reduce_init(kind);
-    for (int64_t k = 0; k < r; ++k) acc = reduce_step(kind, acc, to_float(xs[k * inner]), shift);
-    y[t] = from_float<T>(reduce_finish(kind, acc, r, shift));
+    for (int64_t k = 0; k < r; ++k) acc = reduce_step(kind, acc, load(xs, k * inner), shift);
+    y[t] = from_float<O>(reduce_finish(kind, acc, r, shift));
   }
 }
 
@@ -531,9 +548,9 @@ __global__ void reduce_cols_kernel(const T* x, T* y, int64_t outer, int64_t r, i
 // its kMidSlices warps split r, each with kMidUnroll loads in flight; the warps' partial results
 // meet in shared memory in a fixed order (deterministic). Not for LogSumExp (its shift).
 constexpr int kMidSlices = 16, kMidUnroll = 8;
-template <typename T>
+template <typename T, typename O = T, typename L = FloatLoad>
 __global__ void __launch_bounds__(kWarp* kMidSlices)
-    reduce_mid_kernel(const T* x, T* y, int64_t r, int64_t inner, Reduce kind) {
+    reduce_mid_kernel(const T* x, O* y, int64_t r, int64_t inner, Reduce kind, L load = {}) {
   __shared__ float part[kMidSlices][kWarp];
   const int lane = threadIdx.x % kWarp, slice = threadIdx.x / kWarp;
   const int64_t o = blockIdx.y, c = static_cast<int64_t>(blockIdx.x) * kWarp + lane;
@@ -544,11 +561,11 @@ __global__ void __launch_bounds__(kWarp* kMidSlices)
     for (; k + (kMidUnroll - 1) * kMidSlices < r; k += kMidUnroll * kMidSlices) {
       float v[kMidUnroll];
 #pragma unroll
-      for (int u = 0; u < kMidUnroll; ++u) v[u] = to_float(xs[(k + u * kMidSlices) * inner]);
+      for (int u = 0; u < kMidUnroll; ++u) v[u] = load(xs, (k + u * kMidSlices) * inner);
 #pragma unroll
       for (int u = 0; u < kMidUnroll; ++u) acc = reduce_step(kind, acc, v[u], 0.0f);
     }
-    for (; k < r; k += kMidSlices) acc = reduce_step(kind, acc, to_float(xs[k * inner]), 0.0f);
+    for (; k < r; k += kMidSlices) acc = reduce_step(kind, acc, load(xs, k * inner), 0.0f);
   }
   part[slice][lane] = acc;
   __syncthreads();
@@ -572,7 +589,7 @@ __global__ void __launch_bounds__(kWarp* kMidSlices)
           acc += v;
       }
     }
-    y[o * inner + c] = from_float<T>(reduce_finish(kind, acc, r, 0.0f));
+    y[o * inner + c] = from_float<O>(reduce_finish(kind, acc, r, 0.0f));
   }
 }
 
@@ -741,23 +758,43 @@ cudaError_t layer_norm_quantize(DataType dt, const void* x, const void* scale, c
   return layer_norm_any<true>(dt, x, scale, bias, y, rows, d, eps, nullptr, nullptr, q, stream);
 }
 
+// The reduction of [outer, r, inner] by the kernel that suits the shape: a warp per row (inner
+// 1), the split middle axis (long r, few outputs), else a thread per output.
+template <typename T, typename O, typename L>
+void launch_reduce(const T* x, O* y, int64_t outer, int64_t r, int64_t inner, Reduce kind, L load,
+                   cudaStream_t stream) {
+  if (inner == 1)
+    reduce_rows_kernel<T, O, L>
+        <<<warp_blocks(outer), kWarpsPerBlock * kWarp, 0, stream>>>(x, y, outer, r, kind, load);
+  else if (kind != Reduce::kLogSumExp && r >= 4 * kMidSlices && outer <= 65535 &&
+           outer * inner < int64_t{1} << 20)
+    reduce_mid_kernel<T, O, L>
+        <<<dim3(static_cast<unsigned>((inner + kWarp - 1) / kWarp), static_cast<unsigned>(outer)),
+           kWarp * kMidSlices, 0, stream>>>(x, y, r, inner, kind, load);
+  else
+    reduce_cols_kernel<T, O, L>
+        <<<blocks_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, r, inner, kind, load);
+}
+
+cudaError_t global_pool_dequant(DataType xt, const void* x, float* y, int64_t outer, int64_t r,
+                                int64_t inner, float scale, float zp, bool is_max,
+                                cudaStream_t stream) {
+  if (!(xt == DataType::kInt8 || xt == DataType::kUInt8 || xt == DataType::kFloat8E4M3FN ||
+        xt == DataType::kFloat8E5M2))
+    return cudaErrorNotSupported;
+  if (outer * inner <= 0) return cudaSuccess;
+  launch_reduce(static_cast<const uint8_t*>(x), y, outer, r, inner,
+                is_max ? Reduce::kMax : Reduce::kMean, DequantLoad{xt, scale, zp}, stream);
+  return cudaGetLastError();
+}
+
 cudaError_t reduce(DataType dt, Reduce kind, const void* x, void* y, int64_t outer, int64_t r,
                    int64_t inner, cudaStream_t stream) {
   if (outer * inner <= 0) return cudaSuccess;
   const bool ok = dispatch_float(dt, [&](auto tag) {
     using T = decltype(tag);
-    if (inner == 1)
-      reduce_rows_kernel<T><<<warp_blocks(outer), kWarpsPerBlock * kWarp, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), outer, r, kind);
-    else if (kind != Reduce::kLogSumExp && r >= 4 * kMidSlices && outer <= 65535 &&
-             outer * inner < int64_t{1} << 20)
-      reduce_mid_kernel<T>
-          <<<dim3(static_cast<unsigned>((inner + kWarp - 1) / kWarp), static_cast<unsigned>(outer)),
-             kWarp * kMidSlices, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), r,
-                                              inner, kind);
-    else
-      reduce_cols_kernel<T><<<blocks_for(outer * inner), kThreads, 0, stream>>>(
-          static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner, kind);
+    launch_reduce(static_cast<const T*>(x), static_cast<T*>(y), outer, r, inner, kind, FloatLoad{},
+                  stream);
   });
   if (ok) return cudaGetLastError();
   const bool int_kind = kind == Reduce::kSum || kind == Reduce::kMean || kind == Reduce::kMax ||

@@ -427,6 +427,49 @@ TEST(CudaFusion, BinaryQuantizeMatchesCpu) {
   }
 }
 
+// x (quantized, [2, 24, 7, 9]) -> DequantizeLinear (zero point 0, or 5 for uint8) ->
+// GlobalAveragePool / GlobalMaxPool -> y: EfficientNet's quantized squeeze-excite input.
+ir::Model dequantize_pool_model(DataType q, bool is_max) {
+  ir::GraphBuilder b("dqpool");
+  const std::string x = b.input("x", q, {2, 24, 7, 9});
+  Tensor zp(q, {});
+  if (q == DataType::kUInt8) zp.data<uint8_t>()[0] = 5;
+  const std::string d =
+      b.node("DequantizeLinear", {x, b.initializer("s", scalar_tensor(DataType::kFloat32, 0.03f)),
+                                  b.initializer("zp", zp)})[0];
+  b.output(b.node(is_max ? "GlobalMaxPool" : "GlobalAveragePool", {d})[0], DataType::kFloat32);
+  return built(b);
+}
+
+TEST(GpuFusion, DequantizeThenGlobalPoolBecomeOneNode) {
+  ir::Model m = dequantize_pool_model(DataType::kInt8, false);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 1u);
+  EXPECT_EQ(m.graph.nodes[0].op_type, "DequantizeGlobalPool");
+  EXPECT_EQ(m.graph.nodes[0].attr_int("is_max", -1), 0);
+}
+
+TEST(CudaFusion, DequantizeGlobalPoolMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType q : {DataType::kInt8, DataType::kUInt8, DataType::kFloat8E4M3FN}) {
+    for (bool is_max : {false, true}) {
+      const ir::Model m = dequantize_pool_model(q, is_max);
+      const float lo = q == DataType::kUInt8 ? 0.0f : -100.0f;
+      const std::map<std::string, Tensor> feeds{
+          {"x", random_tensor(q, {2, 24, 7, 9}, 12, lo, 100.0f)}};
+      Session cpu(m);
+      const auto want = cpu.run(feeds);
+      cuda::Executor gpu(m, {});
+      const auto got = gpu.run(feeds);
+      const std::string what = std::string(dtype_name(q)) + (is_max ? " max" : " average");
+      for (const auto& [n, t] : want) expect_close(got.at(n), t, {1e-5, 1e-5}, what);
+      const auto kernels = gpu.node_kernels();
+      ASSERT_EQ(kernels.size(), 1u) << what;
+      EXPECT_NE(kernels[0].find("DequantizeLinear + Global"), std::string::npos) << kernels[0];
+    }
+  }
+}
+
 // The attention's output projection as the engine holds it: a [s * b, k] -> QuantizeLinear ->
 // QGemm -> Reshape [s, b, n] -> Transpose(1, 0, 2) -> Add(r [b, s, n]) -> y.
 ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64_t n) {

@@ -1,5 +1,5 @@
-// match_silu (passes.h): the Sigmoid + Mul pair that exporters write for SiLU, for the conv and
-// Q/DQ fusions to absorb as one "Silu" activation.
+// The fused activations of the conv and Q/DQ fusions (passes.h): set_fused_activation, and
+// match_silu, the Sigmoid + Mul pair that exporters write for SiLU, absorbed as one "Silu".
 #include "passes/passes.h"
 
 namespace trtutils::passes {
@@ -11,6 +11,20 @@ bool default_domain(const ir::Node& n) {
 }
 
 }  // namespace
+
+void set_fused_activation(ir::Node& node, const std::string& name,
+                          const std::vector<float>& params) {
+  ir::Attribute a;
+  a.name = "activation";
+  a.kind = ir::Attribute::Kind::kString;
+  a.s = name;
+  node.attributes[a.name] = a;
+  ir::Attribute p;
+  p.name = "activation_params";
+  p.kind = ir::Attribute::Kind::kFloats;
+  p.floats = params;
+  node.attributes[p.name] = p;
+}
 
 std::optional<std::pair<size_t, size_t>> match_silu(
     const ir::Graph& graph, const std::string& v, const std::unordered_map<std::string, int>& uses,
