@@ -1,16 +1,12 @@
-// The fused activations of the conv and Q/DQ fusions (passes.h): set_fused_activation, and
+// Helpers of the conv and Q/DQ fusions (passes.h): is_default_domain, set_fused_activation, and
 // match_silu, the Sigmoid + Mul pair that exporters write for SiLU, absorbed as one "Silu".
 #include "passes/passes.h"
 
 namespace trtutils::passes {
 
-namespace {
-
-bool default_domain(const ir::Node& n) {
-  return n.domain.empty() || n.domain == "ai.onnx";
+bool is_default_domain(const ir::Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
 }
-
-}  // namespace
 
 void set_fused_activation(ir::Node& node, const std::string& name,
                           const std::vector<float>& params) {
@@ -34,7 +30,7 @@ std::optional<std::pair<size_t, size_t>> match_silu(
   if (u == uses.end() || u->second != 2 || r == last_reader.end()) return std::nullopt;
   const size_t mi = r->second;
   const ir::Node& mul = graph.nodes[mi];
-  if (mul.op_type != "Mul" || !default_domain(mul) || mul.num_inputs() != 2 ||
+  if (mul.op_type != "Mul" || !is_default_domain(mul) || mul.num_inputs() != 2 ||
       mul.outputs.size() != 1 || mul.outputs[0].empty() || mul.inputs[0] == mul.inputs[1])
     return std::nullopt;
   const std::string& s = mul.inputs[0] == v ? mul.inputs[1] : mul.inputs[0];
@@ -45,7 +41,7 @@ std::optional<std::pair<size_t, size_t>> match_silu(
   for (size_t i = mi; i-- > 0;) {
     const ir::Node& n = graph.nodes[i];
     if (n.outputs.empty() || n.outputs[0] != s) continue;
-    if (n.op_type != "Sigmoid" || !default_domain(n) || n.outputs.size() != 1 ||
+    if (n.op_type != "Sigmoid" || !is_default_domain(n) || n.outputs.size() != 1 ||
         n.num_inputs() != 1 || n.inputs[0] != v)
       return std::nullopt;
     return std::make_pair(i, mi);

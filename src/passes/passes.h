@@ -48,6 +48,9 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
 // of the pattern's last node. Returns the number of Conv nodes fused.
 size_t fuse_convolutions(ir::Graph& graph, int64_t opset);
 
+// Whether a node is in ONNX's default domain ("" or "ai.onnx").
+bool is_default_domain(const ir::Node& node);
+
 // Sets a fused node's "activation" (string) and "activation_params" (floats) attributes.
 void set_fused_activation(ir::Node& node, const std::string& name,
                           const std::vector<float>& params);

@@ -36,10 +36,6 @@ namespace {
 
 using namespace ops::qlinear;
 
-bool default_domain(const ir::Node& n) {
-  return n.domain.empty() || n.domain == "ai.onnx";
-}
-
 void count_uses(const ir::Graph& g, std::unordered_map<std::string, int>& uses) {
   for (const auto& n : g.nodes) {
     for (const auto& in : n.inputs)
@@ -114,7 +110,7 @@ class Fuser {
 
   size_t run() {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (removed_[i] || !default_domain(g_.nodes[i])) continue;
+      if (removed_[i] || !is_default_domain(g_.nodes[i])) continue;
       const std::string& op = g_.nodes[i].op_type;
       if (op == "Conv" || op == "Gemm" || op == "MatMul")
         fuse_compute(i);
@@ -147,7 +143,7 @@ class Fuser {
     auto p = producer_.find(v);
     if (p == producer_.end() || removed_[p->second]) return std::nullopt;
     const ir::Node& n = g_.nodes[p->second];
-    if (n.op_type != "DequantizeLinear" || !default_domain(n) || n.outputs.size() != 1 ||
+    if (n.op_type != "DequantizeLinear" || !is_default_domain(n) || n.outputs.size() != 1 ||
         !n.has_input(0) || !n.has_input(1))
       return std::nullopt;
     if (opset_ >= 21 && n.attr_int("block_size", 0) != 0) return std::nullopt;
@@ -197,7 +193,7 @@ class Fuser {
     std::vector<float> params;
   };
   std::optional<Activation> as_activation(const ir::Node& n) const {
-    if (!default_domain(n) || n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0))
+    if (!is_default_domain(n) || n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0))
       return std::nullopt;
     const std::string& op = n.op_type;
     if (op == "Relu" || op == "Sigmoid" || op == "HardSwish") return Activation{op, {}};
@@ -232,7 +228,7 @@ class Fuser {
     auto next = single_reader(out);
     auto is_add = [&](size_t i) {
       const ir::Node& n = g_.nodes[i];
-      return n.op_type == "Add" && default_domain(n) && n.num_inputs() == 2 &&
+      return n.op_type == "Add" && is_default_domain(n) && n.num_inputs() == 2 &&
              n.outputs.size() == 1 && n.inputs[0] != n.inputs[1];
     };
     auto other_input = [&](size_t i) -> const std::string& {
@@ -314,7 +310,7 @@ class Fuser {
   };
   // A per-tensor, saturating QuantizeLinear to int8/uint8/float8 with constant scale/zp.
   std::optional<Q> as_quantize(const ir::Node& q) {
-    if (q.op_type != "QuantizeLinear" || !default_domain(q) || q.outputs.size() != 1 ||
+    if (q.op_type != "QuantizeLinear" || !is_default_domain(q) || q.outputs.size() != 1 ||
         !q.has_input(0) || !q.has_input(1) || !scalar_float(g_, q.inputs[1]))
       return std::nullopt;
     if (opset_ >= 21 && q.attr_int("block_size", 0) != 0) return std::nullopt;
@@ -490,7 +486,7 @@ class Fuser {
     const auto next = single_reader(n.outputs[0]);
     if (!next) return;
     const ir::Node& q = g_.nodes[*next];
-    if (q.op_type != "QuantizeLinear" || !default_domain(q) || q.outputs.size() != 1 ||
+    if (q.op_type != "QuantizeLinear" || !is_default_domain(q) || q.outputs.size() != 1 ||
         q.inputs[0] != n.outputs[0] || !q.has_input(2))
       return;
     const Tensor* qs = scalar_float(g_, q.inputs[1]);

@@ -793,10 +793,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   result.num_gptq_rounded = ast.gptq_rounded;
   if (ast.scales_raised > 0)
     TRT_LOG_WARN(
-        "high_precision_dtype fp16: {} scale(s) below float16's smallest normal (6.1e-05) were "
+        "high_precision_dtype fp16: {} scale(s) below float16's smallest normal ({:.3g}) were "
         "raised to it (their tensors' values are below {:.3g}, e.g. dead channels); fewer "
         "quantization steps cover those values. --high_precision_dtype fp32 keeps exact scales",
-        ast.scales_raised, 6.103515625e-05 * quant_mode_qmax(mode));
+        ast.scales_raised, ao.min_scale, ao.min_scale * quant_mode_qmax(mode));
   if (ast.bias_corrected > 0)
     TRT_LOG_INFO("bias correction: {} of {} layer(s) with quantized weights", ast.bias_corrected,
                  ao.input_mean.size());

@@ -22,8 +22,7 @@
 //   com.trtutils::QGemm (float output) -> Reshape / Unsqueeze / Transpose / Squeeze splitting
 //     its columns into [P, rows..., N / P] (torch's packed QKV) => the QGemm with y_split
 //   DequantizeLinear (per tensor) -> GlobalAveragePool | GlobalMaxPool
-//                                                          =>
-//                                                          com.trtutils.cuda::DequantizeGlobalPool
+//                                              => com.trtutils.cuda::DequantizeGlobalPool
 //   Add / Sub / Mul / Div of two computed float values -> QuantizeLinear (per tensor)
 //                                                          => com.trtutils.cuda::BinaryQuantize
 //   LayerNormalization [-> Transpose(1, 0, 2)] -> QuantizeLinear (per tensor)

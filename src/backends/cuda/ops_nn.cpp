@@ -665,13 +665,8 @@ class GlobalPoolOp : public GpuOp {
     const ir::Node& node = *ctx.node;
     Value& x = *in.at(0);
     require_float(node, x.dtype, "input X");
-    TRT_CHECK_ARG(x.shape.size() >= 3, "{}: input X {} must have rank >= 3", node.describe(),
-                  shape_str(x.shape));
-    Shape ys(x.shape.size(), 1);
-    ys[0] = x.shape[0];
-    ys[1] = x.shape[1];
-    const int64_t planes = x.shape[0] * x.shape[1];
-    const int64_t size = planes > 0 ? x.numel() / planes : 0;
+    int64_t planes = 0, size = 0;
+    const Shape ys = pooled_shape(node, x, planes, size);
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), x.dtype, ys);  // [N, C, 1, 1]: the same in both layouts
     nhwc_ = x.nhwc;
@@ -686,7 +681,20 @@ class GlobalPoolOp : public GpuOp {
               node.op_type.c_str());
   }
 
- private:
+ protected:
+  // Y's shape [N, C, 1, ...] (the same in both layouts), and X as `planes` = N * C of `size`
+  // values each.
+  static Shape pooled_shape(const ir::Node& node, const Value& x, int64_t& planes, int64_t& size) {
+    TRT_CHECK_ARG(x.shape.size() >= 3, "{}: input X {} must have rank >= 3", node.describe(),
+                  shape_str(x.shape));
+    Shape ys(x.shape.size(), 1);
+    ys[0] = x.shape[0];
+    ys[1] = x.shape[1];
+    planes = x.shape[0] * x.shape[1];
+    size = planes > 0 ? x.numel() / planes : 0;
+    return ys;
+  }
+
   bool is_max_;
   bool nhwc_ = false;
 };
@@ -694,18 +702,14 @@ class GlobalPoolOp : public GpuOp {
 // com.trtutils.cuda::DequantizeGlobalPool (graph_fusion.cpp: DequantizeLinear per tensor ->
 // GlobalAveragePool / GlobalMaxPool): inputs X (int8 / uint8 / float8), x_scale (float32 scalar),
 // [x_zero_point]; attribute is_max. Y float32 [N, C, 1, ...], the pool of the dequantized values.
-class DequantizeGlobalPoolOp : public GpuOp {
+class DequantizeGlobalPoolOp : public GlobalPoolOp {
  public:
   explicit DequantizeGlobalPoolOp(const ir::Node& node)
-      : is_max_(node.attr_int("is_max", 0) != 0) {}
+      : GlobalPoolOp(node.attr_int("is_max", 0) != 0) {}
   std::string kernel() const override {
     return std::string(is_max_ ? "CUDA kernel (DequantizeLinear + GlobalMaxPool)"
                                : "CUDA kernel (DequantizeLinear + GlobalAveragePool)") +
            (nhwc_ ? " NHWC" : "");
-  }
-  void want_layouts(const RunContext&, const std::vector<Value*>& in,
-                    std::vector<Layout>& want) const override {
-    if (in.at(0) && in[0]->shape.size() == 4) want[0] = Layout::kAny;
   }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
@@ -713,15 +717,10 @@ class DequantizeGlobalPoolOp : public GpuOp {
     Value& x = *in.at(0);
     Value& scale = *in.at(1);
     Value* zp = in.size() > 2 ? in[2] : nullptr;
-    TRT_CHECK_ARG(x.shape.size() >= 3, "{}: input X {} must have rank >= 3", node.describe(),
-                  shape_str(x.shape));
     TRT_CHECK_ARG(scale.numel() == 1 && (!zp || zp->numel() == 1),
                   "{}: x_scale and x_zero_point must be scalars", node.describe());
-    Shape ys(x.shape.size(), 1);
-    ys[0] = x.shape[0];
-    ys[1] = x.shape[1];
-    const int64_t planes = x.shape[0] * x.shape[1];
-    const int64_t size = planes > 0 ? x.numel() / planes : 0;
+    int64_t planes = 0, size = 0;
+    const Shape ys = pooled_shape(node, x, planes, size);
     const float s = static_cast<float>(ctx.host(scale).at_double(0));
     const float z = zp ? static_cast<float>(ctx.host(*zp).at_double(0)) : 0.0f;
     const void* px = ctx.dev(x);
@@ -736,10 +735,6 @@ class DequantizeGlobalPoolOp : public GpuOp {
               dtype_name(x.dtype));
     ctx.check(st, "DequantizeLinear + global pool");
   }
-
- private:
-  bool is_max_;
-  bool nhwc_ = false;
 };
 
 // ---- softmax / layer norm / reduce ------------------------------------------------------------
