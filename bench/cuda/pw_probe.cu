@@ -37,7 +37,9 @@ struct Layer {
   const char* name;
   int n, h, w, c, k, stride;
   bool residual;
-  int r = 1;  // kernel size r x r, padding r / 2
+  int r = 1;          // kernel size r x r, padding r / 2
+  bool gelu = false;  // GELU (erf) instead of ReLU
+  bool gemm = false;  // a matrix product (ViT-B/16's): TOP/s instead of TB/s
 };
 
 static uint32_t rng = 12345;
@@ -104,7 +106,7 @@ static bool run(const Layer& l, bool fp8, bool time_it, const char* sw) {
   e.rows = m, e.cols = l.k;
   e.colscale = static_cast<const float*>(cs);
   e.bias = static_cast<const float*>(bs);
-  e.act = k::Act::kRelu;
+  e.act = l.gelu ? k::Act::kGelu : k::Act::kRelu;
   const DataType t = fp8 ? DataType::kFloat8E4M3FN : DataType::kInt8;
   e.y_t = t, e.y_scale = fp8 ? 0.05f : 0.04f, e.y_zp = fp8 ? 0.0f : -3.0f;
   if (r) e.residual = r, e.residual_t = t, e.r_scale = 0.03f, e.r_zp = fp8 ? 0.0f : 2.0f;
@@ -174,19 +176,28 @@ static bool run(const Layer& l, bool fp8, bool time_it, const char* sw) {
           const float rv = fp8 ? e4m3_value(rb) : static_cast<float>(static_cast<int8_t>(rb));
           y += std::fma(rv, r_mul, r_add);
         }
-        y = std::fmax(y, 0.0f);
+        if (l.gelu) {
+          const double t = double(y) * e.y_scale;
+          y = static_cast<float>(0.5 * t * (1.0 + std::erf(t / std::sqrt(2.0))) / e.y_scale);
+        } else {
+          y = std::fmax(y, 0.0f);
+        }
         const int want = fp8 ? static_cast<int8_t>(e4m3_code(y))
                              : static_cast<int>(std::fmin(
                                    std::fmax(std::nearbyint(y) + e.y_zp, -128.0f), 127.0f));
         ++ref_checked;
-        for (int v = 0; v < 2; ++v)
-          if (std::abs(static_cast<int8_t>((v ? o1 : o0)[row * l.k + n]) - want) > 1) ++ref_bad[v];
+        for (int v = 0; v < 2; ++v) {
+          int got = static_cast<int8_t>((v ? o1 : o0)[row * l.k + n]);
+          if (fp8 && got == -128) got = 0;  // E4M3 -0 (a small negative GELU output) is 0
+          if (std::abs(got - want) > 1) ++ref_bad[v];
+        }
       }
     }
   }
   const double bytes = double(m) * l.c * (l.stride == 1 ? 1 : 1) + double(m) * l.k * (r ? 2 : 1);
   // 3x3 layers: TOP/s instead of TB/s (in the same columns)
-  const double work = l.r > 1 ? 2.0 * m * l.k * taps * l.c / 1e3 : bytes;
+  const bool tops = l.r > 1 || l.gemm;
+  const double work = tops ? 2.0 * m * l.k * taps * l.c / 1e3 : bytes;
   // int8: the same bytes but for rare one-step ties; float8 (sums in another order, and the
   // wgmma kernel's float8 sums promoted to float32 every 64 products): at most 1 in 10,000
   // outputs more than one step off the reference
@@ -198,7 +209,7 @@ static bool run(const Layer& l, bool fp8, bool time_it, const char* sw) {
       fp8 ? "fp8" : "int8", l.name, static_cast<long long>(m), l.c, l.k, l.stride,
       r ? "res" : "   ", ms[0], ms[1], ms[1] > 0 ? ms[0] / ms[1] : 0.0,
       ms[0] > 0 ? work / ms[0] / 1e9 : 0.0, ms[1] > 0 ? work / ms[1] / 1e9 : 0.0,
-      l.r > 1 ? "TOP/s" : "TB/s", static_cast<long long>(diff), static_cast<long long>(big),
+      tops ? "TOP/s" : "TB/s", static_cast<long long>(diff), static_cast<long long>(big),
       static_cast<long long>(ref_checked), static_cast<long long>(ref_bad[0]),
       static_cast<long long>(ref_bad[1]), ok ? "OK" : "MISMATCH");
   for (void* p : {x, w, r, cs, bs, y0, y1})
@@ -223,6 +234,12 @@ int main(int argc, char** argv) {
       {"edge 3x3 s2 3x13x11 C64", 3, 13, 11, 64, 144, 2, false, 3},
       {"edge 3x3 2x6x6 C16 K16", 2, 6, 6, 16, 16, 1, false, 3},
       {"edge 3x3 1x7x7 C256 K64", 1, 7, 7, 256, 64, 1, true, 3},
+      {"edge gelu 3x9x7 K48", 3, 9, 7, 48, 48, 1, true, 1, true},
+      {"edge gelu 2x5x5 C320 K272", 2, 5, 5, 320, 272, 1, false, 1, true},
+      // matrix products (1x1, C and K multiples of 128): partial row tiles, a ring that wraps
+      {"edge gemm 1x37x5 C256 K128 res", 1, 37, 5, 256, 128, 1, true},
+      {"edge gemm gelu 3x50x1 C384 K256", 3, 50, 1, 384, 256, 1, false, 1, true},
+      {"edge gemm 2x33x3 C1024 K384 res", 2, 33, 3, 1024, 384, 1, true},
   };
   const std::vector<Layer> resnet = {
       {"l1 reduce 64->64", 256, 56, 56, 64, 64, 1, false},
@@ -248,6 +265,11 @@ int main(int argc, char** argv) {
       {"l3 3x3 256", 256, 14, 14, 256, 256, 1, false, 3},
       {"l4 3x3 s2 512", 256, 14, 14, 512, 512, 2, false, 3},
       {"l4 3x3 512", 256, 7, 7, 512, 512, 1, false, 3},
+      // ViT-B/16 at batch 256 (50,432 tokens) as 1x1 convolutions over [256, 197, 1] positions
+      {"vit qkv 768->2304", 256, 197, 1, 768, 2304, 1, false, 1, false, true},
+      {"vit proj 768->768 res", 256, 197, 1, 768, 768, 1, true, 1, false, true},
+      {"vit mlp-up 768->3072 gelu", 256, 197, 1, 768, 3072, 1, false, 1, true, true},
+      {"vit mlp-down 3072->768 res", 256, 197, 1, 3072, 768, 1, true, 1, false, true},
   };
   int bad = 0;
   for (bool fp8 : {false, true}) {

@@ -15,8 +15,17 @@
 // a row: x_scale * w_scale[k], bias, residual, activation, the quantization (q_epilogue_kernel's
 // arithmetic), with 16-byte loads and stores (fragment-order 2-byte stores were measured 4x
 // slower on the memory-bound 1x1 layers).
+//
+// Plain matrix products in float8 (1x1, stride 1, C and K multiples of 128: ViT's projections)
+// take a third kernel, gemm_tma_kernel: a producer warp streams the tiles with the Tensor Memory
+// Accelerator, two consumer warpgroups run wgmma, persistent over the tiles (below).
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <type_traits>
 
 #include "backends/cuda/device_util.cuh"
@@ -123,9 +132,25 @@ __device__ __forceinline__ void load16(const float* p, float v[16]) {
   }
 }
 
+// Whether the short epilogue takes e with its activation applied separately: a smooth one (GELU,
+// SiLU: ViT's MLP, EfficientNet's expansions) that FastEpilogue's clamps cannot express.
+__host__ __device__ inline bool smooth_fast(const QEpilogue& e) {
+  if (e.act != Act::kGelu && e.act != Act::kSilu) return false;
+  QEpilogue plain = e;
+  plain.act = Act::kNone;
+  return fast_epilogue(plain).on;
+}
+__host__ __device__ inline FastEpilogue fast_or_smooth(const QEpilogue& e) {
+  if (!smooth_fast(e)) return fast_epilogue(e);
+  QEpilogue plain = e;
+  plain.act = Act::kNone;
+  return fast_epilogue(plain);
+}
+
 // 16 channels of one row: y = v * a + b (a, b: the column's scale and bias over y_scale), the
 // residual's 16 bytes rw, the activation, the conversion, one 16-byte store at element i.
-template <bool kFp8>
+// kSmooth: e.act (GELU, SiLU) on y * y_scale, back to output steps (f: fast_or_smooth(e)).
+template <bool kFp8, bool kSmooth = false>
 __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEpilogue& f,
                                                 const float v[16], const float a[16],
                                                 const float b[16], uint4 rv, int64_t i) {
@@ -139,6 +164,22 @@ __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEp
       y[j] += fast_residual<true>((rw[j / 4] >> (8 * (j % 4))) & 0xffu) * f.r_mul + f.r_add;
     } else {
       y[j] += s8_byte_to_float(rw[j / 4] ^ 0x80808080u, j % 4) * f.r_mul + f.r_add;
+    }
+  }
+  if constexpr (kSmooth) {  // one branch per chunk (a switch per element was 4x slower)
+    const float ys = e.y_scale;
+    if (e.act == Act::kGelu) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const float t = y[j] * ys;
+        y[j] = 0.5f * t * (1.0f + erff(t * 0.70710678118654752440f)) * f.inv_y;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const float t = y[j] * ys;
+        y[j] = t * (1.0f / (1.0f + expf(-t))) * f.inv_y;
+      }
     }
   }
   uint32_t out[4];
@@ -176,11 +217,11 @@ __device__ __forceinline__ void load_residual(const QEpilogue& e, uint4 res[kIte
 
 // The tile's 16-channel chunks of column `col` (relative to the block), rows row0 + it * step,
 // with the residual bytes `res` loaded already: the column's constants in registers once.
-template <bool kFp8, int kIters>
+template <bool kFp8, int kIters, bool kSmooth = false>
 __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile, int ld, int row0,
                                            int step, int col, int m0, int n, int m_total, int cols,
                                            const uint4 res[kIters]) {
-  const FastEpilogue f = fast_epilogue(e);
+  const FastEpilogue f = fast_or_smooth(e);
   float a[16], b[16];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -202,7 +243,7 @@ __device__ __forceinline__ void store_fast(const QEpilogue& e, const float* tile
     if (m >= m_total) continue;
     float v[16];
     load16(tile + row * ld + col, v);
-    epilogue16_fast<kFp8>(e, f, v, a, b, res[it], static_cast<int64_t>(m) * cols + n);
+    epilogue16_fast<kFp8, kSmooth>(e, f, v, a, b, res[it], static_cast<int64_t>(m) * cols + n);
   }
 }
 
@@ -330,6 +371,15 @@ struct IgemmStore {
         store_fast<false, kIters>(e, tile, ld, row0, kStep, col, m0, n, m_total, cols, res);
       } else {
         store_fast<true, kIters>(e, tile, ld, row0, kStep, col, m0, n, m_total, cols, res);
+      }
+      return;
+    }
+    if (smooth_fast(e)) {
+      if constexpr (!kPrefetch) load_residual<kIters>(e, res, row0, kStep, m0, n, m_total, cols);
+      if (e.y_t == DataType::kInt8) {
+        store_fast<false, kIters, true>(e, tile, ld, row0, kStep, col, m0, n, m_total, cols, res);
+      } else {
+        store_fast<true, kIters, true>(e, tile, ld, row0, kStep, col, m0, n, m_total, cols, res);
       }
       return;
     }
@@ -543,7 +593,7 @@ constexpr auto igemm_kernel() {
 template <int BN, typename Acc, bool kWgmma>
 cudaError_t launch_igemm(const void* x, const void* w, const IgemmDesc& d, const QEpilogue& e,
                          cudaStream_t stream) {
-  const bool prefetch = e.residual && fast_epilogue(e).on;
+  const bool prefetch = e.residual && (fast_epilogue(e).on || smooth_fast(e));
   auto* kernel =
       prefetch ? igemm_kernel<BN, Acc, kWgmma, true>() : igemm_kernel<BN, Acc, kWgmma, false>();
   constexpr size_t smem = kWgmma ? igemm_smem<BN, wgmma_stages<BN>()>() : igemm_smem<BN>();
@@ -603,6 +653,203 @@ cudaError_t launch_igemm(const void* x, const void* w, const IgemmDesc& d, const
 bool aligned(const void* p, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
+
+// ---- the matrix products (1x1, stride 1, C and K multiples of 128) on TMA + wgmma, sm_90a -------
+// ViT's projections (M = 50,432 tokens, K = 768 / 3,072) ran the kernels above at about half of
+// cuBLASLt's rate: every thread copies operands (cp.async) and the block meets at a barrier every
+// 64-byte step. Here a producer warp streams 128 x 128-byte tiles of X and W into a 5-stage ring
+// with the Tensor Memory Accelerator (128-byte swizzle, completion on an mbarrier), and two
+// consumer warpgroups (64 rows x 128 channels each) run four m64n128k32 MMAs per stage, release
+// the stage on a second mbarrier and, for float8, add the stage's partial sums to float32 totals
+// (every 128 products: Hopper's float8 MMAs accumulate in fewer bits than float32). The two
+// warpgroups synchronise only through the ring, so one's promotion overlaps the other's MMAs.
+// The epilogue is the implicit GEMM's (IgemmStore): the sums staged as float32 in the freed ring,
+// then 16 channels per thread.
+constexpr int kTmaBM = 128, kTmaBN = 128, kTmaBK = 128, kTmaStages = 4;
+constexpr int kTmaStageBytes = (kTmaBM + kTmaBN) * kTmaBK;
+constexpr int kTmaStaging = kTmaBM * IgemmStore<128>::ld * 4;  // the epilogue's float32 tile
+constexpr size_t kTmaSmem =
+    size_t{kTmaStages} * kTmaStageBytes + kTmaStaging + 2 * kTmaStages * 8 + 1024;
+
+template <bool kFp8>
+__global__ void __launch_bounds__(384, 1)
+    gemm_tma_kernel(const __grid_constant__ CUtensorMap tx, const __grid_constant__ CUtensorMap tw,
+                    int m_total, int n_total, int k_total, QEpilogue e) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Acc = std::conditional_t<kFp8, float, int32_t>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* const smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  float* const tile = reinterpret_cast<float*>(smem + kTmaStages * kTmaStageBytes);
+  uint64_t* const full =
+      reinterpret_cast<uint64_t*>(smem + kTmaStages * kTmaStageBytes + kTmaStaging);
+  uint64_t* const empty = full + kTmaStages;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // Persistent: block b takes tiles b, b + grid, ... (column tiles fastest: neighbours share X)
+  const int col_tiles = n_total / kTmaBN;
+  const int tiles = col_tiles * ((m_total + kTmaBM - 1) / kTmaBM);
+  const int ktiles = k_total / kTmaBK;
+  if (tid == 0) {
+    for (int s = 0; s < kTmaStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // the consumers' eight warps
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp < 4) {  // the producer warpgroup: one thread issues the copies, running ahead into
+                   // the next tile while the consumers run the epilogue
+    if (tid == 0) {
+      int s = 0, phase = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int n0 = (t % col_tiles) * kTmaBN, m0 = (t / col_tiles) * kTmaBM;
+        for (int kt = 0; kt < ktiles; ++kt) {
+          mbar_wait(&empty[s], phase ^ 1);
+          mbar_expect_tx(&full[s], kTmaStageBytes);
+          uint8_t* const a = smem + s * kTmaStageBytes;
+          tma_load(a, &tx, &full[s], kt * kTmaBK, m0);
+          tma_load(a + kTmaBM * kTmaBK, &tw, &full[s], kt * kTmaBK, n0);
+          if (++s == kTmaStages) {
+            s = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+    return;
+  }
+  const int ctid = tid - 128, wg = ctid >> 7;  // consumer thread, warpgroup (rows 64 wg ..)
+  const int g = lane >> 2, q = lane & 3, row = wg * 64 + (warp % 4) * 16 + g;
+  Acc acc[64], part[kFp8 ? 64 : 1];
+  int s = 0, phase = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int n0 = (t % col_tiles) * kTmaBN, m0 = (t / col_tiles) * kTmaBM;
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = Acc(0);
+    wgmma_fence_operands(acc);
+    for (int kt = 0; kt < ktiles; ++kt) {
+      mbar_wait(&full[s], phase);
+      const uint32_t a = smem_addr(smem + s * kTmaStageBytes);
+      const uint64_t da = wgmma_desc_sw128(a + wg * 64 * kTmaBK);
+      const uint64_t db = wgmma_desc_sw128(a + kTmaBM * kTmaBK);
+      if constexpr (kFp8) {
+        // Two rounds of two k32 MMAs, each added to the float32 totals: every 64 products, as
+        // the implicit GEMM (promoting every 128 left 1-2 in 10,000 outputs more than one step
+        // off a float64 reference at K = 2,048-3,072 in pw_probe).
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          wgmma_fence();
+          Wgmma<128, float>::run(part, da + r * 4, db + r * 4, 0);
+          Wgmma<128, float>::run(part, da + r * 4 + 2, db + r * 4 + 2, 1);
+          wgmma_commit();
+          wgmma_wait<0>();
+          if (r == 1 && lane == 0) mbar_arrive(&empty[s]);  // this warp's reads are done
+          wgmma_fence_operands(part);
+#pragma unroll
+          for (int i = 0; i < 64; ++i) acc[i] += part[i];
+        }
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kTmaBK / 32; ++kk)
+          Wgmma<128, int32_t>::run(acc, da + kk * 2, db + kk * 2, 1);
+        wgmma_commit();
+        wgmma_wait<0>();
+        if (lane == 0) mbar_arrive(&empty[s]);
+      }
+      if (++s == kTmaStages) {
+        s = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_fence_operands(acc);
+    // The sums through the staging tile (not the ring: the producer is loading the next tile);
+    // the barrier also waits for the other warpgroup's stores of the previous tile.
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    constexpr int ld = IgemmStore<128>::ld;
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        *reinterpret_cast<float2*>(tile + (row + 8 * half) * ld + j * 8 + 2 * q) =
+            make_float2(static_cast<float>(acc[4 * j + 2 * half]),
+                        static_cast<float>(acc[4 * j + 2 * half + 1]));
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    const IgemmStore<128> out(ctid, n0);
+    uint4 res[IgemmStore<128>::kIters];
+    out.template store<false>(e, tile, res, m0, m_total, n_total);
+  }
+#else
+  __trap();  // launched only where wgmma_available()
+#endif
+}
+
+// cuTensorMapEncodeTiled from the driver (cudart is linked statically; no libcuda at link time).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+// rows x cols bytes, row-major, boxes of 128 x 128 bytes in the 128-byte swizzle.
+bool tensor_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols) {
+  auto* encode = tensor_map_encoder();
+  if (!encode) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols)};
+  const cuuint32_t box[2] = {kTmaBK, kTmaBM}, unit[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(base), dims, strides, box,
+                unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Whether the descriptor is a plain matrix product the TMA kernel takes: C a multiple of 128 and
+// at least two reduction stages (with one, ResNet-50's 128 -> 512 expansion ran 7% slower than
+// the implicit GEMM), K a multiple of 128; float8 (int8 only with
+// TRTUTILS_CUDA_TMA_GEMM=2: its products keep the kernels measured on ResNet-50).
+// TRTUTILS_CUDA_TMA_GEMM=0 turns it off.
+bool tma_gemm_fits(const IgemmDesc& d, bool fp8) {
+  const char* sw = std::getenv("TRTUTILS_CUDA_TMA_GEMM");
+  if ((sw && sw[0] == '0') || (!fp8 && !(sw && sw[0] == '2')) || !wgmma_available()) return false;
+  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 &&
+         d.oh == d.h && d.ow == d.w && d.c % kTmaBK == 0 && d.c >= 2 * kTmaBK &&
+         d.k % kTmaBN == 0 &&
+         static_cast<int64_t>(d.n) * d.h * d.w * (d.k / kTmaBN) < (int64_t{1} << 31);
+}
+
+cudaError_t launch_tma_gemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
+                            const QEpilogue& e, cudaStream_t stream) {
+  const int64_t m = static_cast<int64_t>(d.n) * d.h * d.w;
+  CUtensorMap tx, tw;
+  if (!tensor_map(&tx, x, m, d.c) || !tensor_map(&tw, w, d.k, d.c)) return cudaErrorNotSupported;
+  static const cudaError_t attr = [] {
+    const cudaError_t a = cudaFuncSetAttribute(
+        gemm_tma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmem);
+    return a != cudaSuccess
+               ? a
+               : cudaFuncSetAttribute(gemm_tma_kernel<false>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, kTmaSmem);
+  }();
+  if (attr != cudaSuccess) return attr;
+  const int64_t tiles = d.k / kTmaBN * ((m + kTmaBM - 1) / kTmaBM);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, std::max(1, device_info().sms))));
+  if (fp8) {
+    gemm_tma_kernel<true>
+        <<<grid, 384, kTmaSmem, stream>>>(tx, tw, static_cast<int>(m), d.k, d.c, e);
+  } else {
+    gemm_tma_kernel<false>
+        <<<grid, 384, kTmaSmem, stream>>>(tx, tw, static_cast<int>(m), d.k, d.c, e);
+  }
+  return cudaGetLastError();
+}
 bool one_byte(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kFloat8E4M3FN ||
          t == DataType::kFloat8E5M2;
@@ -633,6 +880,10 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
       (e.residual && !aligned(e.residual, 16)) || (!y_float && !one_byte(e.y_t)) ||
       (e.residual && !r_float && !one_byte(e.residual_t)))
     return cudaErrorNotSupported;
+  if (tma_gemm_fits(d, fp8)) {
+    const cudaError_t tma = launch_tma_gemm(x, w, d, fp8, e, stream);
+    if (tma != cudaErrorNotSupported) return tma;
+  }
   // 1x1 convolutions it takes (it checks qconv_pointwise_fits): the persistent kernel.
   const cudaError_t pointwise = qconv_pointwise(x, w, d, fp8, e, stream);
   if (pointwise != cudaErrorNotSupported) return pointwise;

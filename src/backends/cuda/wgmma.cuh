@@ -1,8 +1,8 @@
 // Hopper warpgroup MMA (wgmma, sm_90a only): operands read by the tensor cores straight from
 // shared memory, which removes the ldmatrix traffic that bounds the mma.sync kernels. Used by
-// qconv_igemm.cu's wgmma kernel and conv_small_c.cu's TF32 stem (A from registers); callers
-// compile their bodies only under __CUDA_ARCH_FEAT_SM90_ALL, and the host launches them only where
-// wgmma_available() says so.
+// qconv_igemm.cu's wgmma and TMA kernels and conv_small_c.cu's TF32 stem (A from registers);
+// callers compile their bodies only under __CUDA_ARCH_FEAT_SM90_ALL, and the host launches them
+// only where wgmma_available() says so.
 //
 // The implicit GEMM's operand layout: K-major tiles of 64-byte rows (one reduction stage), the
 // 16-byte chunks of each row XOR swizzled by (row / 2) % 4 -- swz64() in device_util.cuh, which is
@@ -32,6 +32,44 @@ __device__ __forceinline__ uint64_t wgmma_desc_interleave(uint32_t addr, uint32_
 // 8 x 64 B = 512 B apart, swizzle mode 2 (64 B).
 __device__ __forceinline__ uint64_t wgmma_desc_sw64(uint32_t addr) {
   return wgmma_desc_interleave(addr, 16, 512) | (uint64_t{2} << 62);
+}
+
+// ---- the Tensor Memory Accelerator and mbarriers (qconv_igemm.cu's matrix-product kernel) -------
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+// Waits until the barrier's phase of this parity completed (parity 1 before the first phase:
+// at once, the ring's initially empty stages).
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+}
+// The 128 x 128-byte box at (byte column x, row y) of the tensor map into dst, counted on bar.
+__device__ __forceinline__ void tma_load(void* dst, const void* map, uint64_t* bar, int x, int y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, "
+      "%4}], [%2];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(x), "r"(y)
+      : "memory");
+}
+// A K-major tile of 128-byte rows in the 128-byte swizzle (the TMA's): 8-row groups 1,024 bytes
+// apart, swizzle mode 1; the k32 steps within a row advance the start address by 32 bytes.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t addr) {
+  return wgmma_desc_interleave(addr, 16, 1024) | (uint64_t{1} << 62);
 }
 
 __device__ __forceinline__ void wgmma_fence() {

@@ -1,9 +1,9 @@
 // Real models on the GPU: every *.onnx in $TRTUTILS_CUDA_MODELS (bench/cuda/device_check.sh
 // exports torchvision ResNet-50, MobileNetV2, EfficientNet-B0 and ViT-B/16 with random weights)
-// runs through cuda::Executor in float32, float16 (convert_to_fp16) and int8 (Q/DQ islands with
-// a fixed activation range) and is compared with the CPU Session on the same graph. Times per
-// run (and the slowest layers) go to stdout and, when $TRTUTILS_CUDA_REPORT names a file, to it
-// as CSV. Skipped without a device or without the variable.
+// runs through cuda::Executor in float32, float16 (convert_to_fp16), int8 and float8 E4M3 (Q/DQ
+// islands with a fixed activation range) and is compared with the CPU Session on the same graph.
+// Times per run (and the slowest layers) go to stdout and, when $TRTUTILS_CUDA_REPORT names a
+// file, to it as CSV. Skipped without a device or without the variable.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -48,8 +48,9 @@ Shape input_shape(const ir::Model& m) {
   return s;
 }
 
-ir::Model quantized_int8(ir::Model m) {
-  if (m.opset() < 13) quantize::upgrade_opset(m, 13);
+ir::Model quantized(ir::Model m, quantize::QuantMode mode) {
+  const int opset = mode == quantize::QuantMode::kFp8 ? 19 : 13;
+  if (m.opset() < opset) quantize::upgrade_opset(m, opset);
   ir::Graph& g = m.graph;
   passes::run_pipeline(g, m.opset(), {"conv_fusion", "qdq_fusion"});
   quantize::fold_batch_norm(g);
@@ -61,7 +62,9 @@ ir::Model quantized_int8(ir::Model m) {
   quantize::ScaleTable table;
   for (const auto& [t, uses] : p.activations) table.amax[t] = 6.0;
   quantize::share_scales(g, table);
-  quantize::apply_qdq(g, p, table, {});
+  quantize::ApplyOptions ao;
+  ao.mode = mode;
+  quantize::apply_qdq(g, p, table, ao);
   g.value_info.clear();
   return m;
 }
@@ -161,7 +164,9 @@ TEST(CudaTorchvision, ModelsMatchCpu) {
     if (h.opset() < 19) quantize::upgrade_opset(h, 19);
     quantize::convert_to_fp16(h);
     run_model(name, "fp16", h, 3e-2);
-    run_model(name, "int8", quantized_int8(m), 0.1);
+    run_model(name, "int8", quantized(m, quantize::QuantMode::kInt8), 0.1);
+    // float8: one E4M3 step at the output's magnitude (3 mantissa bits: 2^-3 of it)
+    run_model(name, "fp8", quantized(m, quantize::QuantMode::kFp8), 0.125);
   }
 }
 
