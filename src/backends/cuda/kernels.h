@@ -386,6 +386,10 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
 bool qconv_pointwise_fits(const IgemmDesc& d, const QEpilogue& e);
 cudaError_t qconv_pointwise(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                             const QEpilogue& e, cudaStream_t stream);
+// Whether qconv_igemm runs its TMA matrix-product kernel (Hopper, wgmma_available()): 1x1, stride
+// 1, no padding, C and K multiples of 128 with C >= 256; float8, and int8 only with
+// TRTUTILS_CUDA_TMA_GEMM=2 (0: never; read at each call). It comes before the pointwise kernel.
+bool qconv_tma_fits(const IgemmDesc& d, bool fp8);
 // Whether qconv_igemm runs its Hopper warpgroup-MMA kernel: the build has sm_90a code
 // (TRTUTILS_CUDA_ARCHS with 90a), the current device is compute capability 9.0, and
 // TRTUTILS_CUDA_WGMMA is not 0 (read at each call).

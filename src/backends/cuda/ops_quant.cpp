@@ -194,9 +194,10 @@ class QOp : public GpuOp {
     if (dw_used_) return "CUDA int8 depthwise NHWC (fused epilogue)";
     if (igemm_used_)
       return std::string(path_ == Path::kFp8 ? "CUDA fp8" : "CUDA int8") +
-             (igemm_pointwise_ ? " pointwise streaming GEMM"
-              : igemm_wgmma_   ? " implicit GEMM (wgmma)"
-                               : " implicit GEMM") +
+             (igemm_tma_         ? " matrix product (TMA + wgmma)"
+              : igemm_pointwise_ ? " pointwise streaming GEMM"
+              : igemm_wgmma_     ? " implicit GEMM (wgmma)"
+                                 : " implicit GEMM") +
              (kind_ == Kind::kConv ? " NHWC" : "") + " (fused epilogue" +
              (igemm_mode_ == AltMode::kForce
                   ? ", forced)"
@@ -677,8 +678,9 @@ class QOp : public GpuOp {
       igemm_decided_ = true;
       igemm_geometry_ = g;
       igemm_chosen_ = igemm_cached_ = false;
-      igemm_pointwise_ = k::qconv_pointwise_fits(d, ie);  // for kernel()
-      igemm_wgmma_ = !igemm_pointwise_ && k::wgmma_available();
+      igemm_tma_ = k::qconv_tma_fits(d, fp8);  // for kernel()
+      igemm_pointwise_ = !igemm_tma_ && k::qconv_pointwise_fits(d, ie);
+      igemm_wgmma_ = !igemm_tma_ && !igemm_pointwise_ && k::wgmma_available();
       igemm_ms_ = lowp_ms_ = -1;
       if (launch() != cudaSuccess) {  // not launched (alignment, sizes): the cuBLASLt path
         (void)cudaGetLastError();
@@ -1083,7 +1085,8 @@ class QOp : public GpuOp {
   // The implicit-GEMM convolution: its mode, and the decision for the last geometry seen.
   AltMode igemm_mode_ = alt_mode("TRTUTILS_CUDA_IGEMM");
   bool igemm_decided_ = false, igemm_chosen_ = false, igemm_used_ = false;
-  bool igemm_pointwise_ = false;  // qconv_igemm runs qconv_pointwise.cu's kernel
+  bool igemm_tma_ = false;        // qconv_igemm runs its TMA matrix-product kernel
+  bool igemm_pointwise_ = false;  // ... or qconv_pointwise.cu's kernel
   bool igemm_wgmma_ = false;      // ... or its warpgroup-MMA kernel
   bool igemm_cached_ = false;     // the decision came from the timing cache
   ConvGeometry igemm_geometry_;

@@ -811,20 +811,6 @@ bool tensor_map(CUtensorMap* map, const void* base, int64_t rows, int64_t cols) 
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// Whether the descriptor is a plain matrix product the TMA kernel takes: C a multiple of 128 and
-// at least two reduction stages (with one, ResNet-50's 128 -> 512 expansion ran 7% slower than
-// the implicit GEMM), K a multiple of 128; float8 (int8 only with
-// TRTUTILS_CUDA_TMA_GEMM=2: its products keep the kernels measured on ResNet-50).
-// TRTUTILS_CUDA_TMA_GEMM=0 turns it off.
-bool tma_gemm_fits(const IgemmDesc& d, bool fp8) {
-  const char* sw = std::getenv("TRTUTILS_CUDA_TMA_GEMM");
-  if ((sw && sw[0] == '0') || (!fp8 && !(sw && sw[0] == '2')) || !wgmma_available()) return false;
-  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 &&
-         d.oh == d.h && d.ow == d.w && d.c % kTmaBK == 0 && d.c >= 2 * kTmaBK &&
-         d.k % kTmaBN == 0 &&
-         static_cast<int64_t>(d.n) * d.h * d.w * (d.k / kTmaBN) < (int64_t{1} << 31);
-}
-
 cudaError_t launch_tma_gemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                             const QEpilogue& e, cudaStream_t stream) {
   const int64_t m = static_cast<int64_t>(d.n) * d.h * d.w;
@@ -867,6 +853,20 @@ bool wgmma_available() {
 #endif
 }
 
+// Whether the descriptor is a plain matrix product the TMA kernel takes: C a multiple of 128 and
+// at least two reduction stages (with one, ResNet-50's 128 -> 512 expansion ran 7% slower than
+// the implicit GEMM), K a multiple of 128; float8 (int8 only with
+// TRTUTILS_CUDA_TMA_GEMM=2: its products keep the kernels measured on ResNet-50).
+// TRTUTILS_CUDA_TMA_GEMM=0 turns it off.
+bool qconv_tma_fits(const IgemmDesc& d, bool fp8) {
+  const char* sw = std::getenv("TRTUTILS_CUDA_TMA_GEMM");
+  if ((sw && sw[0] == '0') || (!fp8 && !(sw && sw[0] == '2')) || !wgmma_available()) return false;
+  return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 &&
+         d.oh == d.h && d.ow == d.w && d.c % kTmaBK == 0 && d.c >= 2 * kTmaBK &&
+         d.k % kTmaBN == 0 &&
+         static_cast<int64_t>(d.n) * d.h * d.w * (d.k / kTmaBN) < (int64_t{1} << 31);
+}
+
 cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool fp8,
                         const QEpilogue& e, cudaStream_t stream) {
   const int64_t m = static_cast<int64_t>(d.n) * d.oh * d.ow;
@@ -880,7 +880,7 @@ cudaError_t qconv_igemm(const void* x, const void* w, const IgemmDesc& d, bool f
       (e.residual && !aligned(e.residual, 16)) || (!y_float && !one_byte(e.y_t)) ||
       (e.residual && !r_float && !one_byte(e.residual_t)))
     return cudaErrorNotSupported;
-  if (tma_gemm_fits(d, fp8)) {
+  if (qconv_tma_fits(d, fp8)) {
     const cudaError_t tma = launch_tma_gemm(x, w, d, fp8, e, stream);
     if (tma != cudaErrorNotSupported) return tma;
   }

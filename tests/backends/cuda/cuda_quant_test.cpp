@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "ops/qlinear_ops.h"
 
@@ -392,6 +393,57 @@ TEST(CudaQuant, QGemmImplicitGemm) {
   }
   ::unsetenv("TRTUTILS_CUDA_WGMMA");
   ::unsetenv("TRTUTILS_CUDA_QPOINTWISE");
+  ::unsetenv("TRTUTILS_CUDA_IGEMM");
+}
+
+// QGemm on the TMA kernel (gemm_tma_kernel, Hopper): float8, C and K multiples of 128, C >= 256.
+// SiLU (the short epilogue's smooth activations; GELU comes from the executor's fusion, which the
+// CPU reference does not know: pw_probe and CudaTorchvision check it) -> float8 Y over 8,997 rows
+// x 256 channels: 142 tiles, so the persistent blocks (one per SM) take several, and the last row
+// tile is partial; a float residual -> float Y with C = 1,280 (ten reduction stages around the
+// four-stage ring); int8 through it (TRTUTILS_CUDA_TMA_GEMM=2).
+TEST(CudaQuant, QGemmTmaKernel) {
+  TRT_REQUIRE_CUDA();
+  if (!cuda::k::wgmma_available()) GTEST_SKIP() << "the TMA kernel needs sm_90a code on SM 9.0";
+  ::setenv("TRTUTILS_CUDA_IGEMM", "force", 1);
+  ::setenv("TRTUTILS_CUDA_TMA_GEMM", "1", 1);
+  const int64_t n = 256;
+  for (int64_t m : {int64_t{8997}, int64_t{300}}) {
+    const int64_t k = 384;
+    check_quantized(qcase("QGemm",
+                          {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, k}, 50, -4, 4))},
+                           {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                           {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {n, k}, 51, -4, 4))},
+                           {kWScale, weight(per_channel(n, 0.01f, 0.02f, 52))},
+                           {kBias, weight(random_tensor(DataType::kFloat32, {n}, 53))},
+                           {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+                           {kYZeroPoint, weight(Tensor(DataType::kFloat8E4M3FN, {}))}},
+                          {ai("transB", 1), as("activation", "Silu")}),
+                    "QGemm float8 SiLU -> float8, TMA, M " + std::to_string(m),
+                    "fp8 matrix product (TMA");
+  }
+  const int64_t m = 300, k = 1280, n2 = 128;
+  check_quantized(qcase("QGemm",
+                        {{kX, feed(random_tensor(DataType::kFloat8E4M3FN, {m, k}, 54, -4, 4))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.1f))},
+                         {kW, weight(random_tensor(DataType::kFloat8E4M3FN, {n2, k}, 55, -4, 4))},
+                         {kWScale, weight(per_channel(n2, 0.01f, 0.02f, 56))},
+                         {kBias, weight(random_tensor(DataType::kFloat32, {n2}, 57))},
+                         {kResidual, feed(random_tensor(DataType::kFloat32, {m, n2}, 58))}},
+                        {ai("transB", 1)}),
+                  "QGemm float8 + residual -> float, TMA, C 1280", "fp8 matrix product (TMA");
+  ::setenv("TRTUTILS_CUDA_TMA_GEMM", "2", 1);
+  check_quantized(qcase("QGemm",
+                        {{kX, feed(random_tensor(DataType::kInt8, {m, 256}, 59, -128, 127))},
+                         {kXScale, weight(scalar<float>(DataType::kFloat32, 0.02f))},
+                         {kW, weight(random_tensor(DataType::kInt8, {256, n}, 60, -127, 127))},
+                         {kWScale, weight(per_channel(n, 0.001f, 0.01f, 61))},
+                         {kBias, weight(random_tensor(DataType::kFloat32, {n}, 62))},
+                         {kYScale, weight(scalar<float>(DataType::kFloat32, 0.05f))},
+                         {kYZeroPoint, weight(scalar<int8_t>(DataType::kInt8, 0))}},
+                        {as("activation", "Relu")}),
+                  "QGemm int8, TMA (TRTUTILS_CUDA_TMA_GEMM=2)", "int8 matrix product (TMA");
+  ::unsetenv("TRTUTILS_CUDA_TMA_GEMM");
   ::unsetenv("TRTUTILS_CUDA_IGEMM");
 }
 
