@@ -1,15 +1,15 @@
-// The quantized convolutions of ResNet-50 (batch 256) through k::qconv_igemm with one of its
-// kernel switches off ("old") and on ("new"): SWITCH=TRTUTILS_CUDA_QPOINTWISE (default: the
-// persistent streaming kernel of qconv_pointwise.cu, 1x1 layers) or SWITCH=TRTUTILS_CUDA_WGMMA
-// (the Hopper warpgroup-MMA kernel; the 3x3 layers too). Outputs compared byte for byte, medians
-// of 20 timed runs each, bytes moved and TB/s (TOP/s for the 3x3 layers). Also small shapes at
-// the tile edges (partial tiles in M and N, a partial reduction step, stride 2, padding), checked
-// against a host reference.
+// The quantized convolutions of ResNet-50 and the matrix products of ViT-B/16 (batch 256) through
+// k::qconv_igemm with one of its kernel switches off ("old") and on ("new"):
+// SWITCH=TRTUTILS_CUDA_QPOINTWISE (default: the persistent streaming kernel of qconv_pointwise.cu,
+// 1x1 layers), SWITCH=TRTUTILS_CUDA_WGMMA (the Hopper warpgroup-MMA kernel; the 3x3 layers too) or
+// SWITCH=TRTUTILS_CUDA_TMA_GEMM (the TMA matrix-product kernel; NEW=2: int8 too). Outputs compared
+// byte for byte, medians of 20 timed runs each, bytes moved and TB/s (TOP/s for the 3x3 layers and
+// the products). Also small shapes at the tile edges (partial tiles in M and N, a partial
+// reduction step, stride 2, padding, GELU), checked against a host reference.
 //   nvcc -std=c++17 -O2 -arch=sm_90a -DTRTUTILS_CUDA_SM90A -Isrc -Iinclude bench/cuda/pw_probe.cu \
 //     src/backends/cuda/qconv_igemm.cu src/backends/cuda/qconv_pointwise.cu -o dist/pw_probe
 //   [SWITCH=...] [NEW=1] ./pw_probe [NAME]   (int8 and E4M3; NAME: only the layers whose name
-//   contains
-//                                     it; NOTIME=1: one run each, for ncu)
+//   contains it, e.g. vit; NOTIME=1: one run each, for ncu)
 #include <cuda_runtime.h>
 
 #include <algorithm>
