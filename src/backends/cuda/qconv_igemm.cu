@@ -25,7 +25,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <type_traits>
 
 #include "backends/cuda/device_util.cuh"
@@ -134,17 +133,17 @@ __device__ __forceinline__ void load16(const float* p, float v[16]) {
 
 // Whether the short epilogue takes e with its activation applied separately: a smooth one (GELU,
 // SiLU: ViT's MLP, EfficientNet's expansions) that FastEpilogue's clamps cannot express.
-__host__ __device__ inline bool smooth_fast(const QEpilogue& e) {
-  if (e.act != Act::kGelu && e.act != Act::kSilu) return false;
-  QEpilogue plain = e;
-  plain.act = Act::kNone;
-  return fast_epilogue(plain).on;
+__host__ __device__ inline bool smooth_act(Act a) {
+  return a == Act::kGelu || a == Act::kSilu;
 }
+// The short epilogue's constants, a smooth activation left out (it is applied separately).
 __host__ __device__ inline FastEpilogue fast_or_smooth(const QEpilogue& e) {
-  if (!smooth_fast(e)) return fast_epilogue(e);
   QEpilogue plain = e;
-  plain.act = Act::kNone;
+  if (smooth_act(e.act)) plain.act = Act::kNone;
   return fast_epilogue(plain);
+}
+__host__ __device__ inline bool smooth_fast(const QEpilogue& e) {
+  return smooth_act(e.act) && fast_or_smooth(e).on;
 }
 
 // 16 channels of one row: y = v * a + b (a, b: the column's scale and bias over y_scale), the
@@ -657,14 +656,15 @@ bool aligned(const void* p, uintptr_t bytes) {
 // ---- the matrix products (1x1, stride 1, C and K multiples of 128) on TMA + wgmma, sm_90a -------
 // ViT's projections (M = 50,432 tokens, K = 768 / 3,072) ran the kernels above at about half of
 // cuBLASLt's rate: every thread copies operands (cp.async) and the block meets at a barrier every
-// 64-byte step. Here a producer warp streams 128 x 128-byte tiles of X and W into a 5-stage ring
+// 64-byte step. Here a producer warp streams 128 x 128-byte tiles of X and W into a 4-stage ring
 // with the Tensor Memory Accelerator (128-byte swizzle, completion on an mbarrier), and two
 // consumer warpgroups (64 rows x 128 channels each) run four m64n128k32 MMAs per stage, release
-// the stage on a second mbarrier and, for float8, add the stage's partial sums to float32 totals
-// (every 128 products: Hopper's float8 MMAs accumulate in fewer bits than float32). The two
+// the stage on a second mbarrier and, for float8, add the partial sums to float32 totals every
+// two MMAs (64 products: Hopper's float8 MMAs accumulate in fewer bits than float32). The two
 // warpgroups synchronise only through the ring, so one's promotion overlaps the other's MMAs.
-// The epilogue is the implicit GEMM's (IgemmStore): the sums staged as float32 in the freed ring,
-// then 16 channels per thread.
+// The blocks are persistent over the tiles: the producer loads the next tile while the consumers
+// run the epilogue, the implicit GEMM's (IgemmStore) on the sums staged as float32 in a tile of
+// their own, 16 channels per thread.
 constexpr int kTmaBM = 128, kTmaBN = 128, kTmaBK = 128, kTmaStages = 4;
 constexpr int kTmaStageBytes = (kTmaBM + kTmaBN) * kTmaBK;
 constexpr int kTmaStaging = kTmaBM * IgemmStore<128>::ld * 4;  // the epilogue's float32 tile
