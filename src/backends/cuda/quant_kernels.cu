@@ -1,6 +1,7 @@
 // Cast, QuantizeLinear / DequantizeLinear and the epilogue of the quantized islands' integer
 // (or float8) products, with the CPU kernels' arithmetic: x / scale in float32 (a division),
 // round half to even, saturation; float8 through the CUDA conversions (round to nearest even).
+#include <algorithm>
 #include <cstdlib>
 
 #include "backends/cuda/device_util.cuh"
@@ -590,116 +591,174 @@ struct X8Scales {
   float inv[QEpilogue::kMaxParts];
 };
 
+// A thread keeps one 8-column chunk (its scales, bias, column sums and output quantizer in
+// registers) and walks rows r0, r0 + rb, ... two at a time, both rows' loads issued before either
+// is computed: loading the column constants per element (four 16-byte loads per 16 bytes of
+// float16 products) and one row in flight per thread had held ViT-B/16's passes at ~2 TB/s.
+template <int kAcc>
+struct X8Raw {
+  uint4 a, b;  // float16: a only
+};
+template <int kAcc>
+__device__ __forceinline__ X8Raw<kAcc> x8_load(const QEpilogue& e, int64_t i) {
+  X8Raw<kAcc> r;
+  if constexpr (kAcc == 2) {
+    r.a = __ldcs(reinterpret_cast<const uint4*>(e.acc) + i);
+    r.b = make_uint4(0, 0, 0, 0);
+  } else {
+    r.a = __ldcs(reinterpret_cast<const uint4*>(e.acc) + 2 * i);
+    r.b = __ldcs(reinterpret_cast<const uint4*>(e.acc) + 2 * i + 1);
+  }
+  return r;
+}
+// The residual's 8 values at output chunk o (float32: two 16-byte loads; bytes: one 8-byte).
+struct X8Res {
+  uint4 a, b;
+};
+__device__ __forceinline__ X8Res x8_residual(const QEpilogue& e, int64_t o) {
+  X8Res r{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+  if (!e.residual) return r;
+  if (e.residual_t == DataType::kFloat32) {
+    r.a = __ldcs(reinterpret_cast<const uint4*>(e.residual) + 2 * o);
+    r.b = __ldcs(reinterpret_cast<const uint4*>(e.residual) + 2 * o + 1);
+  } else {
+    const uint2 v = __ldcs(reinterpret_cast<const uint2*>(e.residual) + o);
+    r.a = make_uint4(v.x, v.y, 0, 0);
+  }
+  return r;
+}
+// One chunk: the sums, y = v * cs + b, the residual, the activation, the store at chunk o.
 template <int kAcc, int kAct, bool kByte>
-__global__ void __launch_bounds__(kThreads)
-    q_epilogue_x8_kernel(QEpilogue e, X8Scales sc, int32_t n8) {
-  const int32_t cols8 = static_cast<int32_t>(e.cols / 8);
-  const int32_t rows = static_cast<int32_t>(e.rows);
-  const int32_t w8 = e.parts > 0 ? cols8 / static_cast<int32_t>(e.parts) : cols8;
-  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < n8;
-       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
-    const int32_t c8 = i % cols8, row = i / cols8;
-    int32_t o = i, part = 0;
-    if (e.parts > 0) {
-      part = c8 / w8;
-      o = (part * rows + row) * w8 + (c8 - part * w8);
-    } else if (e.grid0 > 0) {
-      const int32_t g0 = static_cast<int32_t>(e.grid0), g1 = static_cast<int32_t>(e.grid1);
-      o = ((row % g1) * g0 + row / g1) * cols8 + c8;
+__device__ __forceinline__ void x8_chunk(const QEpilogue& e, const X8Raw<kAcc>& raw,
+                                         const X8Res& res, const float (&cs)[8],
+                                         const float (&b)[8], const int32_t (&zs)[8], float inv,
+                                         int64_t o) {
+  float v[8];
+  if constexpr (kAcc == 2) {
+    const uint32_t w[4] = {raw.a.x, raw.a.y, raw.a.z, raw.a.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
     }
-    float v[8];
-    if constexpr (kAcc == 2) {
-      const uint4 raw = reinterpret_cast<const uint4*>(e.acc)[i];
-      const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[k]));
-        v[2 * k] = f.x;
-        v[2 * k + 1] = f.y;
-      }
-    } else if constexpr (kAcc == 1) {
-      const float4 a = reinterpret_cast<const float4*>(e.acc)[2 * i];
-      const float4 b = reinterpret_cast<const float4*>(e.acc)[2 * i + 1];
-      const float f[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = f[k];
-    } else {
-      const int4 a = reinterpret_cast<const int4*>(e.acc)[2 * i];
-      const int4 b = reinterpret_cast<const int4*>(e.acc)[2 * i + 1];
-      int32_t q[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      if (e.colsum) {
-        const int4 s0 = reinterpret_cast<const int4*>(e.colsum)[2 * c8];
-        const int4 s1 = reinterpret_cast<const int4*>(e.colsum)[2 * c8 + 1];
-        const int32_t cs[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-#pragma unroll
-        for (int k = 0; k < 8; ++k) q[k] -= e.x_zp * cs[k];
-      }
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = static_cast<float>(q[k]);
-    }
-    {
-      const float4 s0 = reinterpret_cast<const float4*>(e.colscale)[2 * c8];
-      const float4 s1 = reinterpret_cast<const float4*>(e.colscale)[2 * c8 + 1];
-      const float cs[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-      float b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (e.bias) {
-        const float4 b0 = reinterpret_cast<const float4*>(e.bias)[2 * c8];
-        const float4 b1 = reinterpret_cast<const float4*>(e.bias)[2 * c8 + 1];
-        b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w;
-        b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
-      }
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = v[k] * cs[k] + b[k];
-    }
-    if (e.residual && e.residual_t == DataType::kFloat32) {
-      const float4 r0 = reinterpret_cast<const float4*>(e.residual)[2 * o];
-      const float4 r1 = reinterpret_cast<const float4*>(e.residual)[2 * o + 1];
-      const float r[8] = {r0.x, r0.y, r0.z, r0.w, r1.x, r1.y, r1.z, r1.w};
-#pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] += r[k];
-    } else if (e.residual) {
-      const uint2 r = reinterpret_cast<const uint2*>(e.residual)[o];
-#pragma unroll
-      for (int k = 0; k < 8; ++k)
-        v[k] +=
-            (byte_value(e.residual_t, ((k < 4 ? r.x : r.y) >> (8 * (k % 4))) & 0xffu) - e.r_zp) *
-            e.r_scale;
-    }
+  } else {
+    const uint32_t w[8] = {raw.a.x, raw.a.y, raw.a.z, raw.a.w, raw.b.x, raw.b.y, raw.b.z, raw.b.w};
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      if constexpr (kAct == 1) v[k] = v[k] > 0.0f ? v[k] : 0.0f;
-      if constexpr (kAct == 2) v[k] = 0.5f * v[k] * (1.0f + erff(v[k] * 0.70710678118654752440f));
-      if constexpr (kAct == 3) v[k] = v[k] * (1.0f / (1.0f + expf(-v[k])));
-    }
-    if constexpr (kByte) {
-      // Selects instead of indexing: the scales stay in the parameter bank.
-      const float inv =
-          part == 0 ? sc.inv[0] : (part == 1 ? sc.inv[1] : (part == 2 ? sc.inv[2] : sc.inv[3]));
-      uint32_t out[2] = {0, 0};
-      if (e.y_t == DataType::kFloat8E4M3FN || e.y_t == DataType::kFloat8E5M2) {
-        const __nv_fp8_interpretation_t it =
-            e.y_t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const uint32_t pair = __nv_cvt_float2_to_fp8x2(
-              make_float2(v[2 * k] * inv, v[2 * k + 1] * inv), __NV_SATFINITE, it);
-          out[k / 2] |= (pair & 0xffffu) << (16 * (k % 2));
-        }
+      if constexpr (kAcc == 1) {
+        v[k] = __uint_as_float(w[k]);
       } else {
-        const IntRange r = range_of(e.y_t);
-        const int32_t zp = static_cast<int32_t>(e.y_zp), lo = static_cast<int32_t>(r.lo),
-                      hi = static_cast<int32_t>(r.hi);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const int32_t q = min(max(__float2int_rn(v[k] * inv) + zp, lo), hi);
-          out[k / 4] |= (static_cast<uint32_t>(q) & 0xffu) << (8 * (k % 4));
-        }
+        v[k] = static_cast<float>(static_cast<int32_t>(w[k]) - zs[k]);
       }
-      reinterpret_cast<uint2*>(e.y)[o] = make_uint2(out[0], out[1]);
-    } else {
-      reinterpret_cast<float4*>(e.y)[2 * o] = make_float4(v[0], v[1], v[2], v[3]);
-      reinterpret_cast<float4*>(e.y)[2 * o + 1] = make_float4(v[4], v[5], v[6], v[7]);
     }
+  }
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = v[k] * cs[k] + b[k];
+  if (e.residual && e.residual_t == DataType::kFloat32) {
+    const uint32_t r[8] = {res.a.x, res.a.y, res.a.z, res.a.w, res.b.x, res.b.y, res.b.z, res.b.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] += __uint_as_float(r[k]);
+  } else if (e.residual) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+      v[k] += (byte_value(e.residual_t, ((k < 4 ? res.a.x : res.a.y) >> (8 * (k % 4))) & 0xffu) -
+               e.r_zp) *
+              e.r_scale;
+  }
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    if constexpr (kAct == 1) v[k] = v[k] > 0.0f ? v[k] : 0.0f;
+    if constexpr (kAct == 2) v[k] = 0.5f * v[k] * (1.0f + erff(v[k] * 0.70710678118654752440f));
+    if constexpr (kAct == 3) v[k] = v[k] * (1.0f / (1.0f + expf(-v[k])));
+  }
+  if constexpr (kByte) {
+    uint32_t out[2] = {0, 0};
+    if (e.y_t == DataType::kFloat8E4M3FN || e.y_t == DataType::kFloat8E5M2) {
+      const __nv_fp8_interpretation_t it = e.y_t == DataType::kFloat8E4M3FN ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t pair = __nv_cvt_float2_to_fp8x2(
+            make_float2(v[2 * k] * inv, v[2 * k + 1] * inv), __NV_SATFINITE, it);
+        out[k / 2] |= (pair & 0xffffu) << (16 * (k % 2));
+      }
+    } else {
+      const IntRange r = range_of(e.y_t);
+      const int32_t zp = static_cast<int32_t>(e.y_zp), lo = static_cast<int32_t>(r.lo),
+                    hi = static_cast<int32_t>(r.hi);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int32_t q = min(max(__float2int_rn(v[k] * inv) + zp, lo), hi);
+        out[k / 4] |= (static_cast<uint32_t>(q) & 0xffu) << (8 * (k % 4));
+      }
+    }
+    reinterpret_cast<uint2*>(e.y)[o] = make_uint2(out[0], out[1]);
+  } else {
+    reinterpret_cast<float4*>(e.y)[2 * o] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(e.y)[2 * o + 1] = make_float4(v[4], v[5], v[6], v[7]);
+  }
+}
+
+template <int kAcc, int kAct, bool kByte>
+__global__ void __launch_bounds__(kThreads)
+    q_epilogue_x8_kernel(QEpilogue e, X8Scales sc, int32_t rb) {
+  const int32_t cols8 = static_cast<int32_t>(e.cols / 8);
+  const int32_t rows = static_cast<int32_t>(e.rows);
+  const int32_t t = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= cols8 * rb) return;
+  const int32_t c8 = t % cols8, r0 = t / cols8;
+  // The output chunk of (row, c8): part-major blocks, the transposed grid of rows, or in place.
+  int32_t part = 0, w8 = cols8, pc = c8;
+  if (e.parts > 0) {
+    w8 = cols8 / static_cast<int32_t>(e.parts);
+    part = c8 / w8;
+    pc = c8 - part * w8;
+  }
+  auto out_chunk = [&](int32_t row) -> int64_t {
+    if (e.parts > 0) return (static_cast<int64_t>(part) * rows + row) * w8 + pc;
+    if (e.grid0 > 0) {
+      const int32_t g0 = static_cast<int32_t>(e.grid0), g1 = static_cast<int32_t>(e.grid1);
+      return (static_cast<int64_t>(row % g1) * g0 + row / g1) * cols8 + c8;
+    }
+    return static_cast<int64_t>(row) * cols8 + c8;
+  };
+  float cs[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int32_t zs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  {
+    const float4 s0 = reinterpret_cast<const float4*>(e.colscale)[2 * c8];
+    const float4 s1 = reinterpret_cast<const float4*>(e.colscale)[2 * c8 + 1];
+    cs[0] = s0.x, cs[1] = s0.y, cs[2] = s0.z, cs[3] = s0.w;
+    cs[4] = s1.x, cs[5] = s1.y, cs[6] = s1.z, cs[7] = s1.w;
+    if (e.bias) {
+      const float4 b0 = reinterpret_cast<const float4*>(e.bias)[2 * c8];
+      const float4 b1 = reinterpret_cast<const float4*>(e.bias)[2 * c8 + 1];
+      b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w;
+      b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+    }
+    if (kAcc == 0 && e.colsum) {
+      const int4 s0i = reinterpret_cast<const int4*>(e.colsum)[2 * c8];
+      const int4 s1i = reinterpret_cast<const int4*>(e.colsum)[2 * c8 + 1];
+      const int32_t c[8] = {s0i.x, s0i.y, s0i.z, s0i.w, s1i.x, s1i.y, s1i.z, s1i.w};
+#pragma unroll
+      for (int k = 0; k < 8; ++k) zs[k] = e.x_zp * c[k];
+    }
+  }
+  // Selects instead of indexing: the scales stay in the parameter bank.
+  const float inv =
+      part == 0 ? sc.inv[0] : (part == 1 ? sc.inv[1] : (part == 2 ? sc.inv[2] : sc.inv[3]));
+  int32_t row = r0;
+  for (; row + rb < rows; row += 2 * rb) {
+    const int64_t i0 = static_cast<int64_t>(row) * cols8 + c8, i1 = i0 + int64_t{rb} * cols8;
+    const int64_t o0 = out_chunk(row), o1 = out_chunk(row + rb);
+    const X8Raw<kAcc> a0 = x8_load<kAcc>(e, i0), a1 = x8_load<kAcc>(e, i1);
+    const X8Res q0 = x8_residual(e, o0), q1 = x8_residual(e, o1);
+    x8_chunk<kAcc, kAct, kByte>(e, a0, q0, cs, b, zs, inv, o0);
+    x8_chunk<kAcc, kAct, kByte>(e, a1, q1, cs, b, zs, inv, o1);
+  }
+  if (row < rows) {
+    const int64_t o = out_chunk(row);
+    x8_chunk<kAcc, kAct, kByte>(e, x8_load<kAcc>(e, static_cast<int64_t>(row) * cols8 + c8),
+                                x8_residual(e, o), cs, b, zs, inv, o);
   }
 }
 
@@ -740,27 +799,30 @@ bool launch_epilogue_x4(const QEpilogue& e, int64_t n, cudaStream_t stream) {
   return true;
 }
 
+// rb rows apart: about 2^18 threads in all (a full H200 at 2,048 threads per SM), each walking
+// its column down rows / rb rows.
 template <int kAcc, int kAct>
-void launch_x8(const QEpilogue& e, const X8Scales& sc, bool byte_y, int32_t n8,
-               cudaStream_t stream) {
-  const unsigned g = blocks_for(n8);
+void launch_x8(const QEpilogue& e, const X8Scales& sc, bool byte_y, cudaStream_t stream) {
+  const int32_t cols8 = static_cast<int32_t>(e.cols / 8);
+  const int32_t rows = static_cast<int32_t>(e.rows);
+  const int32_t rb = std::max(1, std::min(rows, (1 << 18) / std::max(1, cols8)));
+  const unsigned g = blocks_for(static_cast<int64_t>(cols8) * rb);
   if (byte_y)
-    q_epilogue_x8_kernel<kAcc, kAct, true><<<g, kThreads, 0, stream>>>(e, sc, n8);
+    q_epilogue_x8_kernel<kAcc, kAct, true><<<g, kThreads, 0, stream>>>(e, sc, rb);
   else
-    q_epilogue_x8_kernel<kAcc, kAct, false><<<g, kThreads, 0, stream>>>(e, sc, n8);
+    q_epilogue_x8_kernel<kAcc, kAct, false><<<g, kThreads, 0, stream>>>(e, sc, rb);
 }
 
 template <int kAcc>
-void launch_x8_act(const QEpilogue& e, const X8Scales& sc, bool byte_y, int32_t n8,
-                   cudaStream_t stream) {
+void launch_x8_act(const QEpilogue& e, const X8Scales& sc, bool byte_y, cudaStream_t stream) {
   if (e.act == Act::kNone)
-    launch_x8<kAcc, 0>(e, sc, byte_y, n8, stream);
+    launch_x8<kAcc, 0>(e, sc, byte_y, stream);
   else if (e.act == Act::kRelu)
-    launch_x8<kAcc, 1>(e, sc, byte_y, n8, stream);
+    launch_x8<kAcc, 1>(e, sc, byte_y, stream);
   else if (e.act == Act::kGelu)
-    launch_x8<kAcc, 2>(e, sc, byte_y, n8, stream);
+    launch_x8<kAcc, 2>(e, sc, byte_y, stream);
   else
-    launch_x8<kAcc, 3>(e, sc, byte_y, n8, stream);
+    launch_x8<kAcc, 3>(e, sc, byte_y, stream);
 }
 
 // Launches q_epilogue_x8_kernel when the layout, dtypes, activation and pointers allow it
@@ -789,13 +851,12 @@ bool launch_epilogue_x8(const QEpilogue& e, int64_t n, cudaStream_t stream) {
     }
     sc.inv[p] = static_cast<float>(f);
   }
-  const int32_t n8 = static_cast<int32_t>(n / 8);
   if (e.acc_int32)
-    launch_x8_act<0>(e, sc, byte_y, n8, stream);
+    launch_x8_act<0>(e, sc, byte_y, stream);
   else if (e.acc_half)
-    launch_x8_act<2>(e, sc, byte_y, n8, stream);
+    launch_x8_act<2>(e, sc, byte_y, stream);
   else
-    launch_x8_act<1>(e, sc, byte_y, n8, stream);
+    launch_x8_act<1>(e, sc, byte_y, stream);
   return true;
 }
 
