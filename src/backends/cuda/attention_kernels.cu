@@ -17,6 +17,7 @@
 // at a time with the row index fastest (coalesced for K^T stored [D, Sk]).
 #include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/device_util.cuh"
@@ -760,6 +761,172 @@ __global__ void __launch_bounds__(kResThreads, DP <= 64 ? 2 : 1)
   }
 }
 
+// ---- the resident float8 attention, 32-key steps -------------------------------------------
+// The resident kernel above was instruction-bound (ncu on ViT-B/16, batch 256: 5,765 warp
+// instructions per 16-row strip, ALU pipe 45%, tensor pipe 17%): every score was masked, scaled
+// and compared on its own, exp2f's denormal handling wrapped each MUFU.EX2, the quad met in two
+// shuffles per 64-key block, and keys were padded to 64 (197 -> 256). Here, with the same exact
+// float16 products:
+//  - 32-key steps, the MMAs of key tiles past Sk skipped; the mask only in the last step;
+//  - pass 1 keeps a running max and sum per lane (no shuffles until the row ends) and turns each
+//    score into exp2(s * ss - m * ss) with one FFMA and one ex2.approx.ftz (a probability that
+//    flushes below 2^-126 is 0 after its float8 quantization anyway);
+//  - pass 2: the same FFMA and ex2, one multiplication by 1 / (sum * p_scale), the paired
+//    conversions to float8 and back, and the products with V;
+//  - the block's warps sized to the strips (at most 7; ViT's 13 strips: 7 warps, two rounds),
+//    three blocks per SM for head sizes up to 64.
+// It needs scale * qk_dq > 0 (the row max of the raw sums is then the max of the scores).
+constexpr int kStep = 32;
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+template <int DP>
+size_t resident2_bytes(int64_t skp, int warps) {
+  return static_cast<size_t>(2 * skp + warps * kRowsPerWarp) * (DP + 8) * 2;
+}
+
+// Raw sums s[t][e] = q8 . k8 of the warp's 16 rows against keys ks[t * 8 ..] (key tiles t < nt;
+// the others -inf); the accumulator layout of fp8_scores.
+template <int DP>
+__device__ __forceinline__ void step_scores(float (&s)[kStep / 8][4],
+                                            const uint32_t (&qf)[DP / 16][4], const __half* ks,
+                                            int nt, int lane) {
+  constexpr int ldh = DP + 8;
+#pragma unroll
+  for (int t = 0; t < kStep / 8; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+  for (int np = 0; np < kStep / 16; ++np) {
+    if (2 * np < nt) {
+      const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; ++kk) {
+        uint32_t bf[4];
+        ldmatrix_x4(bf, ks + key * ldh + kk * 16 + ((lane / 8) % 2) * 8);
+        mma16816<__half>(s[2 * np], qf[kk], bf[0], bf[1]);
+        mma16816<__half>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+      }
+    }
+  }
+}
+// Keys at or past `valid` (relative to the step) -> -inf.
+__device__ __forceinline__ void step_mask(float (&s)[kStep / 8][4], int valid, int lane) {
+#pragma unroll
+  for (int t = 0; t < kStep / 8; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (t * 8 + (lane % 4) * 2 + (e & 1) >= valid) s[t][e] = -INFINITY;
+}
+
+constexpr int kRes2Warps = 7;
+// kBlocks: blocks per SM the registers allow for head sizes up to 64 (2: 128 registers; 3: 80,
+// with spills).
+template <typename Tin, int DP, int kBlocks>
+__global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? kBlocks : 1)
+    attention_fp8_res2_kernel(AttentionQDesc aq, int qsplit, int skp, bool vq, bool vk, bool vv) {
+  constexpr int ldh = DP + 8;
+  constexpr int kOT = DP / 8;
+  constexpr int kNT = kStep / 8;
+  const AttentionDesc& a = aq.a;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* ks = reinterpret_cast<__half*>(smem);
+  __half* vs = ks + static_cast<size_t>(skp) * ldh;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = static_cast<int>(blockDim.x / 32);
+  __half* qs = vs + static_cast<size_t>(skp) * ldh + warp * kRowsPerWarp * ldh;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) / qsplit;
+  const int part = static_cast<int>(blockIdx.x % static_cast<unsigned>(qsplit));
+  const int kind = qkind_of(aq);
+  const Tin* qp = static_cast<const Tin*>(a.q) + b * a.q_st[0];
+  const int tid = static_cast<int>(threadIdx.x), nthreads = static_cast<int>(blockDim.x);
+  quantize_rows<Tin, DP>(ks, static_cast<const Tin*>(a.k) + b * a.k_st[0], a.k_st[1], a.k_st[2],
+                         a.sk, a.d, skp, k_quantizer(aq), kind, vk, tid, nthreads);
+  quantize_rows<Tin, DP>(vs, static_cast<const Tin*>(a.v) + b * a.v_st[0], a.v_st[1], a.v_st[2],
+                         a.sk, a.dv, skp, Quantizer{aq.v_scale}, kind, vv, tid, nthreads);
+  __syncthreads();
+  const float ss = a.scale * aq.qk_dq * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
+  const int sk = static_cast<int>(a.sk);
+  const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
+  for (int64_t strip = static_cast<int64_t>(part) * warps + warp; strip < strips;
+       strip += static_cast<int64_t>(qsplit) * warps) {
+    const int64_t r0 = strip * kRowsPerWarp;
+    __syncwarp();  // the previous strip's fragments are loaded
+    quantize_rows<Tin, DP>(qs, qp + r0 * a.q_st[1], a.q_st[1], a.q_st[2], a.sq - r0, a.d,
+                           kRowsPerWarp, q_quantizer(aq), kind, vq, lane, 32);
+    __syncwarp();
+    uint32_t qf[DP / 16][4];
+    fp8_q_fragments<DP>(qf, qs, lane);
+    // Pass 1: this lane's running max (raw sums) and sum of exp2((s - max) * ss) per row.
+    float mx[2] = {-INFINITY, -INFINITY}, sm[2] = {0.0f, 0.0f};
+    for (int k0 = 0; k0 < sk; k0 += kStep) {
+      const int valid = sk - k0;
+      float s[kNT][4];
+      step_scores<DP>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
+      if (valid < kStep) step_mask(s, valid, lane);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float m = mx[h];
+#pragma unroll
+        for (int t = 0; t < kNT; ++t) m = fmaxf(m, fmaxf(s[t][2 * h], s[t][2 * h + 1]));
+        if (m == -INFINITY) continue;        // every key of this lane's row masked so far
+        sm[h] *= ex2_ftz((mx[h] - m) * ss);  // ex2(-inf) = 0 on the first finite max
+        mx[h] = m;
+        const float mss = m * ss;
+#pragma unroll
+        for (int t = 0; t < kNT; ++t)
+          sm[h] += ex2_ftz(fmaf(s[t][2 * h], ss, -mss)) + ex2_ftz(fmaf(s[t][2 * h + 1], ss, -mss));
+      }
+    }
+    // The quad's rows: max, then the sums rescaled to it.
+    float mss[2], inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      float part_sum = mx[h] == -INFINITY ? 0.0f : sm[h] * ex2_ftz((mx[h] - m) * ss);
+      part_sum += __shfl_xor_sync(0xffffffffu, part_sum, 1);
+      part_sum += __shfl_xor_sync(0xffffffffu, part_sum, 2);
+      mss[h] = m * ss;
+      inv[h] = part_sum > 0.0f ? 1.0f / (part_sum * aq.p_scale) : 0.0f;
+    }
+    // Pass 2: p8 = q(exp2(s * ss - m * ss) / (sum * p_scale)) as A fragments, o += p8 v8.
+    float o[kOT][4];
+#pragma unroll
+    for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+    for (int k0 = 0; k0 < sk; k0 += kStep) {
+      const int valid = sk - k0;
+      float s[kNT][4];
+      step_scores<DP>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
+      if (valid < kStep) step_mask(s, valid, lane);
+#pragma unroll
+      for (int kk = 0; kk < kStep / 16; ++kk) {
+        if (16 * kk >= valid) continue;
+        uint32_t pf[4];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const float* st = s[2 * kk + j];
+          const __half2 lo = quantized_half2(ex2_ftz(fmaf(st[0], ss, -mss[0])) * inv[0],
+                                             ex2_ftz(fmaf(st[1], ss, -mss[0])) * inv[0], kind);
+          const __half2 hi = quantized_half2(ex2_ftz(fmaf(st[2], ss, -mss[1])) * inv[1],
+                                             ex2_ftz(fmaf(st[3], ss, -mss[1])) * inv[1], kind);
+          pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+          pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+        }
+        const int key = k0 + kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+        for (int dp = 0; dp < kOT / 2; ++dp) {
+          uint32_t bf[4];
+          ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
+          mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
+          mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
+        }
+      }
+    }
+    fp8_store<DP>(aq, b, r0, o, lane);
+  }
+}
+
 // Vector loads of 4 elements of Tin: unit column stride, 4-element aligned base, row and batch
 // strides and the column count multiples of 4.
 template <typename Tin>
@@ -781,6 +948,37 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
              vv = vector4_ok<Tin>(a.v, a.v_st, a.dv);
   // Keys padded to 16 (the 64-key loops read only the 16-key steps holding valid keys).
   const int64_t skp = (a.sk + 15) / 16 * 16;
+  // The 32-key resident kernel: keys padded to 32, the fewest warps (at most 7) that take the
+  // strips in as few rounds. TRTUTILS_CUDA_ATTENTION_RES2=3: three blocks per SM (80
+  // registers); 0: the 64-key kernel (A/B).
+  static const int res2 = [] {
+    const char* sw = std::getenv("TRTUTILS_CUDA_ATTENTION_RES2");
+    return sw ? std::atoi(sw) : 2;
+  }();
+  const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
+  if (res2 != 0 && aq.resident && a.scale * aq.qk_dq > 0.0f) {
+    const int64_t skp32 = (a.sk + kStep - 1) / kStep * kStep;
+    const int64_t rounds = (strips + kRes2Warps - 1) / kRes2Warps;
+    const int warps =
+        static_cast<int>(std::min<int64_t>(kRes2Warps, (strips + rounds - 1) / rounds));
+    const size_t bytes = resident2_bytes<DP>(skp32, warps);
+    auto* kernel =
+        res2 == 3 ? attention_fp8_res2_kernel<Tin, DP, 3> : attention_fp8_res2_kernel<Tin, DP, 2>;
+    if (bytes <= static_cast<size_t>(optin)) {
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(bytes));
+      if (e != cudaSuccess) return e;
+      // Query strips split over blocks only where batch entries alone leave SMs idle.
+      const int64_t want = (2 * static_cast<int64_t>(sms) + a.batch - 1) / a.batch;
+      const int64_t qsplit = std::max<int64_t>(1, std::min(rounds, want));
+      const int64_t blocks = a.batch * qsplit;
+      if (blocks <= 0x7fffffff) {
+        kernel<<<static_cast<unsigned>(blocks), warps * 32, bytes, stream>>>(
+            aq, static_cast<int>(qsplit), static_cast<int>(skp32), vq, vk, vv);
+        return cudaGetLastError();
+      }
+    }
+  }
   const size_t res_bytes = resident_bytes<DP>(skp);
   if (aq.resident && res_bytes <= static_cast<size_t>(optin)) {
     e = cudaFuncSetAttribute(attention_fp8_res_kernel<Tin, DP>,
@@ -788,7 +986,6 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
                              static_cast<int>(res_bytes));
     if (e != cudaSuccess) return e;
     // Query strips split over blocks only where batch entries alone leave SMs idle.
-    const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
     const int64_t max_split = (strips + kResWarps - 1) / kResWarps;
     const int64_t want = (2 * static_cast<int64_t>(sms) + a.batch - 1) / a.batch;
     const int64_t qsplit = std::max<int64_t>(1, std::min(max_split, want));
