@@ -118,6 +118,10 @@ cudaError_t channel_affine(DataType dt, const void* x, void* y, const float* sca
                            cudaStream_t stream);
 
 // ---- data movement ----------------------------------------------------------------------------
+// rows x width bytes from src (row pitch spitch) to dst (row pitch dpitch): Concat and Split
+// (cudaMemcpy2DAsync reached ~1.6 TB/s on ViT-B/16's token Concat on the H200).
+cudaError_t copy_rows(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                      size_t rows, cudaStream_t stream);
 // y[i] = x[offset + sum_d coord_d(i) * strides[0][d]] over the output dims (Transpose, Slice,
 // Expand): one source only (strides[0]); offset may be anything the strides keep in range.
 cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc, int64_t offset,

@@ -290,9 +290,9 @@ class ConcatOp : public GpuOp {
       const size_t width = static_cast<size_t>(t->shape[axis] * inner) * esz;
       if (width == 0 || outer == 0) continue;
       const void* src = ctx.dev(*t);
-      TRT_CUDA_CHECK(cudaMemcpy2DAsync(dst + col, dpitch, src, width, width,
-                                       static_cast<size_t>(outer), cudaMemcpyDeviceToDevice,
-                                       ctx.stream));
+      ctx.check(k::copy_rows(dst + col, dpitch, src, width, width, static_cast<size_t>(outer),
+                             ctx.stream),
+                "Concat");
       col += width;
     }
   }
@@ -329,9 +329,9 @@ class SplitOp : public GpuOp {
       } else {
         void* dst = ctx.make(*out[i], x.dtype, s);
         if (width > 0 && outer > 0)
-          TRT_CUDA_CHECK(cudaMemcpy2DAsync(dst, width, src + col, spitch, width,
-                                           static_cast<size_t>(outer), cudaMemcpyDeviceToDevice,
-                                           ctx.stream));
+          ctx.check(k::copy_rows(dst, width, src + col, spitch, width, static_cast<size_t>(outer),
+                                 ctx.stream),
+                    "Split");
       }
       col += width;
     }

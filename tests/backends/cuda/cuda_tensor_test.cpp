@@ -30,6 +30,10 @@ TEST(CudaTensor, Transpose) {
       {{2, 1, 5, 1}, {1, 0, 3, 2}},
       {{2, 3, 1, 4}, {0, 2, 1, 3}},
       {{2, 3, 4, 5, 6, 2}, {5, 0, 4, 1, 3, 2}},
+      // the tiled batched transpose: tile edges, no batch axis, merged strided axes
+      {{3, 40, 50}, {0, 2, 1}},
+      {{37, 70}, {1, 0}},
+      {{2, 5, 16, 17}, {0, 3, 1, 2}},
   };
   uint32_t seed = 10;
   for (const auto& [s, perm] : cases)
@@ -74,6 +78,21 @@ TEST(CudaTensor, ConcatSplitGather) {
                 {ai("axis", axis)}},
                kExact, "Concat axis " + std::to_string(axis));
   }
+  // Rows long enough for the row-per-block copy: ViT's class token before its patch tokens, and
+  // float16 rows of 670 and 938 bytes (2-byte words).
+  check_case({"Concat",
+              {feed(random_tensor(DataType::kFloat32, {2, 1, 768}, 34)),
+               feed(random_tensor(DataType::kFloat32, {2, 196, 768}, 35))},
+              {ai("axis", 1)}},
+             kExact, "Concat class token");
+  check_case({"Concat",
+              {feed(random_tensor(DataType::kFloat16, {3, 5, 67}, 36)),
+               feed(random_tensor(DataType::kFloat16, {3, 7, 67}, 37))},
+              {ai("axis", 1)}},
+             kExact, "Concat float16 rows");
+  check_case(
+      {"Split", {feed(random_tensor(DataType::kFloat32, {2, 300, 7}, 38))}, {ai("axis", 1)}, 2},
+      kExact, "Split long rows");
   const Tensor x = random_tensor(DataType::kFloat32, {3, 12, 5}, 33);
   for (int64_t axis : {0, 1})
     check_case({"Split", {feed(x)}, {ai("axis", axis)}, 3}, kExact,
