@@ -774,9 +774,8 @@ __global__ void __launch_bounds__(kResThreads, DP <= 64 ? 2 : 1)
 //  - pass 2: the same FFMA and ex2, one multiplication by 1 / (sum * p_scale), the paired
 //    conversions to float8 and back, and the products with V;
 //  - the block's warps sized to the strips (at most 7; ViT's 13 strips: 7 warps, two rounds),
-//    three blocks per SM for head sizes up to 64.
+//    two blocks per SM for head sizes up to 64 (three, at 80 registers, spilled and ran slower).
 // It needs scale * qk_dq > 0 (the row max of the raw sums is then the max of the scores).
-constexpr int kStep = 32;
 __device__ __forceinline__ float ex2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -789,7 +788,7 @@ size_t resident2_bytes(int64_t skp, int warps) {
 
 // Raw sums s[t][e] = q8 . k8 of the warp's 16 rows against keys ks[t * 8 ..] (key tiles t < nt;
 // the others -inf); the accumulator layout of fp8_scores.
-template <int DP>
+template <int DP, int kStep>
 __device__ __forceinline__ void step_scores(float (&s)[kStep / 8][4],
                                             const uint32_t (&qf)[DP / 16][4], const __half* ks,
                                             int nt, int lane) {
@@ -811,6 +810,7 @@ __device__ __forceinline__ void step_scores(float (&s)[kStep / 8][4],
   }
 }
 // Keys at or past `valid` (relative to the step) -> -inf.
+template <int kStep>
 __device__ __forceinline__ void step_mask(float (&s)[kStep / 8][4], int valid, int lane) {
 #pragma unroll
   for (int t = 0; t < kStep / 8; ++t)
@@ -820,10 +820,10 @@ __device__ __forceinline__ void step_mask(float (&s)[kStep / 8][4], int valid, i
 }
 
 constexpr int kRes2Warps = 7;
-// kBlocks: blocks per SM the registers allow for head sizes up to 64 (2: 128 registers; 3: 80,
-// with spills).
-template <typename Tin, int DP, int kBlocks>
-__global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? kBlocks : 1)
+// kStep: keys per step (32; 64, with more independent MMAs per step and more registers, ran
+// ViT-B/16 FP8 0.1-0.2 ms slower on the H200).
+template <typename Tin, int DP, int kStep>
+__global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? 2 : 1)
     attention_fp8_res2_kernel(AttentionQDesc aq, int qsplit, int skp, bool vq, bool vk, bool vv) {
   constexpr int ldh = DP + 8;
   constexpr int kOT = DP / 8;
@@ -862,8 +862,8 @@ __global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? kBlocks : 1)
     for (int k0 = 0; k0 < sk; k0 += kStep) {
       const int valid = sk - k0;
       float s[kNT][4];
-      step_scores<DP>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
-      if (valid < kStep) step_mask(s, valid, lane);
+      step_scores<DP, kStep>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
+      if (valid < kStep) step_mask<kStep>(s, valid, lane);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         float m = mx[h];
@@ -873,9 +873,13 @@ __global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? kBlocks : 1)
         sm[h] *= ex2_ftz((mx[h] - m) * ss);  // ex2(-inf) = 0 on the first finite max
         mx[h] = m;
         const float mss = m * ss;
+        float e0 = 0.0f, e1 = 0.0f;  // two chains of additions
 #pragma unroll
-        for (int t = 0; t < kNT; ++t)
-          sm[h] += ex2_ftz(fmaf(s[t][2 * h], ss, -mss)) + ex2_ftz(fmaf(s[t][2 * h + 1], ss, -mss));
+        for (int t = 0; t < kNT; ++t) {
+          e0 += ex2_ftz(fmaf(s[t][2 * h], ss, -mss));
+          e1 += ex2_ftz(fmaf(s[t][2 * h + 1], ss, -mss));
+        }
+        sm[h] += e0 + e1;
       }
     }
     // The quad's rows: max, then the sums rescaled to it.
@@ -897,8 +901,8 @@ __global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? kBlocks : 1)
     for (int k0 = 0; k0 < sk; k0 += kStep) {
       const int valid = sk - k0;
       float s[kNT][4];
-      step_scores<DP>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
-      if (valid < kStep) step_mask(s, valid, lane);
+      step_scores<DP, kStep>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
+      if (valid < kStep) step_mask<kStep>(s, valid, lane);
 #pragma unroll
       for (int kk = 0; kk < kStep / 16; ++kk) {
         if (16 * kk >= valid) continue;
@@ -948,22 +952,19 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
              vv = vector4_ok<Tin>(a.v, a.v_st, a.dv);
   // Keys padded to 16 (the 64-key loops read only the 16-key steps holding valid keys).
   const int64_t skp = (a.sk + 15) / 16 * 16;
-  // The 32-key resident kernel: keys padded to 32, the fewest warps (at most 7) that take the
-  // strips in as few rounds. TRTUTILS_CUDA_ATTENTION_RES2=3: three blocks per SM (80
-  // registers); 0: the 64-key kernel (A/B).
+  // The stepped resident kernel: the fewest warps (at most 7) that take the strips in as few
+  // rounds. TRTUTILS_CUDA_ATTENTION_RES2=0: the first resident kernel (A/B).
   static const int res2 = [] {
     const char* sw = std::getenv("TRTUTILS_CUDA_ATTENTION_RES2");
-    return sw ? std::atoi(sw) : 2;
+    return sw ? std::atoi(sw) : 1;
   }();
   const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
   if (res2 != 0 && aq.resident && a.scale * aq.qk_dq > 0.0f) {
-    const int64_t skp32 = (a.sk + kStep - 1) / kStep * kStep;
     const int64_t rounds = (strips + kRes2Warps - 1) / kRes2Warps;
     const int warps =
         static_cast<int>(std::min<int64_t>(kRes2Warps, (strips + rounds - 1) / rounds));
-    const size_t bytes = resident2_bytes<DP>(skp32, warps);
-    auto* kernel =
-        res2 == 3 ? attention_fp8_res2_kernel<Tin, DP, 3> : attention_fp8_res2_kernel<Tin, DP, 2>;
+    const size_t bytes = resident2_bytes<DP>(skp, warps);
+    auto* kernel = attention_fp8_res2_kernel<Tin, DP, 32>;
     if (bytes <= static_cast<size_t>(optin)) {
       e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(bytes));
@@ -974,7 +975,7 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
       const int64_t blocks = a.batch * qsplit;
       if (blocks <= 0x7fffffff) {
         kernel<<<static_cast<unsigned>(blocks), warps * 32, bytes, stream>>>(
-            aq, static_cast<int>(qsplit), static_cast<int>(skp32), vq, vk, vv);
+            aq, static_cast<int>(qsplit), static_cast<int>(skp), vq, vk, vv);
         return cudaGetLastError();
       }
     }

@@ -619,10 +619,10 @@ __device__ __forceinline__ X8Res x8_residual(const QEpilogue& e, int64_t o) {
   X8Res r{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
   if (!e.residual) return r;
   if (e.residual_t == DataType::kFloat32) {
-    r.a = __ldcs(reinterpret_cast<const uint4*>(e.residual) + 2 * o);
-    r.b = __ldcs(reinterpret_cast<const uint4*>(e.residual) + 2 * o + 1);
+    r.a = reinterpret_cast<const uint4*>(e.residual)[2 * o];
+    r.b = reinterpret_cast<const uint4*>(e.residual)[2 * o + 1];
   } else {
-    const uint2 v = __ldcs(reinterpret_cast<const uint2*>(e.residual) + o);
+    const uint2 v = reinterpret_cast<const uint2*>(e.residual)[o];
     r.a = make_uint4(v.x, v.y, 0, 0);
   }
   return r;
@@ -805,7 +805,12 @@ template <int kAcc, int kAct>
 void launch_x8(const QEpilogue& e, const X8Scales& sc, bool byte_y, cudaStream_t stream) {
   const int32_t cols8 = static_cast<int32_t>(e.cols / 8);
   const int32_t rows = static_cast<int32_t>(e.rows);
-  const int32_t rb = std::max(1, std::min(rows, (1 << 18) / std::max(1, cols8)));
+  // TRTUTILS_CUDA_EPILOGUE_ROWS=1: one row per thread (the grid of the first version; A/B).
+  static const bool one_row = [] {
+    const char* v = std::getenv("TRTUTILS_CUDA_EPILOGUE_ROWS");
+    return v && v[0] == '1';
+  }();
+  const int32_t rb = one_row ? rows : std::max(1, std::min(rows, (1 << 18) / std::max(1, cols8)));
   const unsigned g = blocks_for(static_cast<int64_t>(cols8) * rb);
   if (byte_y)
     q_epilogue_x8_kernel<kAcc, kAct, true><<<g, kThreads, 0, stream>>>(e, sc, rb);

@@ -1,6 +1,7 @@
 // Data-movement kernels (by element size): strided copy (Transpose, Slice, Expand), Gather, Pad,
 // and the byte im2cols of the quantized convolutions (channels-last: vectorised chunks).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/cuda/device_util.cuh"
@@ -378,7 +379,12 @@ cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc
   Broadcast c = coalesced(bc);
   // [a,] c, b output axes with c contiguous in the source and b strided: the tiled transpose.
   const int r = c.rank;
-  if ((r == 2 || r == 3) && c.strides[0][r - 2] == 1 && c.strides[0][r - 1] > 1 &&
+  // TRTUTILS_CUDA_TRANSPOSE_TILED=0: the element-wise copy only (A/B).
+  static const bool tiled = [] {
+    const char* v = std::getenv("TRTUTILS_CUDA_TRANSPOSE_TILED");
+    return !(v && v[0] == '0');
+  }();
+  if (tiled && (r == 2 || r == 3) && c.strides[0][r - 2] == 1 && c.strides[0][r - 1] > 1 &&
       c.dims[r - 2] >= 16 && c.dims[r - 1] >= 16 && (c.dims[r - 1] + 31) / 32 <= 65535) {
     const int64_t na = r == 3 ? c.dims[0] : 1, sa = r == 3 ? c.strides[0][0] : 0;
     const int64_t nc = c.dims[r - 2], nb = c.dims[r - 1], sb = c.strides[0][r - 1];
