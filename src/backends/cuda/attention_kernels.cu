@@ -367,15 +367,41 @@ __device__ void quantize_rows(__half* dst, const Tin* src, int64_t s_row, int64_
     return v / qz.scale;
   };
   auto q = [&](float v) { return quantized_half(pre(v), kind); };
-  // Operands their producer quantized already (float8 bytes, scale 1, no pre-scaling): the
-  // quantization is the identity, so the bytes go to float16 directly (the division and the
+  // Operands their producer quantized already (float8 or int8 bytes, scale 1, no pre-scaling):
+  // the quantization is the identity, so the bytes go to float16 directly (the division and the
   // round trip through float8 per element were most of the resident kernel's instructions).
   constexpr bool kF8 = std::is_same_v<Tin, E4M3> || std::is_same_v<Tin, E5M2>;
-  constexpr int kTinKind = std::is_same_v<Tin, E4M3> ? kQE4M3 : kQE5M2;
+  constexpr bool kI8 = std::is_same_v<Tin, int8_t>;
+  constexpr int kTinKind = kI8 ? kQInt8 : (std::is_same_v<Tin, E4M3> ? kQE4M3 : kQE5M2);
   constexpr __nv_fp8_interpretation_t kTinInterp =
       std::is_same_v<Tin, E4M3> ? __NV_E4M3 : __NV_E5M2;
-  const bool ident = kF8 && qz.pre_op == 0 && qz.scale == 1.0f && kind == kTinKind;
+  const bool ident = (kF8 || kI8) && qz.pre_op == 0 && qz.scale == 1.0f && kind == kTinKind;
   if (vec && ident) {
+    if constexpr (kI8) {  // int8 values are exact in float16
+      constexpr int groups = DP / 4;
+      const int total = rows_pad * groups;
+      for (int e0 = tid; e0 < total; e0 += U * nthreads) {
+        uint32_t f[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int e = e0 + u * nthreads;
+          const int r = e / groups, c = (e % groups) * 4;
+          f[u] = e < total && r < rows_total && c < cols
+                     ? *reinterpret_cast<const uint32_t*>(src + r * s_row + c)
+                     : 0u;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int e = e0 + u * nthreads;
+          if (e >= total) break;
+          const int r = e / groups, c = (e % groups) * 4;
+          __half2* d2 = reinterpret_cast<__half2*>(dst + r * ldh + c);
+          const auto b = [&](int j) { return static_cast<int8_t>((f[u] >> (8 * j)) & 0xffu); };
+          d2[0] = __halves2half2(__int2half_rn(b(0)), __int2half_rn(b(1)));
+          d2[1] = __halves2half2(__int2half_rn(b(2)), __int2half_rn(b(3)));
+        }
+      }
+    }
     if constexpr (kF8) {
       constexpr int groups = DP / 4;
       const int total = rows_pad * groups;
