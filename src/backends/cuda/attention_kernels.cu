@@ -17,7 +17,6 @@
 // at a time with the row index fastest (coalesced for K^T stored [D, Sk]).
 #include <algorithm>
 #include <cfloat>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/device_util.cuh"
@@ -99,6 +98,22 @@ __device__ __forceinline__ float2 unpack2(uint32_t v) {
     return __half22float2(*reinterpret_cast<const __half2*>(&v));
   } else {
     return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+  }
+}
+
+// o += p v for one 16-key step: p the probabilities as A fragments (16 rows x 16 keys), v the
+// keys key0 .. key0 + 15 of V in shared memory (pitch DP + 8), DP columns.
+template <typename T, int DP>
+__device__ __forceinline__ void pv_step(float (&o)[DP / 8][4], const uint32_t (&pf)[4], const T* vs,
+                                        int key0, int lane) {
+  constexpr int ldh = DP + 8;
+  const int key = key0 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int dp = 0; dp < DP / 16; ++dp) {
+    uint32_t bf[4];
+    ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
+    mma16816<T>(o[2 * dp], pf, bf[0], bf[1]);
+    mma16816<T>(o[2 * dp + 1], pf, bf[2], bf[3]);
   }
 }
 
@@ -238,14 +253,7 @@ __global__ void __launch_bounds__(kAttnThreads)
         // A-fragment order: a0 (rows 0-7, k 0-7) = tile 2kk rows 0-7, a1 (rows 8-15, k 0-7),
         // a2 (rows 0-7, k 8-15) = tile 2kk+1, a3 (rows 8-15, k 8-15).
         const uint32_t af[4] = {pf[0], pf[1], pf[2], pf[3]};
-        const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-#pragma unroll
-        for (int dp = 0; dp < kOT / 2; ++dp) {
-          uint32_t bf[4];
-          ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
-          mma16816<T>(o[2 * dp], af, bf[0], bf[1]);
-          mma16816<T>(o[2 * dp + 1], af, bf[2], bf[3]);
-        }
+        pv_step<T, DP>(o, af, vs, kk * 16, lane);
       }
     }
     __syncthreads();  // this block's buffers may be refilled
@@ -318,11 +326,11 @@ cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
 // max and sum first: pass 1 computes them over all keys (online), pass 2 recomputes the scores
 // and accumulates p8 V.
 //
-// Two kernels share the per-warp steps below. The resident kernel (attention_fp8_res_kernel)
-// quantizes a batch entry's K and V once into shared memory (all keys: a vision transformer's
-// 197 tokens take 2 x 208 x 72 halves for head size 64) and its eight warps then take 16-row
-// query strips, both passes reading the resident keys; it runs whenever K and V fit. Longer
-// sequences stream 64-key blocks (attention_fp8_kernel), quantizing them again in pass 2.
+// Two kernels. The resident one (attention_fp8_res2_kernel, below) quantizes a batch entry's K
+// and V once into shared memory (all keys: a vision transformer's 197 tokens take 2 x 208 x 72
+// halves for head size 64) and its warps then take 16-row query strips, both passes reading the
+// resident keys; it runs whenever K and V fit and scale * qk_dq > 0. Otherwise the streaming
+// kernel (attention_fp8_kernel) takes 64-key blocks, quantizing them again in pass 2.
 
 // Quantizes rows [0, rows_pad) x columns [0, DP) of an operand (rows_total x cols through the
 // row / column strides; zero outside) into dst (float16, row pitch DP + 8), by threads
@@ -377,7 +385,7 @@ __device__ void quantize_rows(__half* dst, const Tin* src, int64_t s_row, int64_
       std::is_same_v<Tin, E4M3> ? __NV_E4M3 : __NV_E5M2;
   const bool ident = (kF8 || kI8) && qz.pre_op == 0 && qz.scale == 1.0f && kind == kTinKind;
   if (vec && ident) {
-    if constexpr (kI8) {  // int8 values are exact in float16
+    if constexpr (kF8 || kI8) {
       constexpr int groups = DP / 4;
       const int total = rows_pad * groups;
       for (int e0 = tid; e0 < total; e0 += U * nthreads) {
@@ -396,35 +404,16 @@ __device__ void quantize_rows(__half* dst, const Tin* src, int64_t s_row, int64_
           if (e >= total) break;
           const int r = e / groups, c = (e % groups) * 4;
           __half2* d2 = reinterpret_cast<__half2*>(dst + r * ldh + c);
-          const auto b = [&](int j) { return static_cast<int8_t>((f[u] >> (8 * j)) & 0xffu); };
-          d2[0] = __halves2half2(__int2half_rn(b(0)), __int2half_rn(b(1)));
-          d2[1] = __halves2half2(__int2half_rn(b(2)), __int2half_rn(b(3)));
-        }
-      }
-    }
-    if constexpr (kF8) {
-      constexpr int groups = DP / 4;
-      const int total = rows_pad * groups;
-      for (int e0 = tid; e0 < total; e0 += U * nthreads) {
-        uint32_t f[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int e = e0 + u * nthreads;
-          const int r = e / groups, c = (e % groups) * 4;
-          f[u] = e < total && r < rows_total && c < cols
-                     ? *reinterpret_cast<const uint32_t*>(src + r * s_row + c)
-                     : 0u;
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-          const int e = e0 + u * nthreads;
-          if (e >= total) break;
-          const int r = e / groups, c = (e % groups) * 4;
-          __half2* d2 = reinterpret_cast<__half2*>(dst + r * ldh + c);
-          d2[0] = __half2(__nv_cvt_fp8x2_to_halfraw2(
-              static_cast<__nv_fp8x2_storage_t>(f[u] & 0xffffu), kTinInterp));
-          d2[1] = __half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(f[u] >> 16),
-                                                     kTinInterp));
+          if constexpr (kI8) {  // int8 values are exact in float16
+            const auto b = [&](int j) { return static_cast<int8_t>((f[u] >> (8 * j)) & 0xffu); };
+            d2[0] = __halves2half2(__int2half_rn(b(0)), __int2half_rn(b(1)));
+            d2[1] = __halves2half2(__int2half_rn(b(2)), __int2half_rn(b(3)));
+          } else {
+            d2[0] = __half2(__nv_cvt_fp8x2_to_halfraw2(
+                static_cast<__nv_fp8x2_storage_t>(f[u] & 0xffffu), kTinInterp));
+            d2[1] = __half2(__nv_cvt_fp8x2_to_halfraw2(
+                static_cast<__nv_fp8x2_storage_t>(f[u] >> 16), kTinInterp));
+          }
         }
       }
     }
@@ -491,20 +480,19 @@ __device__ __forceinline__ Quantizer k_quantizer(const AttentionQDesc& aq) {
   return Quantizer{aq.k_scale, aq.k_pre, aq.k_pre_op};
 }
 
-// One warp's 16 query rows (Q as A fragments qf) against a 64-key block at ks (valid keys):
-// s[t][e] = sscale * (q8 . k8), -inf past the valid keys. Element (t, e): row lane / 4 (+ 8 for
-// e >= 2), key t * 8 + (lane % 4) * 2 + (e & 1).
-template <int DP>
-__device__ __forceinline__ void fp8_scores(float (&s)[kBlockN / 8][4],
-                                           const uint32_t (&qf)[DP / 16][4], const __half* ks,
-                                           int valid, float sscale, int lane) {
-  constexpr int ldh = DP + 8, kNT = kBlockN / 8;
-  const int pairs = (valid + 15) / 16;
+// Raw sums s[t][e] = q8 . k8 of the warp's 16 rows against keys ks[t * 8 ..] for key tiles
+// t < nt (the others 0, for the caller's mask). Element (t, e): row lane / 4 (+ 8 for e >= 2),
+// key t * 8 + (lane % 4) * 2 + (e & 1).
+template <int DP, int kStep>
+__device__ __forceinline__ void step_scores(float (&s)[kStep / 8][4],
+                                            const uint32_t (&qf)[DP / 16][4], const __half* ks,
+                                            int nt, int lane) {
+  constexpr int ldh = DP + 8;
 #pragma unroll
-  for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+  for (int t = 0; t < kStep / 8; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
 #pragma unroll
-  for (int np = 0; np < kNT / 2; ++np) {
-    if (np < pairs) {
+  for (int np = 0; np < kStep / 16; ++np) {
+    if (2 * np < nt) {
       const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
 #pragma unroll
       for (int kk = 0; kk < DP / 16; ++kk) {
@@ -515,6 +503,16 @@ __device__ __forceinline__ void fp8_scores(float (&s)[kBlockN / 8][4],
       }
     }
   }
+}
+// One warp's 16 query rows (Q as A fragments qf) against a 64-key block at ks (valid keys):
+// s[t][e] = sscale * (q8 . k8), -inf past the valid keys. Element (t, e): row lane / 4 (+ 8 for
+// e >= 2), key t * 8 + (lane % 4) * 2 + (e & 1).
+template <int DP>
+__device__ __forceinline__ void fp8_scores(float (&s)[kBlockN / 8][4],
+                                           const uint32_t (&qf)[DP / 16][4], const __half* ks,
+                                           int valid, float sscale, int lane) {
+  constexpr int kNT = kBlockN / 8;
+  step_scores<DP, kBlockN>(s, qf, ks, (valid + 7) / 8, lane);
 #pragma unroll
   for (int t = 0; t < kNT; ++t)
 #pragma unroll
@@ -570,7 +568,7 @@ __device__ __forceinline__ void fp8_accumulate(float (&o)[DP / 8][4],
                                                const float (&s)[kBlockN / 8][4],
                                                const float (&run_max)[2], const float (&inv)[2],
                                                const __half* vs, int valid, int kind, int lane) {
-  constexpr int ldh = DP + 8, kNT = kBlockN / 8, kOT = DP / 8;
+  constexpr int kNT = kBlockN / 8;
   const int pairs = (valid + 15) / 16;
 
 #pragma unroll
@@ -587,14 +585,7 @@ __device__ __forceinline__ void fp8_accumulate(float (&o)[DP / 8][4],
         pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
         pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
       }
-      const int key = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-#pragma unroll
-      for (int dp = 0; dp < kOT / 2; ++dp) {
-        uint32_t bf[4];
-        ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
-        mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
-        mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
-      }
+      pv_step<__half, DP>(o, pf, vs, kk * 16, lane);
     }
   }
 }
@@ -722,77 +713,13 @@ __global__ void __launch_bounds__(kAttnThreads)
   if (active) fp8_store<DP>(aq, b, q0 + warp * kRowsPerWarp, o, lane);
 }
 
-// Resident kernel: a block quantizes K and V of its batch entry once (skp keys, a multiple of
-// 16, zero past Sk), then each warp takes the 16-row query strips part * 8 + warp, + 8 * qsplit,
-// ... and runs both passes over the resident keys; no block-wide barrier after the loads.
-constexpr int kResWarps = 8;
-constexpr int kResThreads = kResWarps * 32;
-template <int DP>
-size_t resident_bytes(int64_t skp) {
-  return static_cast<size_t>(2 * skp + kResWarps * kRowsPerWarp) * (DP + 8) * 2;
-}
-
-template <typename Tin, int DP>
-__global__ void __launch_bounds__(kResThreads, DP <= 64 ? 2 : 1)
-    attention_fp8_res_kernel(AttentionQDesc aq, int qsplit, int skp, bool vq, bool vk, bool vv) {
-  constexpr int ldh = DP + 8;
-  constexpr int kNT = kBlockN / 8;
-  constexpr int kOT = DP / 8;
-  const AttentionDesc& a = aq.a;
-  extern __shared__ __align__(128) unsigned char smem[];
-  __half* ks = reinterpret_cast<__half*>(smem);
-  __half* vs = ks + static_cast<size_t>(skp) * ldh;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __half* qs = vs + static_cast<size_t>(skp) * ldh + warp * kRowsPerWarp * ldh;
-  const int64_t b = static_cast<int64_t>(blockIdx.x) / qsplit;
-  const int part = static_cast<int>(blockIdx.x % static_cast<unsigned>(qsplit));
-  const int kind = qkind_of(aq);
-  const Tin* qp = static_cast<const Tin*>(a.q) + b * a.q_st[0];
-  const int tid = static_cast<int>(threadIdx.x);
-  quantize_rows<Tin, DP>(ks, static_cast<const Tin*>(a.k) + b * a.k_st[0], a.k_st[1], a.k_st[2],
-                         a.sk, a.d, skp, k_quantizer(aq), kind, vk, tid, kResThreads);
-  quantize_rows<Tin, DP>(vs, static_cast<const Tin*>(a.v) + b * a.v_st[0], a.v_st[1], a.v_st[2],
-                         a.sk, a.dv, skp, Quantizer{aq.v_scale}, kind, vv, tid, kResThreads);
-  __syncthreads();
-  const float sscale = a.scale * aq.qk_dq * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
-  const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
-  for (int64_t strip = static_cast<int64_t>(part) * kResWarps + warp; strip < strips;
-       strip += static_cast<int64_t>(qsplit) * kResWarps) {
-    const int64_t r0 = strip * kRowsPerWarp;
-    __syncwarp();  // the previous strip's fragments are loaded
-    quantize_rows<Tin, DP>(qs, qp + r0 * a.q_st[1], a.q_st[1], a.q_st[2], a.sq - r0, a.d,
-                           kRowsPerWarp, q_quantizer(aq), kind, vq, lane, 32);
-    __syncwarp();
-    uint32_t qf[DP / 16][4];
-    fp8_q_fragments<DP>(qf, qs, lane);
-    float run_max[2] = {-INFINITY, -INFINITY}, run_sum[2] = {0.0f, 0.0f};
-    for (int k0 = 0; k0 < a.sk; k0 += kBlockN) {
-      const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
-      float s[kNT][4];
-      fp8_scores<DP>(s, qf, ks + k0 * ldh, valid, sscale, lane);
-      fp8_row_stats<DP>(s, run_max, run_sum);
-    }
-    float inv[2];
-    fp8_row_inverse(run_sum, aq.p_scale, inv);
-    float o[kOT][4];
-#pragma unroll
-    for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
-    for (int k0 = 0; k0 < a.sk; k0 += kBlockN) {
-      const int valid = static_cast<int>(a.sk - k0 < kBlockN ? a.sk - k0 : kBlockN);
-      float s[kNT][4];
-      fp8_scores<DP>(s, qf, ks + k0 * ldh, valid, sscale, lane);
-      fp8_accumulate<DP>(o, s, run_max, inv, vs + k0 * ldh, valid, kind, lane);
-    }
-    fp8_store<DP>(aq, b, r0, o, lane);
-  }
-}
-
 // ---- the resident float8 attention, 32-key steps -------------------------------------------
-// The resident kernel above was instruction-bound (ncu on ViT-B/16, batch 256: 5,765 warp
-// instructions per 16-row strip, ALU pipe 45%, tensor pipe 17%): every score was masked, scaled
-// and compared on its own, exp2f's denormal handling wrapped each MUFU.EX2, the quad met in two
-// shuffles per 64-key block, and keys were padded to 64 (197 -> 256). Here, with the same exact
-// float16 products:
+// The first resident kernel (64-key blocks with the streaming kernel's per-warp steps; removed
+// after the A/B in bench/RESULTS.md, fifteenth measurement) was instruction-bound (ncu on ViT-B/16,
+// batch 256: 5,765 warp instructions per 16-row strip, ALU pipe 45%, tensor pipe 17%): every score
+// was masked, scaled and compared on its own, exp2f's denormal handling wrapped each MUFU.EX2, the
+// quad met in two shuffles per 64-key block, and keys were padded to 64 (197 -> 256). Here, with
+// the same exact float16 products:
 //  - 32-key steps, the MMAs of key tiles past Sk skipped; the mask only in the last step;
 //  - pass 1 keeps a running max and sum per lane (no shuffles until the row ends) and turns each
 //    score into exp2(s * ss - m * ss) with one FFMA and one ex2.approx.ftz (a probability that
@@ -812,29 +739,6 @@ size_t resident2_bytes(int64_t skp, int warps) {
   return static_cast<size_t>(2 * skp + warps * kRowsPerWarp) * (DP + 8) * 2;
 }
 
-// Raw sums s[t][e] = q8 . k8 of the warp's 16 rows against keys ks[t * 8 ..] (key tiles t < nt;
-// the others -inf); the accumulator layout of fp8_scores.
-template <int DP, int kStep>
-__device__ __forceinline__ void step_scores(float (&s)[kStep / 8][4],
-                                            const uint32_t (&qf)[DP / 16][4], const __half* ks,
-                                            int nt, int lane) {
-  constexpr int ldh = DP + 8;
-#pragma unroll
-  for (int t = 0; t < kStep / 8; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
-#pragma unroll
-  for (int np = 0; np < kStep / 16; ++np) {
-    if (2 * np < nt) {
-      const int key = np * 16 + (lane % 8) + (lane / 16) * 8;
-#pragma unroll
-      for (int kk = 0; kk < DP / 16; ++kk) {
-        uint32_t bf[4];
-        ldmatrix_x4(bf, ks + key * ldh + kk * 16 + ((lane / 8) % 2) * 8);
-        mma16816<__half>(s[2 * np], qf[kk], bf[0], bf[1]);
-        mma16816<__half>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
-      }
-    }
-  }
-}
 // Keys at or past `valid` (relative to the step) -> -inf.
 template <int kStep>
 __device__ __forceinline__ void step_mask(float (&s)[kStep / 8][4], int valid, int lane) {
@@ -943,14 +847,7 @@ __global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? 2 : 1)
           pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
           pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
         }
-        const int key = k0 + kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-#pragma unroll
-        for (int dp = 0; dp < kOT / 2; ++dp) {
-          uint32_t bf[4];
-          ldmatrix_x4_trans(bf, vs + key * ldh + dp * 16 + (lane / 16) * 8);
-          mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
-          mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
-        }
+        pv_step<__half, DP>(o, pf, vs, k0 + kk * 16, lane);
       }
     }
     fp8_store<DP>(aq, b, r0, o, lane);
@@ -978,14 +875,9 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
              vv = vector4_ok<Tin>(a.v, a.v_st, a.dv);
   // Keys padded to 16 (the 64-key loops read only the 16-key steps holding valid keys).
   const int64_t skp = (a.sk + 15) / 16 * 16;
-  // The stepped resident kernel: the fewest warps (at most 7) that take the strips in as few
-  // rounds. TRTUTILS_CUDA_ATTENTION_RES2=0: the first resident kernel (A/B).
-  static const int res2 = [] {
-    const char* sw = std::getenv("TRTUTILS_CUDA_ATTENTION_RES2");
-    return sw ? std::atoi(sw) : 1;
-  }();
+  // The resident kernel: the fewest warps (at most 7) that take the strips in as few rounds.
   const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
-  if (res2 != 0 && aq.resident && a.scale * aq.qk_dq > 0.0f) {
+  if (aq.resident && a.scale * aq.qk_dq > 0.0f) {
     const int64_t rounds = (strips + kRes2Warps - 1) / kRes2Warps;
     const int warps =
         static_cast<int>(std::min<int64_t>(kRes2Warps, (strips + rounds - 1) / rounds));
@@ -1005,23 +897,6 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
         return cudaGetLastError();
       }
     }
-  }
-  const size_t res_bytes = resident_bytes<DP>(skp);
-  if (aq.resident && res_bytes <= static_cast<size_t>(optin)) {
-    e = cudaFuncSetAttribute(attention_fp8_res_kernel<Tin, DP>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(res_bytes));
-    if (e != cudaSuccess) return e;
-    // Query strips split over blocks only where batch entries alone leave SMs idle.
-    const int64_t max_split = (strips + kResWarps - 1) / kResWarps;
-    const int64_t want = (2 * static_cast<int64_t>(sms) + a.batch - 1) / a.batch;
-    const int64_t qsplit = std::max<int64_t>(1, std::min(max_split, want));
-    const int64_t blocks = a.batch * qsplit;
-    if (blocks > 0x7fffffff) return cudaErrorNotSupported;
-    attention_fp8_res_kernel<Tin, DP>
-        <<<static_cast<unsigned>(blocks), kResThreads, res_bytes, stream>>>(
-            aq, static_cast<int>(qsplit), static_cast<int>(skp), vq, vk, vv);
-    return cudaGetLastError();
   }
   constexpr size_t bytes = Smem<DP>::q + 2 * Smem<DP>::kv;
   if (static_cast<size_t>(optin) < bytes) return cudaErrorNotSupported;
