@@ -4,6 +4,7 @@
 # `benchmark --no_data_transfers` (GPU compute, input on the device as in PyTorch's loop).
 # Run from the repo root with dist/ from scripts/make_dist.sh; results in $OUT/models_summary.txt.
 #   BATCH=256 SPECS="mobilenet_v2:fp16,int8 vit_b_16:fp16,fp8" [PROFILE=1] bash bench/cuda/bench_models.sh
+# TORCH_COMPILE=1 adds torch.compile (mode max-autotune-no-cudagraphs) as a second peer.
 # PROFILE=1 also writes each engine's per-layer analysis to $OUT/profile_<model>_<prec>.txt.
 # Quantized engines: `trtutils quantize` (max, on BATCH random inputs) then `build --strongly_typed`;
 # int8h / fp8h: the same with `--high_precision_dtype fp16` (the un-quantized rest in fp16, as
@@ -74,5 +75,20 @@ with torch.inference_mode():
 ts.sort(); med = ts[len(ts) // 2] * 1000
 print(f"{name} pytorch eager fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
       f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+import os
+if os.environ.get("TORCH_COMPILE") == "1":  # the second peer: several minutes to compile
+    t0 = time.perf_counter()
+    c = torch.compile(m, mode="max-autotune-no-cudagraphs")
+    with torch.inference_mode():
+        c(x); torch.cuda.synchronize()
+        print(f"{name} torch.compile max-autotune-no-cudagraphs: compiled in {time.perf_counter() - t0:.0f} s")
+        torch.cuda.reset_peak_memory_stats()
+        for _ in range(5): c(x)
+        torch.cuda.synchronize(); ts = []
+        for _ in range(20):
+            t0 = time.perf_counter(); c(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
+    ts.sort(); med = ts[len(ts) // 2] * 1000
+    print(f"{name} torch.compile fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
+          f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
 PY
 done

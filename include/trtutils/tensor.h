@@ -61,6 +61,8 @@ class Tensor {
     return static_cast<const T*>(raw());
   }
   std::span<const uint8_t> bytes() const { return {data<uint8_t>(), nbytes()}; }
+  // The buffer, without keeping it alive (expired once every tensor sharing it is gone).
+  std::weak_ptr<const uint8_t> weak_buffer() const { return buffer_; }
 
   // Same buffer, new shape with the same element count (-1 not allowed here).
   Tensor reshaped(Shape shape) const;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
@@ -149,6 +150,10 @@ void check_cpu_kernels(const ir::Graph& graph) {
 
 Session Session::from_file(const std::filesystem::path& onnx, SessionOptions options) {
   return Session(onnx_io::load_model(onnx), options);
+}
+
+Session::ReleaseStaleCaches::~ReleaseStaleCaches() {
+  cpu::nn::onednn_release_stale();
 }
 
 Session::Session(ir::Model model, SessionOptions options)

@@ -57,6 +57,14 @@ class Session {
  private:
   void check_feeds(const std::map<std::string, Tensor>& feeds) const;
 
+  // Destroyed last: then releases the CPU kernels' cached packed weights whose weights buffers
+  // went with this session's model (cpu::nn::onednn_release_stale).
+  struct ReleaseStaleCaches {
+    ReleaseStaleCaches() = default;
+    ReleaseStaleCaches(const ReleaseStaleCaches&) = default;
+    ReleaseStaleCaches& operator=(const ReleaseStaleCaches&) = default;
+    ~ReleaseStaleCaches();
+  } release_stale_caches_;
   ir::Model model_;
   SessionOptions options_;
   int64_t opset_ = 0;

@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 
+#include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
 #include "engine/session.h"
 #include "ir/graph_builder.h"
@@ -708,6 +709,9 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   if (eval_count > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     reference = run_batches(float_model, output_names, eval_count, eval_feed, o.num_threads);
+    // The float model's packed weights (CPU kernels' caches, alive as long as its weights) are
+    // not needed again; the Q/DQ model packs its own (ResNet-50: 45 MiB less at the peak).
+    cpu::nn::onednn_clear_caches();
     metrics = compare_to_reference(reference, qmodel, output_pairs, eval_feed, o.num_threads);
     TRT_LOG_INFO("report: {} batch(es) through both models in {:.1f} s (peak RSS {:.0f} MiB)",
                  eval_count, seconds(t0, std::chrono::steady_clock::now()), peak_rss_mib());

@@ -32,6 +32,22 @@ class LruCache {
     while (map_.size() > 1 && (map_.size() > max_entries_ || bytes_ > max_bytes_))
       erase(lru_.back());
   }
+  // Removes the entries whose value satisfies `stale`; returns how many.
+  template <typename Pred>
+  size_t erase_if(Pred stale) {
+    size_t n = 0;
+    for (auto it = map_.begin(); it != map_.end();) {
+      if (!stale(*it->second.value)) {
+        ++it;
+        continue;
+      }
+      bytes_ -= it->second.cost;
+      lru_.erase(it->second.pos);
+      it = map_.erase(it);
+      ++n;
+    }
+    return n;
+  }
   void clear() {
     map_.clear();
     lru_.clear();

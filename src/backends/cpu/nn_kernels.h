@@ -90,10 +90,12 @@ bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a
 bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
                    Tensor& y, const Shape& y_shape);
 
-// Drops every cached primitive and reordered weights copy (and the handles on user weights
-// that the conv cache holds), e.g. when a session that owned the weights goes away. Otherwise
-// the caches are bounded (LRU; conv entries by count and 2 GiB of held + reordered weights).
+// Drops every cached primitive and reordered weights copy. Otherwise the caches are bounded
+// (LRU; conv entries by count and 2 GiB of reordered weights).
 void onednn_clear_caches();
+// Drops the entries whose weights buffer is gone (stale: never used again), with the int8 and
+// dequantized-weight caches of qlinear; Session's destructor calls it.
+void onednn_release_stale();
 
 // Process-wide counts of oneDNN fast-path runs and of calls that fell back to the reference
 // (configuration not supported by oneDNN); tests use them to check that a fast path really ran.

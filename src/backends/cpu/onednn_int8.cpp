@@ -3,10 +3,10 @@
 //
 // One cached entry per (weights buffer, shapes, dtypes, scales, epilogue): the primitive, its
 // reorders and the weights reordered (with oneDNN's s8 compensation) into the primitive's
-// layout. As in onednn_nn.cpp, an entry keeps a handle on the user's weights buffer (so its
-// address cannot be reused while the entry lives) and re-checks a sample of its bytes on every
-// hit. Temporaries (reordered src/dst) live in per-thread buffers; the caches are guarded by a
-// mutex, primitives execute concurrently from any thread.
+// layout. As in onednn_nn.cpp, an entry watches the user's weights buffer (a weak handle: stale
+// once the buffer is freed, then never used and released) and re-checks a sample of its bytes on
+// every hit. Temporaries (reordered src/dst) live in per-thread buffers; the caches are guarded by
+// a mutex, primitives execute concurrently from any thread.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -319,8 +319,8 @@ void add_src_zp(std::unordered_map<int, memory>& args, const Recipe& r, int32_t 
 
 struct Entry {
   bool ok = false;
-  Tensor weights;               // keeps the user's weights buffer alive (the key's address)
-  std::vector<uint8_t> sample;  // its bytes when the entry was built
+  std::weak_ptr<const uint8_t> weights;  // the user's weights buffer (the key's address)
+  std::vector<uint8_t> sample;           // its bytes when the entry was built
   std::vector<float> out_scales;
   dnnl::primitive prim;
   memory::desc user_src_md, user_dst_md, src_md, dst_md, bias_md;
@@ -329,6 +329,8 @@ struct Entry {
   memory weights_mem;
   size_t scratchpad_bytes = 0;
   size_t cost_bytes = 0;
+  bool has_weights = false;
+  bool stale() const { return has_weights && weights.expired(); }
 };
 
 LruCache<Entry>& cache() {
@@ -342,17 +344,19 @@ std::shared_ptr<Entry> get_entry(const std::string& key, const Tensor* w, bool c
   auto& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex());
   std::shared_ptr<Entry> e = cache_it ? c.find(key) : nullptr;
-  if (e && e->ok && ((w && e->sample != buffer_sample(*w)) || e->out_scales != r.out_scales))
+  if (e && (e->stale() ||
+            (e->ok && ((w && e->sample != buffer_sample(*w)) || e->out_scales != r.out_scales))))
     e = nullptr;
   if (e) return e;
+  if (cache_it) c.erase_if([](const Entry& en) { return en.stale(); });
   e = std::make_shared<Entry>();
   try {
     build(*e);
     e->out_scales = r.out_scales;
     if (w) {
-      e->weights = *w;
+      e->weights = w->weak_buffer();
+      e->has_weights = true;
       e->sample = buffer_sample(*w);
-      e->cost_bytes += w->nbytes();
     }
     e->ok = true;
   } catch (const dnnl::error& err) {
@@ -642,6 +646,11 @@ Int8Stats onednn_int8_stats() {
   std::lock_guard<std::mutex> lock(cache().mutex());
   s.cache_entries = static_cast<int64_t>(cache().size());
   return s;
+}
+
+void onednn_int8_release_stale() {
+  std::lock_guard<std::mutex> lock(cache().mutex());
+  cache().erase_if([](const Entry& e) { return e.stale(); });
 }
 
 void onednn_int8_clear_caches() {

@@ -3,10 +3,11 @@
 // User tensors stay in plain C order (nchw); when the chosen primitive wants another layout for
 // src/dst (e.g. nChw16c) they are reordered through per-thread buffers that are reused across
 // calls. Weights are reordered once into the primitive's preferred layout and cached together
-// with the primitive. A cache entry keeps a handle on the user's weights buffer, so the address
-// in its key cannot be reused by another allocation while the entry lives, and it re-checks a
-// sample of the weight values on every hit (weights are immutable initializers in practice; a
-// changed sample rebuilds the entry).
+// with the primitive. A cache entry watches the user's weights buffer (a weak handle): once the
+// buffer is freed (its model and sessions gone) the entry is stale, never used again (its key's
+// address may be reused) and released by onednn_release_stale() (Session's destructor) or the
+// next insertion. It re-checks a sample of the weight values on every hit (weights are immutable
+// initializers in practice; a changed sample rebuilds the entry).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "backends/cpu/lru_cache.h"
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
+#include "backends/cpu/qlinear_kernels.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cpu::nn {
@@ -118,8 +120,8 @@ void append_dims(std::string& key, const char* name, const memory::dims& d) {
 
 struct ConvEntry {
   bool ok = false;
-  Tensor weights;                // keeps the user's weights buffer (the key's address) alive
-  std::vector<uint32_t> sample;  // weight values when the entry was built
+  std::weak_ptr<const uint8_t> weights;  // the user's weights buffer (the key's address)
+  std::vector<uint32_t> sample;          // weight values when the entry was built
   dnnl::primitive prim;
   memory::desc user_src_md, user_dst_md, src_md, dst_md, bias_md;
   bool pointwise = false;  // run as a batched matmul (src = weights, weights = x)
@@ -128,7 +130,8 @@ struct ConvEntry {
   dnnl::reorder residual_reorder;  // user layout -> dst_md, when a sum post-op needs it
   memory weights_mem;
   size_t scratchpad_bytes = 0;
-  size_t cost_bytes = 0;  // user weights held alive + their reordered copy
+  size_t cost_bytes = 0;  // the reordered copy of the weights
+  bool stale() const { return ok && weights.expired(); }
 };
 
 Cache<ConvEntry>& conv_cache() {
@@ -227,8 +230,7 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   e.user_src_md = x_md;
   e.user_dst_md = y_md;
   e.weights_mem = user_mem(w_md, w.raw());
-  e.cost_bytes = w.nbytes();
-  e.weights = w;
+  e.weights = w.weak_buffer();
   e.sample = sample_of(w);
   e.ok = true;
 }
@@ -351,15 +353,14 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
         dnnl::reorder(dnnl::reorder::primitive_desc(engine(), e.user_dst_md, engine(), e.dst_md));
   memory uw = user_mem(user_w_md, w.raw());
   if (wmd == user_w_md) {
-    e.weights_mem = uw;  // e.weights keeps the buffer alive
+    e.weights_mem = uw;  // the user's buffer: alive while the caller holds `w`
   } else {
     e.weights_mem = memory(wmd, engine());
     dnnl::reorder(uw, e.weights_mem).execute(stream(), uw, e.weights_mem);
     stream().wait();
     e.cost_bytes += wmd.get_size();
   }
-  e.cost_bytes += w.nbytes();
-  e.weights = w;
+  e.weights = w.weak_buffer();
   e.sample = sample_of(w);
   e.ok = true;
 }
@@ -403,7 +404,8 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
     auto& cache = conv_cache();
     std::lock_guard<std::mutex> lock(cache.mutex());
     if (cache_weights) e = cache.find(key);
-    if (e && e->ok && e->sample != sample_of(w)) e = nullptr;  // weights changed in place
+    if (e && (e->stale() || (e->ok && e->sample != sample_of(w))))  // freed, or changed in place
+      e = nullptr;
     if (!e) {
       e = std::make_shared<ConvEntry>();
       try {
@@ -423,7 +425,10 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       }
       // Weights computed at run time get a new buffer every run: caching them would only grow
       // the cache, so their packed form lives for this call only.
-      if (cache_weights) cache.put(key, e, e->ok ? e->cost_bytes : 0);
+      if (cache_weights) {
+        cache.erase_if([](const ConvEntry& c) { return c.stale(); });
+        cache.put(key, e, e->ok ? e->cost_bytes : 0);
+      }
     }
   }
   if (!e->ok) return false;
@@ -648,6 +653,12 @@ bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const
   const bool ok = matmul_impl(a, a_shape, b, b_shape, y, y_shape);
   (ok ? g_matmul_runs : g_matmul_fallbacks)++;
   return ok;
+}
+
+void onednn_release_stale() {
+  qlinear::release_stale();  // first: its dequantized weights are keys of conv entries
+  std::lock_guard<std::mutex> lock(conv_cache().mutex());
+  conv_cache().erase_if([](const ConvEntry& c) { return c.stale(); });
 }
 
 void onednn_clear_caches() {

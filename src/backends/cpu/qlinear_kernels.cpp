@@ -283,10 +283,11 @@ Tensor dequantize_weights(const Tensor& w, const std::vector<float>& scale,
 // Dequantized constant weights, cached by buffer (so that the float kernels' own caches of
 // packed weights, keyed by the float buffer's address, hit on every run).
 struct DequantEntry {
-  Tensor w;  // keeps the quantized buffer alive
+  std::weak_ptr<const uint8_t> w;  // the quantized buffer (the key's address)
   std::vector<uint8_t> sample;
   std::vector<float> scale, zp;
   Tensor wf;
+  bool stale() const { return w.expired(); }
 };
 LruCache<DequantEntry>& dequant_cache() {
   static auto* c = new LruCache<DequantEntry>(4096, size_t{2} << 30);
@@ -301,16 +302,18 @@ Tensor weights_float(const KernelContext& ctx, const Parsed& q, int64_t axis, bo
   auto& c = dequant_cache();
   std::lock_guard<std::mutex> lock(c.mutex());
   std::shared_ptr<DequantEntry> e = c.find(key);
-  if (e && (e->sample != qlinear::buffer_sample(*q.w) || e->scale != q.w_scale || e->zp != q.w_zp))
+  if (e && (e->stale() || e->sample != qlinear::buffer_sample(*q.w) || e->scale != q.w_scale ||
+            e->zp != q.w_zp))
     e = nullptr;
   if (e) return e->wf;
+  c.erase_if([](const DequantEntry& d) { return d.stale(); });
   e = std::make_shared<DequantEntry>();
-  e->w = *q.w;
+  e->w = q.w->weak_buffer();
   e->sample = qlinear::buffer_sample(*q.w);
   e->scale = q.w_scale;
   e->zp = q.w_zp;
   e->wf = dequantize_weights(*q.w, q.w_scale, q.w_zp, axis, transpose);
-  c.put(key, e, e->wf.nbytes() + q.w->nbytes());
+  c.put(key, e, e->wf.nbytes());
   return e->wf;
 }
 
@@ -636,6 +639,14 @@ void qmatmul_kernel(KernelContext& ctx) {
 }  // namespace
 
 namespace qlinear {
+
+void release_stale() {
+  {
+    std::lock_guard<std::mutex> lock(dequant_cache().mutex());
+    dequant_cache().erase_if([](const DequantEntry& d) { return d.stale(); });
+  }
+  onednn_int8_release_stale();
+}
 
 void clear_caches() {
   {

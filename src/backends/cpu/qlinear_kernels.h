@@ -74,6 +74,9 @@ Int8Stats onednn_int8_stats();
 // and the dequantized weights of the float path.
 void clear_caches();
 void onednn_int8_clear_caches();
+// Drops only the entries whose weights buffer is gone (their models and sessions destroyed).
+void release_stale();
+void onednn_int8_release_stale();
 
 // Up to 32 evenly spaced bytes of t's buffer: a cheap check that a cached constant's buffer
 // still holds the values it was cached with.

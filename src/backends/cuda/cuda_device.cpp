@@ -1,5 +1,6 @@
 // device_status(): whether this process can run the CUDA backend. cudart is linked statically
-// and loads the driver (libcuda.so.1) on first use, so without a driver or a device the calls
+// and loads the driver (libcuda.so.1) on first use, and cuBLAS(Lt) / cuDNN are loaded only once
+// a device is found (cuda_libs.cpp), so without a driver, a device or those libraries the calls
 // below return errors instead of the program failing to start.
 #include <fmt/format.h>
 
@@ -20,9 +21,7 @@ DeviceStatus probe() {
   DeviceStatus s;
   int rt = 0;
   cudaRuntimeGetVersion(&rt);
-  s.libraries = fmt::format("CUDA runtime {}.{}, cuBLASLt {}, cuDNN {}", rt / 1000,
-                            (rt % 1000) / 10, version_text(cublasLtGetVersion(), 10000, 100),
-                            version_text(cudnnGetVersion(), 10000, 100));
+  s.libraries = fmt::format("CUDA runtime {}.{}", rt / 1000, (rt % 1000) / 10);
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -64,6 +63,14 @@ DeviceStatus probe() {
         s.name, s.sm, cudaGetErrorString(k), s.sm);
     return s;
   }
+  // cuBLAS(Lt) and cuDNN only now that a device can use them (cuda_libs.cpp).
+  if (std::string why = load_libraries(); !why.empty()) {
+    s.why = why;
+    return s;
+  }
+  s.libraries +=
+      fmt::format(", cuBLASLt {}, cuDNN {}", version_text(cublasLtGetVersion(), 10000, 100),
+                  version_text(cudnnGetVersion(), 10000, 100));
   if (cudnnGetVersion() / 10000 != CUDNN_MAJOR) {
     s.why = fmt::format("cuDNN {} is loaded but this build needs cuDNN {}.x",
                         version_text(cudnnGetVersion(), 10000, 100), CUDNN_MAJOR);

@@ -48,6 +48,13 @@ inline k::Act to_kernel_act(ops::FusedActivation a) {
   return k::Act::kNone;
 }
 
+// ---- cuBLAS / cuBLASLt / cuDNN, loaded on first use (cuda_libs.cpp) -----------------------------
+enum class CudaLibrary { kCublasLt, kCublas, kCudnn };
+// Loads the three libraries (once); empty when they are loaded, else what is missing and why.
+std::string load_libraries();
+// `name` in that library, or nullptr when the library could not be loaded.
+void* library_symbol(CudaLibrary which, const char* name);
+
 // ---- checks: every call is checked, the message names the call, file and line ----------------
 [[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cudnn(cudnnStatus_t s, const char* expr, const char* file, int line);
