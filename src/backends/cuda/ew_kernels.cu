@@ -72,7 +72,7 @@ __device__ __forceinline__ float unary_float(Unary op, float v, float alpha, flo
     case Unary::kMish:
       return v * tanhf(softplus(v));
     case Unary::kGelu:
-      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
+      return gelu_erf(v);
     case Unary::kGeluTanh: {
       const float c = 0.79788456080286535588f;
       return 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));

@@ -171,7 +171,7 @@ __device__ __forceinline__ void epilogue16_fast(const QEpilogue& e, const FastEp
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
         const float t = y[j] * ys;
-        y[j] = 0.5f * t * (1.0f + erff(t * 0.70710678118654752440f)) * f.inv_y;
+        y[j] = gelu_erf(t) * f.inv_y;
       }
     } else {
 #pragma unroll

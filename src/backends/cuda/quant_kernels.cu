@@ -669,7 +669,7 @@ __device__ __forceinline__ void x8_chunk(const QEpilogue& e, const X8Raw<kAcc>& 
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     if constexpr (kAct == 1) v[k] = v[k] > 0.0f ? v[k] : 0.0f;
-    if constexpr (kAct == 2) v[k] = 0.5f * v[k] * (1.0f + erff(v[k] * 0.70710678118654752440f));
+    if constexpr (kAct == 2) v[k] = gelu_erf(v[k]);
     if constexpr (kAct == 3) v[k] = v[k] * (1.0f / (1.0f + expf(-v[k])));
   }
   if constexpr (kByte) {

@@ -429,14 +429,23 @@ cudaError_t layer_norm_any(DataType dt, const void* x, const void* scale, const 
     const bool vec = d % kV == 0 && aligned16(x) && aligned16(y) && aligned16(scale) &&
                      (!bias || aligned16(bias));
     const int64_t chunks = d / kV;
+    // Registers for exactly the chunks a lane holds: ViT-B's 768 float32 columns (6 chunks)
+    // took the 8-chunk kernel at 66 registers, 35% of the warps resident and 46% of DRAM
+    // bandwidth on the H200.
     if (vec && chunks <= kWarp)
       layer_norm_vec_kernel<T, 1, kQ>
           <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
     else if (vec && chunks <= 2 * kWarp)
       layer_norm_vec_kernel<T, 2, kQ>
           <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
+    else if (vec && chunks <= 3 * kWarp)
+      layer_norm_vec_kernel<T, 3, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
     else if (vec && chunks <= 4 * kWarp)
       layer_norm_vec_kernel<T, 4, kQ>
+          <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
+    else if (vec && chunks <= 6 * kWarp)
+      layer_norm_vec_kernel<T, 6, kQ>
           <<<blocks, threads, 0, stream>>>(xt, st, bt, y, rows, di, eps, mean, inv_std, q);
     else if (vec && chunks <= 8 * kWarp)
       layer_norm_vec_kernel<T, 8, kQ>

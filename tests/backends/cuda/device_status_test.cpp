@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "backends/cuda/cuda_executor.h"
+#ifdef TRTUTILS_HAVE_CUDA_BACKEND
+#include "backends/cuda/cuda_ops.h"
+#endif
 #include "ir/graph_builder.h"
 #include "trtutils/status.h"
 
@@ -48,6 +54,37 @@ TEST(DeviceStatus, CudaQueryNeverThrows) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
 #endif
 }
+
+#ifdef TRTUTILS_HAVE_CUDA_BACKEND
+std::string mapped_files() {
+  std::ifstream f("/proc/self/maps");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// cuBLAS(Lt) and cuDNN are not linked: a process that never asks for them never maps them
+// (libcublasLt alone made every process 140-220 MiB resident), and the first call loads them.
+TEST(DeviceStatus, CudaLibrariesLoadOnFirstUse) {
+  const cuda::DeviceStatus s = cuda::device_status();
+  if (!s.usable) {  // no device: the probe must not have loaded them
+    const std::string maps = mapped_files();
+    EXPECT_EQ(maps.find("libcublasLt.so"), std::string::npos);
+    EXPECT_EQ(maps.find("libcudnn.so"), std::string::npos);
+  }
+  // Every machine here has the toolkit; elsewhere the message names the missing library.
+  const std::string why = cuda::load_libraries();
+  if (!why.empty()) {
+    EXPECT_NE(why.find(".so."), std::string::npos) << why;
+    GTEST_SKIP() << why;
+  }
+  EXPECT_NE(cuda::library_symbol(cuda::CudaLibrary::kCublasLt, "cublasLtMatmul"), nullptr);
+  EXPECT_NE(cuda::library_symbol(cuda::CudaLibrary::kCudnn, "cudnnCreate"), nullptr);
+  EXPECT_EQ(cudnnGetVersion() / 10000, static_cast<size_t>(CUDNN_MAJOR));
+  EXPECT_GT(cublasLtGetVersion(), 0u);
+  EXPECT_NE(mapped_files().find("libcublasLt.so"), std::string::npos);
+}
+#endif
 
 }  // namespace
 }  // namespace trtutils
