@@ -729,11 +729,6 @@ __global__ void __launch_bounds__(kAttnThreads)
 //  - the block's warps sized to the strips (at most 7; ViT's 13 strips: 7 warps, two rounds),
 //    two blocks per SM for head sizes up to 64 (three, at 80 registers, spilled and ran slower).
 // It needs scale * qk_dq > 0 (the row max of the raw sums is then the max of the scores).
-__device__ __forceinline__ float ex2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 template <int DP>
 size_t resident2_bytes(int64_t skp, int warps) {
   return static_cast<size_t>(2 * skp + warps * kRowsPerWarp) * (DP + 8) * 2;

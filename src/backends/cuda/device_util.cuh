@@ -138,23 +138,37 @@ __device__ __forceinline__ int64_t broadcast_offset(const Broadcast& bc, int whi
   return off;
 }
 
+// 2^x and 1 / x on the MUFU unit alone (exp2f and the IEEE division wrap it in denormal and
+// range handling); subnormal results flush to 0.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // GELU (the erf form, ONNX Gelu and torch.nn.GELU()): x * Phi(x), Phi(x) = 1 - h for x >= 0 and
 // h for x < 0, h = erfc(|x| / sqrt(2)) / 2 = s * P(s) * exp(-t^2), s = 1 / (1 + 0.3275911 t) (the
 // form of Abramowitz and Stegun 7.1.26, our degree-7 fit: |erfc error| < 4e-9). One path, no
-// cancellation on the negative side: 21 instructions against erff's 35 (two divergent branches),
-// which made the float8 MLP's GELU pass compute-bound on the H200 (ViT-B/16: 0.234 ms, 39% of
-// DRAM bandwidth). Float32 accuracy: |error| <= 3.1e-7 |x| over [-12, 12] (erff's form: 1.1e-7 |x|,
-// and 1.1e-5 relative to the result for x in [-3, 0), where 1 + erf cancels; this form 1.4e-6).
+// cancellation on the negative side, two MUFU operations and ~16 other instructions against
+// erff's two divergent branches, which made the float8 MLP's GELU pass compute-bound on the H200
+// (ViT-B/16: 0.234 ms, 39% of DRAM bandwidth; with exp2f and __fdividef, 0.199 ms). Float32
+// accuracy: |error| <= 3.1e-7 |x| over [-12, 12] (erff's form: 1.1e-7 |x|, and 1.1e-5 relative to
+// the result for x in [-3, 0), where 1 + erf cancels; this form 1.4e-6).
 __device__ __forceinline__ float gelu_erf(float x) {
   const float t = fabsf(x) * 0.70710678118654752440f;
-  const float s = __fdividef(1.0f, fmaf(0.3275911f, t, 1.0f));
+  const float s = rcp_ftz(fmaf(0.3275911f, t, 1.0f));
   float p = fmaf(-1.492252151e-01f, s, 7.524090855e-01f);  // P / 2
   p = fmaf(p, s, -1.042773861e+00f);
   p = fmaf(p, s, 1.020051080e+00f);
   p = fmaf(p, s, -3.745329357e-01f);
   p = fmaf(p, s, 2.155516654e-01f);
   p = fmaf(p, s, 7.852018345e-02f);
-  const float h = p * s * exp2f(-1.44269504088896341f * t * t);
+  const float h = p * s * ex2_ftz(-1.44269504088896341f * t * t);  // 0 past |x| ~ 13
   return x * (x >= 0.0f ? 1.0f - h : h);
 }
 
