@@ -61,34 +61,28 @@ PY
     done
   done
   python3 - "$B" "$m" <<'PY' 2>&1 | tee -a "$sum"
-import sys, time, torch, torchvision
+import os, sys, time, torch, torchvision
 b, name = int(sys.argv[1]), sys.argv[2]
 torch.backends.cudnn.benchmark = True
 m = getattr(torchvision.models, name)().eval().cuda().half().to(memory_format=torch.channels_last)
 x = torch.randn(b, 3, 224, 224, device="cuda").half().to(memory_format=torch.channels_last)
-torch.cuda.reset_peak_memory_stats()
-with torch.inference_mode():
-    for _ in range(5): m(x)
-    torch.cuda.synchronize(); ts = []
-    for _ in range(20):
-        t0 = time.perf_counter(); m(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
-ts.sort(); med = ts[len(ts) // 2] * 1000
-print(f"{name} pytorch eager fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
-      f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
-import os
-if os.environ.get("TORCH_COMPILE") == "1":  # the second peer: several minutes to compile
+def timed(f, what):  # median of 20 after 5 warm-up runs, with the peak memory of those runs
+    torch.cuda.reset_peak_memory_stats()
+    with torch.inference_mode():
+        for _ in range(5): f(x)
+        torch.cuda.synchronize(); ts = []
+        for _ in range(20):
+            t0 = time.perf_counter(); f(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
+    ts.sort(); med = ts[len(ts) // 2] * 1000
+    print(f"{name} {what} fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
+          f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB", flush=True)
+timed(m, "pytorch eager")
+if os.environ.get("TORCH_COMPILE") == "1":  # the second peer: minutes to compile
     t0 = time.perf_counter()
     c = torch.compile(m, mode="max-autotune-no-cudagraphs")
     with torch.inference_mode():
         c(x); torch.cuda.synchronize()
-        print(f"{name} torch.compile max-autotune-no-cudagraphs: compiled in {time.perf_counter() - t0:.0f} s")
-        torch.cuda.reset_peak_memory_stats()
-        for _ in range(5): c(x)
-        torch.cuda.synchronize(); ts = []
-        for _ in range(20):
-            t0 = time.perf_counter(); c(x); torch.cuda.synchronize(); ts.append(time.perf_counter() - t0)
-    ts.sort(); med = ts[len(ts) // 2] * 1000
-    print(f"{name} torch.compile fp16 channels_last b{b}: median {med:.3f} ms, {b / med * 1000:.0f} img/s, "
-          f"max_memory_allocated {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB")
+    print(f"{name} torch.compile max-autotune-no-cudagraphs: compiled in {time.perf_counter() - t0:.0f} s")
+    timed(c, "torch.compile")
 PY
 done
