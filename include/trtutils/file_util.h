@@ -21,5 +21,7 @@ void unregister_temp_file(int slot);
 
 // Reads a whole file; Error(kIO) naming the path if it cannot. max_bytes = 0: no limit.
 std::string read_file(const std::filesystem::path& path, uint64_t max_bytes = 0);
+// The size of a regular file that read_file would accept (the same errors), without reading it.
+uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes = 0);
 
 }  // namespace trtutils

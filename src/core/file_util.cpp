@@ -101,7 +101,7 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view data)
   }
 }
 
-std::string read_file(const std::filesystem::path& path, uint64_t max_bytes) {
+uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes) {
   std::error_code ec;
   TRT_CHECK(std::filesystem::is_regular_file(path, ec), ErrorCode::kIO,
             "cannot read '{}': no such file", path.string());
@@ -109,6 +109,11 @@ std::string read_file(const std::filesystem::path& path, uint64_t max_bytes) {
   TRT_CHECK(!ec, ErrorCode::kIO, "cannot read '{}': {}", path.string(), ec.message());
   TRT_CHECK(max_bytes == 0 || size <= max_bytes, ErrorCode::kOutOfRange,
             "'{}' is {} bytes, over the limit of {} bytes", path.string(), size, max_bytes);
+  return size;
+}
+
+std::string read_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  const uint64_t size = readable_file_size(path, max_bytes);
   std::ifstream f(path, std::ios::binary);
   TRT_CHECK(f.good(), ErrorCode::kIO, "cannot open '{}'", path.string());
   std::string data(size, '\0');

@@ -315,14 +315,7 @@ void parse_model_proto(std::string_view bytes, const std::string& what, const Lo
 // are never held whole next to the parsed message (ResNet-50: 98 MiB less at the loader's peak;
 // the initializers' bytes are then released one by one as graph_from_proto converts them).
 void parse_model_file(const fs::path& path, uint64_t limit, onnx::ModelProto& proto) {
-  std::error_code ec;
-  TRT_CHECK(fs::is_regular_file(path, ec), ErrorCode::kIO, "cannot read '{}': no such file",
-            path.string());
-  const uint64_t size = fs::file_size(path, ec);
-  TRT_CHECK(!ec, ErrorCode::kIO, "cannot read '{}': {}", path.string(), ec.message());
-  TRT_CHECK(size <= limit, ErrorCode::kOutOfRange,
-            "'{}' is {} bytes, over the limit of {} bytes (--max_memory)", path.string(), size,
-            limit);
+  const uint64_t size = readable_file_size(path, limit);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   TRT_CHECK(fd >= 0, ErrorCode::kIO, "cannot open '{}': {}", path.string(), std::strerror(errno));
   google::protobuf::io::FileInputStream in(fd);
