@@ -24,7 +24,10 @@ class LruCache {
     lru_.splice(lru_.begin(), lru_, it->second.pos);
     return it->second.value;
   }
+  // Values with a stale() test (their weights buffer freed: never used again) are dropped on
+  // every insertion.
   void put(const std::string& key, std::shared_ptr<V> v, size_t cost) {
+    if constexpr (requires(const V& x) { x.stale(); }) erase_stale();
     erase(key);
     lru_.push_front(key);
     map_.emplace(key, Slot{std::move(v), lru_.begin(), cost});
@@ -32,12 +35,11 @@ class LruCache {
     while (map_.size() > 1 && (map_.size() > max_entries_ || bytes_ > max_bytes_))
       erase(lru_.back());
   }
-  // Removes the entries whose value satisfies `stale`; returns how many.
-  template <typename Pred>
-  size_t erase_if(Pred stale) {
+  // Removes the entries whose value is stale(); returns how many.
+  size_t erase_stale() {
     size_t n = 0;
     for (auto it = map_.begin(); it != map_.end();) {
-      if (!stale(*it->second.value)) {
+      if (!it->second.value->stale()) {
         ++it;
         continue;
       }

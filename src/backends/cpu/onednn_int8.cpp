@@ -348,7 +348,6 @@ std::shared_ptr<Entry> get_entry(const std::string& key, const Tensor* w, bool c
             (e->ok && ((w && e->sample != buffer_sample(*w)) || e->out_scales != r.out_scales))))
     e = nullptr;
   if (e) return e;
-  if (cache_it) c.erase_if([](const Entry& en) { return en.stale(); });
   e = std::make_shared<Entry>();
   try {
     build(*e);
@@ -650,7 +649,7 @@ Int8Stats onednn_int8_stats() {
 
 void onednn_int8_release_stale() {
   std::lock_guard<std::mutex> lock(cache().mutex());
-  cache().erase_if([](const Entry& e) { return e.stale(); });
+  cache().erase_stale();
 }
 
 void onednn_int8_clear_caches() {

@@ -425,10 +425,7 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       }
       // Weights computed at run time get a new buffer every run: caching them would only grow
       // the cache, so their packed form lives for this call only.
-      if (cache_weights) {
-        cache.erase_if([](const ConvEntry& c) { return c.stale(); });
-        cache.put(key, e, e->ok ? e->cost_bytes : 0);
-      }
+      if (cache_weights) cache.put(key, e, e->ok ? e->cost_bytes : 0);
     }
   }
   if (!e->ok) return false;
@@ -658,7 +655,7 @@ bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const
 void onednn_release_stale() {
   qlinear::release_stale();  // first: its dequantized weights are keys of conv entries
   std::lock_guard<std::mutex> lock(conv_cache().mutex());
-  conv_cache().erase_if([](const ConvEntry& c) { return c.stale(); });
+  conv_cache().erase_stale();
 }
 
 void onednn_clear_caches() {

@@ -306,7 +306,6 @@ Tensor weights_float(const KernelContext& ctx, const Parsed& q, int64_t axis, bo
             e->zp != q.w_zp))
     e = nullptr;
   if (e) return e->wf;
-  c.erase_if([](const DequantEntry& d) { return d.stale(); });
   e = std::make_shared<DequantEntry>();
   e->w = q.w->weak_buffer();
   e->sample = qlinear::buffer_sample(*q.w);
@@ -643,7 +642,7 @@ namespace qlinear {
 void release_stale() {
   {
     std::lock_guard<std::mutex> lock(dequant_cache().mutex());
-    dequant_cache().erase_if([](const DequantEntry& d) { return d.stale(); });
+    dequant_cache().erase_stale();
   }
   onednn_int8_release_stale();
 }
