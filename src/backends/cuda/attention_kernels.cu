@@ -323,14 +323,16 @@ cudaError_t attention_t(const AttentionDesc& a, cudaStream_t stream) {
 // the Q/DQ graph computes it: q8 = fp8(Q / q_scale) (and k8, v8) on load; float8 values are
 // exact in float16, so the tensor-core products are exact and the sums float32. The
 // probabilities are quantized after normalisation (p8 = fp8(p / p_scale)), which needs the row
-// max and sum first: pass 1 computes them over all keys (online), pass 2 recomputes the scores
-// and accumulates p8 V.
+// max and sum first.
 //
-// Two kernels. The resident one (attention_fp8_res2_kernel, below) quantizes a batch entry's K
-// and V once into shared memory (all keys: a vision transformer's 197 tokens take 2 x 208 x 72
-// halves for head size 64) and its warps then take 16-row query strips, both passes reading the
-// resident keys; it runs whenever K and V fit and scale * qk_dq > 0. Otherwise the streaming
-// kernel (attention_fp8_kernel) takes 64-key blocks, quantizing them again in pass 2.
+// Three kernels. The resident ones quantize a batch entry's K and V once into shared memory
+// (all keys: a vision transformer's 197 tokens take 2 x 208 x 72 halves for head size 64); their
+// warps then take 16-row query strips. Up to 208 keys and head size 64, the one-pass kernel
+// (attention_fp8_res3_kernel) keeps a strip's scores in registers; otherwise (or with
+// TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS=0) attention_fp8_res2_kernel computes the row max and
+// sum in pass 1 and recomputes the scores in pass 2. Both need scale * qk_dq > 0. Where K and V
+// do not fit, the streaming kernel (attention_fp8_kernel) takes 64-key blocks, quantizing them
+// again in pass 2.
 
 // Quantizes rows [0, rows_pad) x columns [0, DP) of an operand (rows_total x cols through the
 // row / column strides; zero outside) into dst (float16, row pitch DP + 8), by threads
@@ -638,6 +640,62 @@ __device__ __forceinline__ void fp8_store(const AttentionQDesc& aq, int64_t b, i
   }
 }
 
+// fp8_store for a whole strip when it can: all 16 rows valid, dv == DP, unit column stride and
+// even addresses (two bytes or eight for a float pair per store), the output type's branch taken
+// once; else fp8_store.
+template <int DP>
+__device__ __forceinline__ void fp8_store_strip(const AttentionQDesc& aq, int64_t b, int64_t row0,
+                                                const float (&o)[DP / 8][4], int lane) {
+  const AttentionDesc& a = aq.a;
+  const bool full = row0 + kRowsPerWarp <= a.sq && a.dv == DP && a.o_st[2] == 1 &&
+                    (a.o_st[1] % 2) == 0 && (a.o_st[0] % 2) == 0 &&
+                    reinterpret_cast<uintptr_t>(a.o) % 8 == 0;
+  if (!full) {
+    fp8_store<DP>(aq, b, row0, o, lane);
+    return;
+  }
+  const int64_t base = b * a.o_st[0] + (row0 + lane / 4) * a.o_st[1] + (lane % 4) * 2;
+  const int64_t r8 = 8 * a.o_st[1];
+  const float dq = aq.pv_dq;
+  if (aq.out_t == DataType::kFloat32) {
+    float* of = static_cast<float*>(a.o) + base;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int t = 0; t < DP / 8; ++t)
+        *reinterpret_cast<float2*>(of + h * r8 + t * 8) =
+            make_float2(o[t][2 * h] * dq, o[t][2 * h + 1] * dq);
+    return;
+  }
+  const float inv = 1.0f / aq.out_scale;
+  uint8_t* ob = static_cast<uint8_t*>(a.o) + base;
+  auto put = [&](auto conv) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int t = 0; t < DP / 8; ++t)
+        *reinterpret_cast<uint16_t*>(ob + h * r8 + t * 8) =
+            static_cast<uint16_t>(conv((o[t][2 * h] * dq) * inv, (o[t][2 * h + 1] * dq) * inv));
+  };
+  if (aq.out_t == DataType::kInt8) {
+    put([](float v0, float v1) {
+      const int32_t q0 = min(max(__float2int_rn(v0), -128), 127);
+      const int32_t q1 = min(max(__float2int_rn(v1), -128), 127);
+      return (static_cast<uint32_t>(q0) & 0xffu) | ((static_cast<uint32_t>(q1) & 0xffu) << 8);
+    });
+  } else if (aq.out_t == DataType::kFloat8E4M3FN) {
+    put([](float v0, float v1) {
+      return static_cast<uint32_t>(
+          __nv_cvt_float2_to_fp8x2(make_float2(v0, v1), __NV_SATFINITE, __NV_E4M3));
+    });
+  } else {
+    put([](float v0, float v1) {
+      return static_cast<uint32_t>(
+          __nv_cvt_float2_to_fp8x2(make_float2(v0, v1), __NV_SATFINITE, __NV_E5M2));
+    });
+  }
+}
+
 // 16 rows of Q at qs (pitch DP + 8) as A fragments.
 template <int DP>
 __device__ __forceinline__ void fp8_q_fragments(uint32_t (&qf)[DP / 16][4], const __half* qs,
@@ -713,6 +771,93 @@ __global__ void __launch_bounds__(kAttnThreads)
   if (active) fp8_store<DP>(aq, b, q0 + warp * kRowsPerWarp, o, lane);
 }
 
+// ldmatrix from a 32-bit shared address (the callers add compile-time offsets to a per-lane
+// base instead of converting a generic pointer for every load).
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// rows_pad rows of an operand already quantized by its producer (8-bit Tin, scale 1) into dst
+// (float16, pitch DP + 8): 16 bytes per load, rows past rows_total zero. Needs src and s_row
+// 16-byte aligned and cols == DP.
+template <typename Tin, int DP>
+__device__ __forceinline__ void stage16(__half* dst, const Tin* src, int64_t s_row, int rows_total,
+                                        int rows_pad, int tid, int nthreads) {
+  constexpr int ldh = DP + 8;
+  constexpr int chunks = DP / 16;
+  constexpr int U = 4;
+  const int total = rows_pad * chunks;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(src);
+  for (int e0 = tid; e0 < total; e0 += U * nthreads) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int e = e0 + u * nthreads;
+      const int r = e / chunks, c = e % chunks;
+      v[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (e < total && r < rows_total)
+        v[u] = *reinterpret_cast<const uint4*>(bytes + r * s_row + c * 16);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int e = e0 + u * nthreads;
+      if (e >= total) break;
+      const int r = e / chunks, c = e % chunks;
+      uint32_t h[8];
+      const uint32_t w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (std::is_same_v<Tin, int8_t>) {
+          const auto b = [&](int i) { return static_cast<int8_t>((w[j] >> (8 * i)) & 0xffu); };
+          const __half2 lo = __halves2half2(__int2half_rn(b(0)), __int2half_rn(b(1)));
+          const __half2 hi = __halves2half2(__int2half_rn(b(2)), __int2half_rn(b(3)));
+          h[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+          h[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+        } else {
+          constexpr __nv_fp8_interpretation_t k = std::is_same_v<Tin, E4M3> ? __NV_E4M3 : __NV_E5M2;
+          const __half2 lo = __half2(
+              __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[j] & 0xffffu), k));
+          const __half2 hi =
+              __half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[j] >> 16), k));
+          h[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+          h[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+        }
+      }
+      uint4* d = reinterpret_cast<uint4*>(dst + r * ldh + c * 16);
+      d[0] = make_uint4(h[0], h[1], h[2], h[3]);
+      d[1] = make_uint4(h[4], h[5], h[6], h[7]);
+    }
+  }
+}
+
+template <typename Tin, int DP>
+__device__ __forceinline__ void stage_operand(__half* dst, const Tin* src, const int64_t st[3],
+                                              int64_t rows_total, int64_t cols, int rows_pad,
+                                              Quantizer qz, int kind, bool vec, int tid,
+                                              int nthreads) {
+  if constexpr (std::is_same_v<Tin, E4M3> || std::is_same_v<Tin, E5M2> ||
+                std::is_same_v<Tin, int8_t>) {
+    constexpr int kTinKind =
+        std::is_same_v<Tin, int8_t> ? kQInt8 : (std::is_same_v<Tin, E4M3> ? kQE4M3 : kQE5M2);
+    if (vec && cols == DP && qz.pre_op == 0 && qz.scale == 1.0f && kind == kTinKind &&
+        reinterpret_cast<uintptr_t>(src) % 16 == 0 && st[1] % 16 == 0) {
+      stage16<Tin, DP>(dst, src, st[1],
+                       static_cast<int>(rows_total < rows_pad ? rows_total : rows_pad), rows_pad,
+                       tid, nthreads);
+      return;
+    }
+  }
+  quantize_rows<Tin, DP>(dst, src, st[1], st[2], rows_total, cols, rows_pad, qz, kind, vec, tid,
+                         nthreads);
+}
+
 // ---- the resident float8 attention, 32-key steps -------------------------------------------
 // The first resident kernel (64-key blocks with the streaming kernel's per-warp steps; removed
 // after the A/B in bench/RESULTS.md, fifteenth measurement) was instruction-bound (ncu on ViT-B/16,
@@ -765,29 +910,54 @@ __global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? 2 : 1)
   const int kind = qkind_of(aq);
   const Tin* qp = static_cast<const Tin*>(a.q) + b * a.q_st[0];
   const int tid = static_cast<int>(threadIdx.x), nthreads = static_cast<int>(blockDim.x);
-  quantize_rows<Tin, DP>(ks, static_cast<const Tin*>(a.k) + b * a.k_st[0], a.k_st[1], a.k_st[2],
-                         a.sk, a.d, skp, k_quantizer(aq), kind, vk, tid, nthreads);
-  quantize_rows<Tin, DP>(vs, static_cast<const Tin*>(a.v) + b * a.v_st[0], a.v_st[1], a.v_st[2],
-                         a.sk, a.dv, skp, Quantizer{aq.v_scale}, kind, vv, tid, nthreads);
+  stage_operand<Tin, DP>(ks, static_cast<const Tin*>(a.k) + b * a.k_st[0], a.k_st, a.sk, a.d, skp,
+                         k_quantizer(aq), kind, vk, tid, nthreads);
+  stage_operand<Tin, DP>(vs, static_cast<const Tin*>(a.v) + b * a.v_st[0], a.v_st, a.sk, a.dv, skp,
+                         Quantizer{aq.v_scale}, kind, vv, tid, nthreads);
   __syncthreads();
   const float ss = a.scale * aq.qk_dq * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
   const int sk = static_cast<int>(a.sk);
+  constexpr uint32_t kRow = ldh * 2;  // bytes per staged row
+  const uint32_t q_at =
+      smem_addr(qs) + ((lane % 8) + ((lane / 8) % 2) * 8) * kRow + (lane / 16) * 16;
+  const uint32_t k_at =
+      smem_addr(ks) + ((lane % 8) + (lane / 16) * 8) * kRow + ((lane / 8) % 2) * 16;
+  const uint32_t v_at =
+      smem_addr(vs) + ((lane % 8) + ((lane / 8) % 2) * 8) * kRow + (lane / 16) * 16;
+  // Raw sums of the strip (Q fragments qf) against the kStep keys from k0 (tiles past nt 0).
+  auto scores = [&](float(&s)[kNT][4], const uint32_t(&qf)[DP / 16][4], int k0, int nt) {
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+    const uint32_t at = k_at + static_cast<uint32_t>(k0) * kRow;
+#pragma unroll
+    for (int np = 0; np < kStep / 16; ++np)
+      if (2 * np < nt) {
+#pragma unroll
+        for (int kk = 0; kk < DP / 16; ++kk) {
+          uint32_t bf[4];
+          ldsm_x4(bf, at + np * 16 * kRow + kk * 32);
+          mma16816<__half>(s[2 * np], qf[kk], bf[0], bf[1]);
+          mma16816<__half>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+        }
+      }
+  };
   const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
   for (int64_t strip = static_cast<int64_t>(part) * warps + warp; strip < strips;
        strip += static_cast<int64_t>(qsplit) * warps) {
     const int64_t r0 = strip * kRowsPerWarp;
     __syncwarp();  // the previous strip's fragments are loaded
-    quantize_rows<Tin, DP>(qs, qp + r0 * a.q_st[1], a.q_st[1], a.q_st[2], a.sq - r0, a.d,
-                           kRowsPerWarp, q_quantizer(aq), kind, vq, lane, 32);
+    stage_operand<Tin, DP>(qs, qp + r0 * a.q_st[1], a.q_st, a.sq - r0, a.d, kRowsPerWarp,
+                           q_quantizer(aq), kind, vq, lane, 32);
     __syncwarp();
     uint32_t qf[DP / 16][4];
-    fp8_q_fragments<DP>(qf, qs, lane);
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk) ldsm_x4(qf[kk], q_at + kk * 32);
     // Pass 1: this lane's running max (raw sums) and sum of exp2((s - max) * ss) per row.
     float mx[2] = {-INFINITY, -INFINITY}, sm[2] = {0.0f, 0.0f};
     for (int k0 = 0; k0 < sk; k0 += kStep) {
       const int valid = sk - k0;
       float s[kNT][4];
-      step_scores<DP, kStep>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
+      scores(s, qf, k0, (valid + 7) / 8);
       if (valid < kStep) step_mask<kStep>(s, valid, lane);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -823,29 +993,196 @@ __global__ void __launch_bounds__(kRes2Warps * 32, DP <= 64 ? 2 : 1)
     float o[kOT][4];
 #pragma unroll
     for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
-    for (int k0 = 0; k0 < sk; k0 += kStep) {
-      const int valid = sk - k0;
-      float s[kNT][4];
-      step_scores<DP, kStep>(s, qf, ks + k0 * ldh, (valid + 7) / 8, lane);
-      if (valid < kStep) step_mask<kStep>(s, valid, lane);
+    auto pass2 = [&](auto kind_c) {
+      for (int k0 = 0; k0 < sk; k0 += kStep) {
+        const int valid = sk - k0;
+        float s[kNT][4];
+        scores(s, qf, k0, (valid + 7) / 8);
+        if (valid < kStep) step_mask<kStep>(s, valid, lane);
 #pragma unroll
-      for (int kk = 0; kk < kStep / 16; ++kk) {
-        if (16 * kk >= valid) continue;
-        uint32_t pf[4];
+        for (int kk = 0; kk < kStep / 16; ++kk) {
+          if (16 * kk >= valid) continue;
+          uint32_t pf[4];
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const float* st = s[2 * kk + j];
+            const __half2 lo =
+                quantized_half2(ex2_ftz(fmaf(st[0], ss, -mss[0])) * inv[0],
+                                ex2_ftz(fmaf(st[1], ss, -mss[0])) * inv[0], kind_c.value);
+            const __half2 hi =
+                quantized_half2(ex2_ftz(fmaf(st[2], ss, -mss[1])) * inv[1],
+                                ex2_ftz(fmaf(st[3], ss, -mss[1])) * inv[1], kind_c.value);
+            pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+            pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+          }
+          const uint32_t at = v_at + static_cast<uint32_t>(k0 + kk * 16) * kRow;
+#pragma unroll
+          for (int dp = 0; dp < DP / 16; ++dp) {
+            uint32_t bf[4];
+            ldsm_x4_trans(bf, at + dp * 32);
+            mma16816<__half>(o[2 * dp], pf, bf[0], bf[1]);
+            mma16816<__half>(o[2 * dp + 1], pf, bf[2], bf[3]);
+          }
+        }
+      }
+    };
+    if (kind == kQE4M3)
+      pass2(std::integral_constant<int, kQE4M3>{});
+    else if (kind == kQE5M2)
+      pass2(std::integral_constant<int, kQE5M2>{});
+    else
+      pass2(std::integral_constant<int, kQInt8>{});
+    fp8_store_strip<DP>(aq, b, r0, o, lane);
+  }
+}
+
+// ---- the one-pass resident float8 attention ------------------------------------------------
+// res2 computes every score twice (pass 1 for the row's max and sum, pass 2 for the quantized
+// probabilities) because a 16-row strip's scores over all keys did not fit in registers next to
+// its output rows. For up to kKeys keys they do: the strip's scores are computed once into
+// registers (kKeys / 2 per lane), the quad's row max and sum follow from them, the exponentials
+// are taken once, and the quantized probabilities (exact in float16) are packed two per
+// register, so that the score registers are free again before the products with V. Same
+// numerics as res2 (the row max is the final one, so the sum needs no rescaling). Capacities
+// kKeys 64, 128 and 208 (ViT-B/16 and DeiT: 197 / 198 keys), head sizes up to 64.
+//
+// Its instruction count (ncu source counters on ViT-B/16, batch 256) was first mostly address
+// arithmetic: a generic-to-shared conversion and 64-bit index products for every ldmatrix
+// (~700 of 3,700 warp instructions per strip), four-byte staging of K and V (~550), a store
+// loop testing every pair's bounds (~400) and tile guards around every loop. Here every
+// shared-memory operand is one 32-bit base per lane plus compile-time offsets, K and V are staged
+// by 16-byte loads, the keys are zero-filled to kKeys so that the loops need no guards (only
+// the mask of keys past sk), and whole strips store through row pointers.
+constexpr int kRes3Warps = 7;
+
+template <typename Tin, int DP, int kKeys>
+__global__ void __launch_bounds__(kRes3Warps * 32, 2)
+    attention_fp8_res3_kernel(AttentionQDesc aq, int qsplit, int skp, bool vq, bool vk, bool vv) {
+  (void)skp;  // K and V are staged to kKeys rows
+  constexpr int ldh = DP + 8;
+  constexpr int kOT = DP / 8;
+  constexpr int kNT = kKeys / 8;
+  constexpr uint32_t kRow = ldh * 2;  // bytes per staged row
+  const AttentionDesc& a = aq.a;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* ks = reinterpret_cast<__half*>(smem);
+  __half* vs = ks + kKeys * ldh;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = static_cast<int>(blockDim.x / 32);
+  __half* qs = vs + kKeys * ldh + warp * kRowsPerWarp * ldh;
+  const int64_t b = static_cast<int64_t>(blockIdx.x) / qsplit;
+  const int part = static_cast<int>(blockIdx.x % static_cast<unsigned>(qsplit));
+  const int kind = qkind_of(aq);
+  const Tin* qp = static_cast<const Tin*>(a.q) + b * a.q_st[0];
+  const int tid = static_cast<int>(threadIdx.x), nthreads = static_cast<int>(blockDim.x);
+  stage_operand<Tin, DP>(ks, static_cast<const Tin*>(a.k) + b * a.k_st[0], a.k_st, a.sk, a.d, kKeys,
+                         k_quantizer(aq), kind, vk, tid, nthreads);
+  stage_operand<Tin, DP>(vs, static_cast<const Tin*>(a.v) + b * a.v_st[0], a.v_st, a.sk, a.dv,
+                         kKeys, Quantizer{aq.v_scale}, kind, vv, tid, nthreads);
+  __syncthreads();
+  const float ss = a.scale * aq.qk_dq * 1.4426950408889634f;  // exp(x) = exp2(x log2 e)
+  const float p_scale = aq.p_scale;
+  const int sk = static_cast<int>(a.sk);
+  // Per-lane shared addresses of the ldmatrix operands (offsets below are compile-time).
+  const uint32_t q_at =
+      smem_addr(qs) + ((lane % 8) + ((lane / 8) % 2) * 8) * kRow + (lane / 16) * 16;
+  const uint32_t k_at =
+      smem_addr(ks) + ((lane % 8) + (lane / 16) * 8) * kRow + ((lane / 8) % 2) * 16;
+  const uint32_t v_at =
+      smem_addr(vs) + ((lane % 8) + ((lane / 8) % 2) * 8) * kRow + (lane / 16) * 16;
+  const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
+  for (int64_t strip = static_cast<int64_t>(part) * warps + warp; strip < strips;
+       strip += static_cast<int64_t>(qsplit) * warps) {
+    const int64_t r0 = strip * kRowsPerWarp;
+    __syncwarp();  // the previous strip's fragments are loaded
+    stage_operand<Tin, DP>(qs, qp + r0 * a.q_st[1], a.q_st, a.sq - r0, a.d, kRowsPerWarp,
+                           q_quantizer(aq), kind, vq, lane, 32);
+    __syncwarp();
+    // Raw sums, k-steps outermost: one Q fragment (4 registers) live at a time next to the
+    // kKeys / 2 score registers.
+    float s[kNT][4];
+#pragma unroll
+    for (int t = 0; t < kNT; ++t) s[t][0] = s[t][1] = s[t][2] = s[t][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk) {
+      uint32_t qa[4];
+      ldsm_x4(qa, q_at + kk * 32);
+#pragma unroll
+      for (int np = 0; np < kKeys / 16; ++np) {
+        uint32_t bf[4];
+        ldsm_x4(bf, k_at + np * 16 * kRow + kk * 32);
+        mma16816<__half>(s[2 * np], qa, bf[0], bf[1]);
+        mma16816<__half>(s[2 * np + 1], qa, bf[2], bf[3]);
+      }
+    }
+    // Keys past sk out (their K rows are zeros, their scores 0).
+#pragma unroll
+    for (int t = 0; t < kNT; ++t)
+      if (t * 8 + 8 > sk)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (t * 8 + (lane % 4) * 2 + (e & 1) >= sk) s[t][e] = -INFINITY;
+    // Row max of the raw sums (scale * qk_dq > 0), over the quad; exponentials once, in place;
+    // the row sums.
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m0 = -INFINITY, m1 = -INFINITY;
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) {
+        m0 = fmaxf(m0, s[t][2 * h]);
+        m1 = fmaxf(m1, s[t][2 * h + 1]);
+      }
+      float m = fmaxf(m0, m1);
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      const float mss = m * ss;
+      float e0 = 0.0f, e1 = 0.0f;  // two chains of additions
+#pragma unroll
+      for (int t = 0; t < kNT; ++t) {
+        s[t][2 * h] = ex2_ftz(fmaf(s[t][2 * h], ss, -mss));
+        s[t][2 * h + 1] = ex2_ftz(fmaf(s[t][2 * h + 1], ss, -mss));
+        e0 += s[t][2 * h];
+        e1 += s[t][2 * h + 1];
+      }
+      float sum = e0 + e1;
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      inv[h] = sum > 0.0f ? 1.0f / (sum * p_scale) : 0.0f;
+    }
+    // p8 = q(e / (sum * p_scale)) as A fragments, two per register.
+    uint32_t pf[kKeys / 16][4];
+    auto quantize_p = [&](auto kind_c) {
+#pragma unroll
+      for (int kk = 0; kk < kKeys / 16; ++kk)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const float* st = s[2 * kk + j];
-          const __half2 lo = quantized_half2(ex2_ftz(fmaf(st[0], ss, -mss[0])) * inv[0],
-                                             ex2_ftz(fmaf(st[1], ss, -mss[0])) * inv[0], kind);
-          const __half2 hi = quantized_half2(ex2_ftz(fmaf(st[2], ss, -mss[1])) * inv[1],
-                                             ex2_ftz(fmaf(st[3], ss, -mss[1])) * inv[1], kind);
-          pf[2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
-          pf[2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+          const __half2 lo = quantized_half2(st[0] * inv[0], st[1] * inv[0], kind_c.value);
+          const __half2 hi = quantized_half2(st[2] * inv[1], st[3] * inv[1], kind_c.value);
+          pf[kk][2 * j] = *reinterpret_cast<const uint32_t*>(&lo);
+          pf[kk][2 * j + 1] = *reinterpret_cast<const uint32_t*>(&hi);
         }
-        pv_step<__half, DP>(o, pf, vs, k0 + kk * 16, lane);
+    };
+    if (kind == kQE4M3)
+      quantize_p(std::integral_constant<int, kQE4M3>{});
+    else if (kind == kQE5M2)
+      quantize_p(std::integral_constant<int, kQE5M2>{});
+    else
+      quantize_p(std::integral_constant<int, kQInt8>{});
+    float o[kOT][4];
+#pragma unroll
+    for (int t = 0; t < kOT; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk)
+#pragma unroll
+      for (int dp = 0; dp < DP / 16; ++dp) {
+        uint32_t bf[4];
+        ldsm_x4_trans(bf, v_at + kk * 16 * kRow + dp * 32);
+        mma16816<__half>(o[2 * dp], pf[kk], bf[0], bf[1]);
+        mma16816<__half>(o[2 * dp + 1], pf[kk], bf[2], bf[3]);
       }
-    }
-    fp8_store<DP>(aq, b, r0, o, lane);
+    fp8_store_strip<DP>(aq, b, r0, o, lane);
   }
 }
 
@@ -873,11 +1210,21 @@ cudaError_t launch_attention_fp8(const AttentionQDesc& aq, cudaStream_t stream) 
   // The resident kernel: the fewest warps (at most 7) that take the strips in as few rounds.
   const int64_t strips = (a.sq + kRowsPerWarp - 1) / kRowsPerWarp;
   if (aq.resident && a.scale * aq.qk_dq > 0.0f) {
+    static_assert(kRes3Warps == kRes2Warps, "one block shape for both resident kernels");
     const int64_t rounds = (strips + kRes2Warps - 1) / kRes2Warps;
     const int warps =
         static_cast<int>(std::min<int64_t>(kRes2Warps, (strips + rounds - 1) / rounds));
-    const size_t bytes = resident2_bytes<DP>(skp, warps);
+    size_t bytes = resident2_bytes<DP>(skp, warps);
     auto* kernel = attention_fp8_res2_kernel<Tin, DP, 32>;
+    if constexpr (DP <= 64) {
+      if (aq.one_pass && skp <= 208) {
+        const int cap = skp <= 64 ? 64 : (skp <= 128 ? 128 : 208);
+        kernel = cap == 64    ? attention_fp8_res3_kernel<Tin, DP, 64>
+                 : cap == 128 ? attention_fp8_res3_kernel<Tin, DP, 128>
+                              : attention_fp8_res3_kernel<Tin, DP, 208>;
+        bytes = resident2_bytes<DP>(cap, warps);
+      }
+    }
     if (bytes <= static_cast<size_t>(optin)) {
       e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(bytes));

@@ -239,6 +239,9 @@ struct AttentionQDesc {
   float qk_dq = 1, pv_dq = 1;
   // K and V quantized once per batch entry into shared memory when they fit (else streamed).
   bool resident = true;
+  // Resident, up to 208 keys and head size 64: each score computed once (kept in registers)
+  // instead of once per pass.
+  bool one_pass = true;
   // Q and K as the graph has them before their quantizers: x * pre (op 1), x / pre (op 2) or
   // x (op 0), rounded to the input dtype.
   float q_pre = 1, k_pre = 1;

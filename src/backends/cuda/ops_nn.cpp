@@ -923,6 +923,65 @@ class ReduceOp : public GpuOp {
   k::Reduce kind_;
 };
 
+// com.trtutils.cuda::PatchEmbed (graph_fusion.cpp: Conv with kernel = stride -> Reshape
+// [N, K, P] -> Transpose(0, 2, 1)): Y [N, P, K] = patches(X) W^T + B with P = (H / kh) (W / kw)
+// patches in row-major order: an im2col copy whose rows are already in Y's order, then one
+// cuBLASLt product over all N * P rows (TF32 where allowed) with the bias in its epilogue.
+class PatchEmbedOp : public GpuOp {
+ public:
+  std::string kernel() const override {
+    return "im2col + cuBLASLt + bias (patch embedding: Conv, Reshape, Transpose)";
+  }
+  void run(RunContext& ctx, const std::vector<Value*>& in,
+           const std::vector<Value*>& out) override {
+    const ir::Node& node = *ctx.node;
+    Value& x = *in.at(0);
+    Value& w = *in.at(1);
+    Value* b = in.size() > 2 ? in[2] : nullptr;
+    const DataType dt = x.dtype;
+    require_float(node, dt, "input X");
+    TRT_CHECK_ARG(w.dtype == dt && (!b || b->dtype == dt),
+                  "{}: X, W and B must have the same dtype (got {}, {}, {})", node.describe(),
+                  dtype_name(dt), dtype_name(w.dtype),
+                  b ? dtype_name(b->dtype) : std::string_view("none"));
+    TRT_CHECK_ARG(x.shape.size() == 4 && w.shape.size() == 4 && w.shape[1] == x.shape[1] &&
+                      x.shape[2] >= w.shape[2] && x.shape[3] >= w.shape[3] && w.shape[2] > 0 &&
+                      w.shape[3] > 0,
+                  "{}: X {} and W {} are not a patch embedding's", node.describe(),
+                  shape_str(x.shape), shape_str(w.shape));
+    const int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+    const int64_t kk = w.shape[0], kh = w.shape[2], kw = w.shape[3];
+    const int64_t oh = h / kh, ow = wd / kw;  // stride = kernel, no padding
+    const int64_t rows = n * oh * ow, ckk = c * kh * kw;
+    if (b)
+      TRT_CHECK_ARG(b->numel() == kk, "{}: bias B has {} values for {} channels", node.describe(),
+                    b->numel(), kk);
+    void* py = ctx.make(*out.at(0), dt, Shape{n, oh * ow, kk});
+    if (rows * kk == 0) return;
+    const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
+    require_indexable(node, rows * ckk);
+    const auto col = ctx.scratch(static_cast<size_t>(rows * ckk) * esz);
+    // col[n][i][j][c][u][v] = x[n][c][i * kh + u][j * kw + v]
+    copy_strided(ctx, esz, ctx.dev(x), col.get(),
+                 {{n, c * h * wd}, {oh, kh * wd}, {ow, kw}, {c, h * wd}, {kh, wd}, {kw, 1}}, 0);
+    MatmulProblem p;
+    p.a_t = p.b_t = p.d_t = dt;
+    p.m = rows;
+    p.n = kk;
+    p.k = ckk;
+    p.trans_b = true;  // W [K, C kh kw]
+    p.epilogue = b ? MatmulProblem::Epilogue::kBias : MatmulProblem::Epilogue::kNone;
+    TRT_CHECK(lt_.run(ctx, p, col.get(), ctx.dev(w), py, 1.0f, 0.0f, b ? ctx.dev(*b) : nullptr),
+              ErrorCode::kNotSupported,
+              "{}: cuBLASLt has no algorithm for the {} patch product {}x{}x{}; "
+              "TRTUTILS_CUDA_PATCH_EMBED=0 runs the layers one by one",
+              node.describe(), dtype_name(dt), rows, kk, ckk);
+  }
+
+ private:
+  LtMatmul lt_;
+};
+
 }  // namespace
 
 void register_nn_ops(OpTable& t) {
@@ -934,6 +993,9 @@ void register_nn_ops(OpTable& t) {
   };
   t[std::string(kGpuDomain) + "::ConvQuantize"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
     return std::make_unique<ConvQuantizeOp>(b);
+  };
+  t[std::string(kGpuDomain) + "::PatchEmbed"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<PatchEmbedOp>();
   };
   t["MaxPool"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
     TRT_CHECK(b.node.outputs.size() < 2 || b.node.outputs[1].empty(), ErrorCode::kNotSupported,

@@ -8,6 +8,8 @@
 // and the values that must stop it. CudaAttention.* run both on the GPU against the CPU session
 // at sizes around the kernel's 64-row / 64-key / 16-column tiles, float16 and bfloat16 (fused
 // kernel), float32 and a head size over 128 (the unfused fallback).
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -357,12 +359,21 @@ TEST(GpuAttentionFusion, Float8QdqAttentionBecomesOneNode) {
 // Cases: keys resident in shared memory with one block per batch entry (s70) or query strips
 // split over two blocks (s197: 13 strips, 6 batch entries), element-by-element loads (d30), and
 // keys streamed in 64-key blocks (s400 d128: K and V do not fit in shared memory); the queries
-// divided by 3 before their quantizer in the s197 and s400 cases.
+// divided by 3 before their quantizer in the s197 and s400 cases. The resident cases run both
+// resident kernels: scores kept in registers (one pass; up to 208 keys, head size 64) and
+// recomputed (two passes, TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS=0).
 TEST(CudaAttention, Float8MatchesTheQdqGraph) {
   TRT_REQUIRE_CUDA();
+  struct Case {
+    int64_t s, d;
+    bool one_pass;
+  };
+  const std::vector<Case> cases = {{70, 32, true},  {197, 64, true},  {33, 30, true},
+                                   {70, 32, false}, {197, 64, false}, {33, 30, false},
+                                   {400, 128, true}};
   for (DataType f8 : {DataType::kFloat8E4M3FN, DataType::kFloat8E5M2, DataType::kInt8}) {
-    for (const auto& [s, d] :
-         std::vector<std::pair<int64_t, int64_t>>{{70, 32}, {197, 64}, {33, 30}, {400, 128}}) {
+    for (const auto& [s, d, one_pass] : cases) {
+      ::setenv("TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS", one_pass ? "1" : "0", 1);
       const ir::Model m = fp8_attention(2, 3, s, d, f8, s >= 197 ? 3.0f : 0.0f);
       std::map<std::string, Tensor> feeds;
       uint32_t seed = 40;
@@ -371,9 +382,10 @@ TEST(CudaAttention, Float8MatchesTheQdqGraph) {
       Session cpu(m);
       const Tensor want = cpu.run(feeds).begin()->second;
       cuda::Executor gpu(m, {});
+      ::unsetenv("TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS");
       const Tensor got = gpu.run(feeds).begin()->second;
-      const std::string what =
-          std::string(dtype_name(f8)) + " s" + std::to_string(s) + " d" + std::to_string(d);
+      const std::string what = std::string(dtype_name(f8)) + " s" + std::to_string(s) + " d" +
+                               std::to_string(d) + (one_pass ? "" : " two passes");
       ASSERT_EQ(got.shape(), want.shape()) << what;
       int64_t off = 0;
       double worst = 0;
@@ -391,6 +403,119 @@ TEST(CudaAttention, Float8MatchesTheQdqGraph) {
       EXPECT_NE(kernels[0].find(f8 == DataType::kInt8 ? "int8 attention" : "float8 attention"),
                 std::string::npos)
           << kernels[0];
+    }
+  }
+}
+
+// Operands quantized by their producer, as the engine's QKV product writes them (float8 / int8
+// bytes, scales 1, Q, K and V of a row interleaved: [batch, s, 3, d]): the resident kernels stage
+// them with 16-byte loads. Checked against a reference computed here from the bytes (scores in
+// double, softmax, probabilities quantized by the same rounding, then p8 . v8); both resident
+// kernels, 197 tokens (the one-pass kernel's 208-key capacity) and 120 (its 128).
+TEST(CudaAttention, PrequantizedOperandsMatchAReference) {
+  TRT_REQUIRE_CUDA();
+  const int64_t bn = 4, d = 64;
+  for (const DataType t : {DataType::kFloat8E4M3FN, DataType::kInt8}) {
+    for (const int64_t s : {int64_t{197}, int64_t{120}}) {
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+      std::vector<uint8_t> qkv(static_cast<size_t>(bn * s * 3 * d));
+      std::vector<float> val(qkv.size());
+      for (size_t i = 0; i < qkv.size(); ++i) {
+        if (t == DataType::kInt8) {
+          const int v = static_cast<int>(std::lround(u(rng) * 30.0f));
+          qkv[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+          val[i] = static_cast<float>(v);
+        } else {
+          qkv[i] = float_to_e4m3fn(u(rng)).bits;
+          val[i] = e4m3fn_to_float(float8_e4m3fn{qkv[i]});
+        }
+      }
+      const float top = t == DataType::kInt8 ? 127.0f : 448.0f;
+      const float scale = 0.125f, qk_dq = t == DataType::kInt8 ? 1e-3f : 0.5f;
+      const float p_scale = 1.0f / top, pv_dq = 0.01f;
+      // The reference.
+      std::vector<float> want(static_cast<size_t>(bn * s * d));
+      auto at = [&](int64_t b, int64_t r, int which, int64_t c) {
+        return val[static_cast<size_t>(((b * s + r) * 3 + which) * d + c)];
+      };
+      auto quantize_p = [&](float x) {
+        if (t == DataType::kInt8) return std::nearbyint(std::min(std::max(x, -128.0f), 127.0f));
+        return e4m3fn_to_float(float_to_e4m3fn(x));
+      };
+      for (int64_t b = 0; b < bn; ++b)
+        for (int64_t i = 0; i < s; ++i) {
+          std::vector<double> sc(static_cast<size_t>(s));
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < s; ++j) {
+            double acc = 0;
+            for (int64_t c = 0; c < d; ++c) acc += double(at(b, i, 0, c)) * at(b, j, 1, c);
+            sc[j] = double(scale) * qk_dq * acc;
+            mx = std::max(mx, sc[j]);
+          }
+          for (int64_t j = 0; j < s; ++j) sum += std::exp(sc[j] - mx);
+          for (int64_t c = 0; c < d; ++c) {
+            double o = 0;
+            for (int64_t j = 0; j < s; ++j)
+              o += double(quantize_p(static_cast<float>(std::exp(sc[j] - mx) / sum / p_scale))) *
+                   at(b, j, 2, c);
+            want[static_cast<size_t>((b * s + i) * d + c)] = static_cast<float>(pv_dq * o);
+          }
+        }
+      for (const bool one_pass : {true, false}) {
+        void* dqkv = nullptr;
+        void* dout = nullptr;
+        ASSERT_EQ(cudaMalloc(&dqkv, qkv.size()), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dout, want.size() * sizeof(float)), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dqkv, qkv.data(), qkv.size(), cudaMemcpyHostToDevice), cudaSuccess);
+        cuda::k::AttentionQDesc aq;
+        aq.e4m3 = t != DataType::kInt8;
+        aq.int8 = t == DataType::kInt8;
+        aq.p_scale = p_scale;
+        aq.qk_dq = qk_dq;
+        aq.pv_dq = pv_dq;
+        aq.one_pass = one_pass;
+        cuda::k::AttentionDesc& a = aq.a;
+        a.batch = bn;
+        a.sq = a.sk = s;
+        a.d = a.dv = d;
+        a.scale = scale;
+        const auto* base = static_cast<const uint8_t*>(dqkv);
+        a.q = base;
+        a.k = base + d;
+        a.v = base + 2 * d;
+        a.o = dout;
+        for (int64_t* st : {a.q_st, a.k_st, a.v_st}) {
+          st[0] = s * 3 * d;
+          st[1] = 3 * d;
+          st[2] = 1;
+        }
+        a.o_st[0] = s * d;
+        a.o_st[1] = d;
+        a.o_st[2] = 1;
+        ASSERT_EQ(cuda::k::attention_fp8(t, aq, nullptr), cudaSuccess);
+        std::vector<float> got(want.size());
+        ASSERT_EQ(cudaMemcpy(got.data(), dout, got.size() * sizeof(float), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        cudaFree(dqkv);
+        cudaFree(dout);
+        const std::string what = std::string(dtype_name(t)) + " s" + std::to_string(s) +
+                                 (one_pass ? " one pass" : " two passes");
+        int64_t off = 0;
+        double worst = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          const double e = std::fabs(double(got[i]) - want[i]);
+          worst = std::max(worst, e);
+          off += e > 1e-4 + 1e-4 * std::fabs(want[i]);
+        }
+        // A probability whose quantization lies within float rounding of a boundary may round
+        // the other way: one step of p (int8 1, E4M3 at most 32) times |v| (int8 <= 60, E4M3
+        // <= 2), times pv_dq.
+        EXPECT_LE(off, static_cast<int64_t>(want.size()) / 1000) << what << ", worst " << worst;
+        EXPECT_LE(worst, 1.01 * pv_dq * (t == DataType::kInt8 ? 60.0 : 64.0)) << what;
+        std::cout << "[ kernel   ] " << what << ": " << off << " elements off, worst " << worst
+                  << std::endl;
+      }
     }
   }
 }

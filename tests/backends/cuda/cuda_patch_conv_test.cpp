@@ -1,11 +1,15 @@
 // Patch-embedding convolutions (kernel = stride, no padding): the CUDA executor runs them as one
 // im2col copy and one cuBLASLt GEMM per batch (ops_nn.cpp, patch_conv). Checked against the CPU
 // session in float32 (TF32 off), float16 and bfloat16, with a bias, a fused ReLU, input sizes
-// that leave a remainder, 1-D and 2-D; a stride-2 3x3 convolution stays on cuDNN.
+// that leave a remainder, 1-D and 2-D; a stride-2 3x3 convolution stays on cuDNN. A vision
+// transformer's patch embedding (the convolution, then Reshape [N, K, P] and Transpose(0, 2, 1))
+// becomes one com.trtutils.cuda::PatchEmbed node.
 #include <iostream>
 
+#include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cuda_test_util.h"
 #include "engine/session.h"
+#include "passes/passes.h"
 
 namespace trtutils {
 namespace {
@@ -59,6 +63,75 @@ TEST(CudaPatchConv, MatchesCpu) {
   };
   for (DataType dt : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
     for (const auto& c : cases) run_patch_case(c, dt);
+}
+
+// x [n, c, h, w] -> Conv (kernel = stride) -> Reshape [0, K, -1] (or `shape`) -> Transpose
+// (`perm`) -> Add 1 (a reader after the chain, as the class token's Concat in ViT).
+ir::Model patch_embed(DataType dt, const Shape& x, const Shape& w, std::vector<int64_t> shape,
+                      std::vector<int64_t> perm = {0, 2, 1}) {
+  ir::GraphBuilder b("patch_embed");
+  const std::string xi = b.input("x", dt, ir::sym_shape_from_static(x));
+  const std::string wi = b.initializer("w", random_tensor(dt, w, 2, -0.5f, 0.5f));
+  const std::string bi = b.initializer("b", random_tensor(dt, {w[0]}, 3));
+  const std::vector<int64_t> k{w[2], w[3]};
+  const std::string y = b.node("Conv", {xi, wi, bi},
+                               {ir::attr_ints("kernel_shape", k), ir::attr_ints("strides", k)})[0];
+  const std::string s = b.initializer(
+      "shape",
+      Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(shape.size())}, shape));
+  const std::string r = b.node("Reshape", {y, s})[0];
+  const std::string t = b.node("Transpose", {r}, {ir::attr_ints("perm", perm)})[0];
+  b.output(b.node("Add", {t, b.initializer("one", scalar_tensor(dt, 1.0f))})[0]);
+  ir::Model m = b.build(17);
+  passes::infer_shapes(m.graph, 17);
+  return m;
+}
+
+TEST(GpuFusion, PatchEmbeddingBecomesOneNode) {
+  ir::Model m = patch_embed(DataType::kFloat32, {2, 3, 64, 48}, {24, 3, 16, 16}, {0, 24, -1});
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 17), 1u);
+  ASSERT_EQ(m.graph.nodes.size(), 2u);
+  EXPECT_EQ(m.graph.nodes[0].op_type, "PatchEmbed");
+  EXPECT_EQ(m.graph.nodes[0].inputs, (std::vector<std::string>{"x", "w", "b"}));
+  // Not a patch embedding: another Transpose, a Reshape that splits the channels.
+  ir::Model other =
+      patch_embed(DataType::kFloat32, {2, 3, 64, 48}, {24, 3, 16, 16}, {0, 24, -1}, {2, 0, 1});
+  EXPECT_EQ(cuda::fuse_for_gpu(other.graph, 17), 0u);
+  ir::Model split = patch_embed(DataType::kFloat32, {2, 3, 64, 48}, {24, 3, 16, 16}, {0, 12, -1});
+  EXPECT_EQ(cuda::fuse_for_gpu(split.graph, 17), 0u);
+  ::setenv("TRTUTILS_CUDA_PATCH_EMBED", "0", 1);
+  ir::Model off = patch_embed(DataType::kFloat32, {2, 3, 64, 48}, {24, 3, 16, 16}, {0, 24, -1});
+  EXPECT_EQ(cuda::fuse_for_gpu(off.graph, 17), 0u);
+  ::unsetenv("TRTUTILS_CUDA_PATCH_EMBED");
+}
+
+// Against the CPU session running the unfused chain: ViT-B/16's geometry at a small width, an
+// image size that leaves a remainder, float32 (TF32 off) and float16.
+TEST(CudaPatchConv, PatchEmbeddingMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  struct Case {
+    const char* what;
+    Shape x, w;
+  };
+  const std::vector<Case> cases = {{"16x16/16 224", {3, 3, 224, 224}, {40, 3, 16, 16}},
+                                   {"4x4/4 remainder", {2, 5, 18, 21}, {8, 5, 4, 4}}};
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
+    for (const auto& c : cases) {
+      const ir::Model m = patch_embed(dt, c.x, c.w, {0, c.w[0], -1});
+      const std::map<std::string, Tensor> feeds{{"x", random_tensor(dt, c.x, 1)}};
+      Session cpu(m);
+      const auto want = cpu.run(feeds);
+      cuda::Executor gpu(m, {});
+      const auto got = gpu.run(feeds);
+      const std::string what = std::string(c.what) + " " + std::string(dtype_name(dt));
+      const Tolerance tol = dt == DataType::kFloat32 ? Tolerance{2e-4, 2e-4} : kFp16;
+      for (const auto& [n, t] : want) expect_close(got.at(n), t, tol, what);
+      const auto kernels = gpu.node_kernels();
+      ASSERT_FALSE(kernels.empty()) << what;
+      std::cout << "[ kernel   ] " << what << ": " << kernels[0] << std::endl;
+      EXPECT_NE(kernels[0].find("patch embedding"), std::string::npos)
+          << what << ": " << kernels[0];
+    }
 }
 
 }  // namespace
