@@ -97,6 +97,17 @@ Tensor pack_krsc(const Tensor& w) {
   return r;
 }
 
+// The one float dtype of a convolution's X, W and B (B optional).
+DataType conv_operand_dtype(const ir::Node& node, const Value& x, const Value& w, const Value* b) {
+  const DataType dt = x.dtype;
+  require_float(node, dt, "input X");
+  TRT_CHECK_ARG(w.dtype == dt && (!b || b->dtype == dt),
+                "{}: X, W and B must have the same dtype (got {}, {}, {})", node.describe(),
+                dtype_name(dt), dtype_name(w.dtype),
+                b ? dtype_name(b->dtype) : std::string_view("none"));
+  return dt;
+}
+
 class ConvOp : public GpuOp {
  public:
   explicit ConvOp(PostOps post) : post_(post) {}
@@ -147,12 +158,7 @@ class ConvOp : public GpuOp {
     Value& w = *in.at(1);
     Value* b = in.size() > 2 ? in[2] : nullptr;
     Value* r = in.size() > 3 ? in[3] : nullptr;
-    const DataType dt = x.dtype;
-    require_float(node, dt, "input X");
-    TRT_CHECK_ARG(w.dtype == dt && (!b || b->dtype == dt),
-                  "{}: X, W and B must have the same dtype (got {}, {}, {})", node.describe(),
-                  dtype_name(dt), dtype_name(w.dtype),
-                  b ? dtype_name(b->dtype) : std::string_view("none"));
+    const DataType dt = conv_operand_dtype(node, x, w, b);
     const ConvGeometry g = conv_geometry(node, x.shape, w.shape);
     if (b)
       TRT_CHECK_ARG(b->numel() == g.out_channels && b->shape.size() == 1,
@@ -938,12 +944,7 @@ class PatchEmbedOp : public GpuOp {
     Value& x = *in.at(0);
     Value& w = *in.at(1);
     Value* b = in.size() > 2 ? in[2] : nullptr;
-    const DataType dt = x.dtype;
-    require_float(node, dt, "input X");
-    TRT_CHECK_ARG(w.dtype == dt && (!b || b->dtype == dt),
-                  "{}: X, W and B must have the same dtype (got {}, {}, {})", node.describe(),
-                  dtype_name(dt), dtype_name(w.dtype),
-                  b ? dtype_name(b->dtype) : std::string_view("none"));
+    const DataType dt = conv_operand_dtype(node, x, w, b);
     TRT_CHECK_ARG(x.shape.size() == 4 && w.shape.size() == 4 && w.shape[1] == x.shape[1] &&
                       x.shape[2] >= w.shape[2] && x.shape[3] >= w.shape[3] && w.shape[2] > 0 &&
                       w.shape[3] > 0,
