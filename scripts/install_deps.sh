@@ -36,3 +36,7 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 echo "dependencies: all ${#pkgs[@]} Debian packages present"
+# Real photos for calibration and the quantization tests (python3-skimage and opencv-doc,
+# downloaded and unpacked into a cache, not installed); offline, the tests fall back to the four
+# bundled photos.
+bash "$(dirname "$0")/fetch_photos.sh" || true

@@ -3,10 +3,13 @@
 
 Usage: /usr/bin/python3 quantize_calib_photos.py OUT.npy [--count N] [--size S] [--seed K]
 
-Photos: the colour photographs shipped with scikit-image (astronaut, chelsea, coffee, rocket,
-motorcycle, hubble, ...) plus tests/data/images/photo_*. N random crops (scale 0.35..1 of the
-shorter side, random horizontal flip) resized to S x S (bilinear, PIL), ImageNet mean/std
-normalised, NCHW float32. Deterministic for a given seed.
+Photos: the 68 photographs that scripts/fetch_photos.sh unpacks from Debian's python3-skimage
+and opencv-doc into $TRTUTILS_PHOTO_CACHE (default ~/.cache/trtutils/photos); without them, the
+ones of an installed scikit-image plus tests/data/images/photo_* (four). N random crops (scale
+0.35..1 of the shorter side, random horizontal flip) resized to S x S (bilinear, PIL), ImageNet
+mean/std normalised, NCHW float32; crop i comes from photo order[i % photos], order a
+permutation drawn from the seed, so that a few crops (an evaluation set) come from different
+photos for different seeds. Deterministic for a given seed and photo set.
 """
 import argparse
 import glob
@@ -23,6 +26,12 @@ SKIMAGE_PHOTOS = ["astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "m
 
 
 def photo_paths():
+    cache = os.environ.get("TRTUTILS_PHOTO_CACHE",
+                           os.path.join(os.path.expanduser("~"), ".cache", "trtutils", "photos"))
+    if os.path.exists(os.path.join(cache, ".complete")):
+        cached = sorted(glob.glob(os.path.join(cache, "*", "*")))
+        if len(cached) >= 4:
+            return cached
     paths = []
     try:
         import skimage
@@ -45,12 +54,16 @@ def main():
     if len(paths) < 4:
         sys.exit("quantize_calib_photos.py: fewer than 4 photos found")
     rng = np.random.default_rng(a.seed)
-    imgs = [Image.open(p).convert("RGB") for p in paths]
+    order = rng.permutation(len(paths))
+    imgs = {}  # opened on first use
     mean = np.array([0.485, 0.456, 0.406], np.float32)[:, None, None]
     std = np.array([0.229, 0.224, 0.225], np.float32)[:, None, None]
     out = np.empty((a.count, 3, a.size, a.size), np.float32)
     for i in range(a.count):
-        im = imgs[i % len(imgs)]
+        k = int(order[i % len(paths)])
+        if k not in imgs:
+            imgs[k] = Image.open(paths[k]).convert("RGB")
+        im = imgs[k]
         w, h = im.size
         side = int(min(w, h) * rng.uniform(0.35, 1.0))
         x0 = int(rng.integers(0, w - side + 1))
@@ -63,7 +76,7 @@ def main():
     tmp = a.out + ".tmp.npy"
     np.save(tmp, out)
     os.replace(tmp, a.out)
-    print(f"quantize_calib_photos.py: {a.count} crops of {len(paths)} photos -> {a.out}")
+    print(f"quantize_calib_photos.py: {a.count} crops of {len(imgs)} of {len(paths)} photos -> {a.out}")
 
 
 if __name__ == "__main__":
