@@ -193,17 +193,20 @@ void require_indexable(const ir::Node& node, int64_t numel) {
             "{}: {} elements exceed the CUDA kernels' 2^31 limit", node.describe(), numel);
 }
 
+bool env_switch_now(const char* name, bool def) {
+  const char* e = std::getenv(name);
+  if (!e) return def;
+  const std::string s = e;
+  return !(s == "0" || s == "off" || s == "false");
+}
+
 bool env_switch(const char* name, bool def) {
   static std::mutex mu;
   static std::map<std::string, bool> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  bool v = def;
-  if (const char* e = std::getenv(name)) {
-    const std::string s = e;
-    v = !(s == "0" || s == "off" || s == "false");
-  }
+  const bool v = env_switch_now(name, def);
   cache.emplace(name, v);
   return v;
 }

@@ -56,10 +56,7 @@ bool default_domain(const ir::Node& n) {
 // An A/B switch read at every call (the tests set and unset them): on unless the variable is 0,
 // off or false.
 bool switch_on(const char* name) {
-  const char* e = std::getenv(name);
-  if (!e) return true;
-  const std::string v = e;
-  return !(v == "0" || v == "off" || v == "false");
+  return env_switch_now(name, true);
 }
 
 class Fuser {

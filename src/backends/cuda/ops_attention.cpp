@@ -9,9 +9,6 @@
 // fused tensor-core kernel (attention_kernels.cu); anything else (float32, head sizes over
 // kAttentionMaxHead, partial batch broadcasts) runs the unfused sequence: the operands copied
 // dense, cuBLASLt for both products, the softmax kernel in between.
-#include <cstdlib>
-#include <string>
-
 #include "backends/cuda/cuda_ops.h"
 #include "ops/op_registry.h"
 #include "ops/tensor_shapes.h"
@@ -367,11 +364,8 @@ class AttentionQOp : public GpuOp {
     d_.qk_dq = node.attr_float("qk_dq", 1.0f);
     d_.pv_dq = node.attr_float("pv_dq", 1.0f);
     d_.resident = env_switch("TRTUTILS_CUDA_ATTENTION_FP8_RESIDENT", true);
-    // Read per engine (not cached like env_switch): the tests run both resident kernels.
-    if (const char* v = std::getenv("TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS")) {
-      const std::string sv = v;
-      d_.one_pass = !(sv == "0" || sv == "off" || sv == "false");
-    }
+    // Read per engine (the tests run both resident kernels).
+    d_.one_pass = env_switch_now("TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS", true);
     d_.q_pre = node.attr_float("q_pre", 1.0f);
     d_.q_pre_op = static_cast<int>(node.attr_int("q_pre_op", 0));
     d_.k_pre = node.attr_float("k_pre", 1.0f);
