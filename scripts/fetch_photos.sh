@@ -56,5 +56,7 @@ done
 for p in "${opencv_photos[@]}"; do
   if [ -f "$cv/$p" ]; then cp "$cv/$p" "$dest/opencv/${p//\//_}"; else missing=$((missing + 1)); fi
 done
-touch "$dest/.complete"
-echo "photos: $(find "$dest" -type f ! -name .complete | wc -l) in $dest ($missing of the list not found)"
+got=$(find "$dest" -type f ! -name .complete | wc -l)
+# Marked complete (not fetched again) only with enough photos to draw from.
+[ "$got" -ge 4 ] && touch "$dest/.complete"
+echo "photos: $got in $dest ($missing of the list not found)"

@@ -981,11 +981,6 @@ class Fuser {
     return place(std::move(f), chain);
   }
 
-  // DequantizeLinear per tensor (constant scale and zero point, float32 output) read only by a
-  // GlobalAveragePool / GlobalMaxPool  => com.trtutils.cuda::DequantizeGlobalPool (X, x_scale,
-  // [x_zero_point]; is_max): the pool reads the quantized bytes and dequantizes them as it sums,
-  // instead of a pass that writes the float tensor for the pool to read back (the quantized
-  // squeeze-excite inputs of EfficientNet).
   // Conv with kernel = stride (2-D, no padding, dilation 1, one group, constant W: a vision
   // transformer's patch embedding) -> Reshape to [N, K, P] -> Transpose(0, 2, 1), each the only
   // reader of the one before  => com.trtutils.cuda::PatchEmbed (X, W[, B]): Y [N, P, K] =
@@ -1046,6 +1041,11 @@ class Fuser {
     return place(std::move(f), {i, ri, ti});
   }
 
+  // DequantizeLinear per tensor (constant scale and zero point, float32 output) read only by a
+  // GlobalAveragePool / GlobalMaxPool  => com.trtutils.cuda::DequantizeGlobalPool (X, x_scale,
+  // [x_zero_point]; is_max): the pool reads the quantized bytes and dequantizes them as it sums,
+  // instead of a pass that writes the float tensor for the pool to read back (the quantized
+  // squeeze-excite inputs of EfficientNet).
   size_t fuse_dequantize_pool(size_t i) {
     const ir::Node& pool = g_.nodes[i];
     if (pool.inputs.size() != 1 || pool.outputs.size() != 1 || pool.inputs[0].empty()) return 0;
