@@ -460,6 +460,17 @@ class LtMatmul {
 // bias [N]; attribute gelu 0/1: the exact erf GELU after the bias), com.trtutils.cuda::Gelu and
 // com.trtutils.cuda::Attention (ops_attention.cpp).
 inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
+// The executor's layer-norm fusion into a com.trtutils::QGemm with a float output
+// (graph_fusion.cpp): the LayerNormalization's and its quantizer's inputs after the QGemm's own
+// (ops/qlinear_ops.h), attributes ln_epsilon and ln_swap01, and a second output: the quantized
+// normalised rows.
+enum QGemmLnInput : size_t {
+  kLnScale = 12,
+  kLnBias = 13,
+  kLnYScale = 14,
+  kLnYZeroPoint = 15,
+  kLnNumInputs = 16,
+};
 // Rewrites the executor's copy of the graph: MatMul + bias Add (+ the exporters' erf GELU chain)
 // into MatMulBias, lone GELU chains into Gelu, MatMul -> (scalar Mul / Div) -> Softmax -> MatMul
 // into Attention, absorbing the Transposes and scalar scalings around it (graph_fusion.cpp).

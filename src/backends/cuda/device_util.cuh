@@ -64,6 +64,13 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(b);
 }
 
+// The sum of v over the 32 lanes of a warp, in every lane.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 #define TRT_GRID_STRIDE(i, n)                                                            \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)

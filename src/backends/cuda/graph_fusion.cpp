@@ -27,6 +27,8 @@
 //                                                          => com.trtutils.cuda::BinaryQuantize
 //   LayerNormalization [-> Transpose(1, 0, 2)] -> QuantizeLinear (per tensor)
 //                                                          => com.trtutils.cuda::LayerNormQuantize
+//     or, when a float-output QGemm computes its input, => that QGemm's second output
+//     (QGemmLnInput in cuda_ops.h: the layer norm in the product's epilogue pass)
 // The MatMul's bias rides in cuBLASLt's epilogue and the GELU runs as one exact (erf) pass, where
 // the exporters' graphs run seven memory passes. Intermediate values must have one reader (the
 // GELU input two: Div and Mul) and must not be graph outputs.
@@ -969,6 +971,21 @@ class Fuser {
     const size_t qi = per_tensor_quantizer_of(y);
     if (qi == SIZE_MAX) return 0;
     chain.push_back(qi);
+    if (const size_t p = qgemm_before_layer_norm(ln, qi); p != SIZE_MAX) {
+      ir::Node& g = g_.nodes[p];
+      g.inputs.resize(kLnNumInputs);
+      g.inputs[kLnScale] = ln.inputs[1];
+      g.inputs[kLnBias] = ln.has_input(2) ? ln.inputs[2] : "";
+      g.inputs[kLnYScale] = g_.nodes[qi].inputs[1];
+      g.inputs[kLnYZeroPoint] = g_.nodes[qi].inputs[2];
+      set_float(g, "ln_epsilon", ln.attr_float("epsilon", 1e-5f));
+      set_int(g, "ln_swap01", swap);
+      g.outputs.push_back(g_.nodes[qi].outputs[0]);
+      producer_[g_.nodes[qi].outputs[0]] = p;
+      for (size_t c : chain) removed_[c] = true;
+      last_ = p;
+      return 1;
+    }
     ir::Node f;
     f.name = ln.name;
     f.op_type = "LayerNormQuantize";
@@ -979,6 +996,41 @@ class Fuser {
     set_float(f, "epsilon", ln.attr_float("epsilon", 1e-5f));
     set_int(f, "swap01", swap);
     return place(std::move(f), chain);
+  }
+
+  // The com.trtutils::QGemm that computes the LayerNormalization ln's input as float32 rows
+  // (the residual stream: no output quantizer, activation or split; its epilogue may transpose
+  // the rows and add the residual) when ln's Scale / B are float32 constants of its N values and
+  // quantizer qi's zero point is an int8 / uint8 / float8 constant, else SIZE_MAX. The layer norm
+  // and the quantizer then run in the product's epilogue (QGemmLnInput): the normalised rows
+  // come from the sums in registers instead of a second pass reading them back.
+  // TRTUTILS_CUDA_LN_EPILOGUE=0: never.
+  size_t qgemm_before_layer_norm(const ir::Node& ln, size_t qi) const {
+    if (!switch_on("TRTUTILS_CUDA_LN_EPILOGUE")) return SIZE_MAX;
+    auto it = producer_.find(ln.inputs[0]);
+    if (it == producer_.end() || removed_[it->second]) return SIZE_MAX;
+    const ir::Node& g = g_.nodes[it->second];
+    if (g.domain != "com.trtutils" || g.op_type != "QGemm" || g.outputs.size() != 1 ||
+        g.inputs.size() > ops::qlinear::kNumInputs)
+      return SIZE_MAX;
+    for (const char* a : {"activation", "gelu", "y_split", "part_scales"})
+      if (g.attributes.count(a)) return SIZE_MAX;
+    if (g.inputs.size() > ops::qlinear::kYScale && !g.inputs[ops::qlinear::kYScale].empty())
+      return SIZE_MAX;
+    const Tensor* w = g.inputs.size() > ops::qlinear::kW ? g_.initializer(g.inputs[3]) : nullptr;
+    if (!w || w->rank() != 2) return SIZE_MAX;
+    const int64_t n = g.attr_int("transB", 0) != 0 ? w->dim(0) : w->dim(1);
+    for (size_t k = 1; k < 3; ++k) {
+      if (k == 2 && !ln.has_input(2)) continue;
+      const Tensor* t = g_.initializer(ln.inputs[k]);
+      if (!t || t->dtype() != DataType::kFloat32 || t->numel() != n) return SIZE_MAX;
+    }
+    const Tensor* zp = g_.initializer(g_.nodes[qi].inputs[2]);
+    const DataType zt = zp ? zp->dtype() : DataType::kUndefined;
+    if (zt != DataType::kInt8 && zt != DataType::kUInt8 && zt != DataType::kFloat8E4M3FN &&
+        zt != DataType::kFloat8E5M2)
+      return SIZE_MAX;
+    return it->second;
   }
 
   // Conv with kernel = stride (2-D, no padding, dilation 1, one group, constant W: a vision

@@ -354,6 +354,19 @@ struct QEpilogue {
   int part_pre_op[kMaxParts] = {0, 0, 0, 0};
 };
 cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream);
+// A product whose float32 Y (a transformer's residual stream) feeds a LayerNormalization over
+// its cols and a per-tensor QuantizeLinear: Y as q_epilogue writes it (row-major, no activation,
+// no parts; grid0 allowed) and ln.y = the quantized normalised rows of Y, row r of Y at row
+// ln.q's grid row of r. cols % 8 == 0, cols <= 2,048, 16-byte aligned operands (ln.y 8), else
+// cudaErrorNotSupported (nothing launched: run q_epilogue and layer_norm_quantize).
+struct LnEpilogue {
+  const float* scale = nullptr;
+  const float* bias = nullptr;  // may be null
+  float eps = 1e-5f;
+  void* y = nullptr;
+  LnQuant q;
+};
+cudaError_t q_epilogue_layer_norm(const QEpilogue& e, const LnEpilogue& ln, cudaStream_t stream);
 // Depthwise int8 / uint8 convolution, channels-last X [n, h, w, c] and Y [n, oh, ow, c], W int8
 // packed [kh * kw, c], with e's epilogue (row-major, cols = c) fused; c % 4 == 0 and 4-byte
 // aligned pointers, else cudaErrorNotSupported (nothing launched).

@@ -190,6 +190,11 @@ class QOp : public GpuOp {
   explicit QOp(Kind kind) : kind_(kind) {}
 
   std::string kernel() const override {
+    if (!has_ln_) return product_kernel();
+    return product_kernel() + (ln_fused_ ? " + LayerNormalization + QuantizeLinear in its epilogue"
+                                         : " + LayerNormalization + QuantizeLinear kernel");
+  }
+  std::string product_kernel() const {
     if (!prepared_) return "not run yet";
     if (dw_used_) return "CUDA int8 depthwise NHWC (fused epilogue)";
     if (igemm_used_)
@@ -223,8 +228,8 @@ class QOp : public GpuOp {
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
     auto input = [&](size_t i) -> Value* { return i < in.size() ? in[i] : nullptr; };
-    TRT_CHECK_ARG(in.size() <= kNumInputs, "{}: at most {} inputs", node.describe(),
-                  static_cast<size_t>(kNumInputs));
+    TRT_CHECK_ARG(in.size() <= kLnNumInputs, "{}: at most {} inputs", node.describe(),
+                  static_cast<size_t>(kLnNumInputs));
     Value& x = *in.at(kX);
     Value& w = *in.at(kW);
     TRT_CHECK(is_quantized(x.dtype) && is_quantized(w.dtype), ErrorCode::kNotSupported,
@@ -281,6 +286,11 @@ class QOp : public GpuOp {
     require_indexable(node, shape_numel(ys));
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), y_t_, ys);
+    k::LnEpilogue ln_e;
+    const k::LnEpilogue* ln = nullptr;
+    if (input(kLnScale)) ln = &(ln_e = layer_norm_epilogue(ctx, in, out, ys));
+    has_ln_ = ln != nullptr;
+    ln_fused_ = false;
     if (shape_numel(ys) == 0) return;
 
     k::QEpilogue e = epilogue_;
@@ -314,19 +324,78 @@ class QOp : public GpuOp {
       }
     }
     if (!done && cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
-    if (!done && igemm_fits(x, g)) done = igemm_used_ = implicit_gemm(ctx, x, px, g, rows, e);
+    if (!done && igemm_fits(x, g)) done = igemm_used_ = implicit_gemm(ctx, x, px, g, rows, e, ln);
     if (!done && gemm_igemm_fits(x, e, rows))
-      done = igemm_used_ = implicit_gemm(ctx, x, px, gemm_as_conv(rows), rows, e);
+      done = igemm_used_ = implicit_gemm(ctx, x, px, gemm_as_conv(rows), rows, e, ln);
     if (!done && path_ != Path::kFloat && (kind_ != Kind::kConv || g.group == 1)) {
       done = run_lowp(ctx, x, px, g, rows, acc, e);
       if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
     }
     if (!done) run_float(ctx, x, px, w, g, ys, acc, e);
     if (!requant_used_ && !dw_used_ && !igemm_used_)
-      ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
+      ln_fused_ = epilogue_pass(ctx, e, ln);
+    else if (ln)
+      layer_norm_after(ctx, e, *ln);
   }
 
  private:
+  // The executor's layer-norm fusion (graph_fusion.cpp, QGemmLnInput): Y float32 [..., N], the
+  // layer norm's output allocated ([A, B, N] -> [B, A, N] with ln_swap01).
+  k::LnEpilogue layer_norm_epilogue(RunContext& ctx, const std::vector<Value*>& in,
+                                    const std::vector<Value*>& out, const Shape& ys) {
+    const ir::Node& node = *ctx.node;
+    auto input = [&](size_t i) -> Value* { return i < in.size() ? in[i] : nullptr; };
+    Value& scale = *input(kLnScale);
+    Value* bias = input(kLnBias);
+    Value* ysc = input(kLnYScale);
+    Value* zp = input(kLnYZeroPoint);
+    TRT_CHECK_ARG(out.size() > 1 && out[1] && ysc && zp && y_t_ == DataType::kFloat32,
+                  "{}: the fused layer norm needs a float32 Y, its quantizer and a second output",
+                  node.describe());
+    for (const Value* p : {&scale, bias})
+      TRT_CHECK_ARG(!p || (p->dtype == DataType::kFloat32 && p->numel() == n_),
+                    "{}: the fused layer norm's Scale / B must be float32 with {} values",
+                    node.describe(), n_);
+    const bool swap = node.attr_int("ln_swap01", 0) != 0;
+    TRT_CHECK_ARG(!swap || ys.size() == 3, "{}: ln_swap01 needs a rank-3 Y, got {}",
+                  node.describe(), shape_str(ys));
+    k::LnEpilogue ln;
+    ln.scale = static_cast<const float*>(ctx.dev(scale));
+    ln.bias = bias ? static_cast<const float*>(ctx.dev(*bias)) : nullptr;
+    ln.eps = node.attr_float("ln_epsilon", 1e-5f);
+    ln.q.y_t = zp->dtype;
+    ln.q.y_scale = static_cast<float>(ctx.host(*ysc).at_double(0));
+    ln.q.y_zp = static_cast<float>(ctx.host(*zp).at_double(0));
+    Shape lsh = ys;
+    if (swap) {
+      ln.q.grid0 = ys[0];
+      ln.q.grid1 = ys[1];
+      std::swap(lsh[0], lsh[1]);
+    }
+    ln.y = ctx.make(*out[1], ln.q.y_t, lsh);
+    return ln;
+  }
+  // The epilogue kernel over the products in e.acc, with the fused layer norm when ln is given
+  // and its kernel fits (true), else q_epilogue [+ layer_norm_after].
+  bool epilogue_pass(RunContext& ctx, const k::QEpilogue& e, const k::LnEpilogue* ln) {
+    if (ln) {
+      const cudaError_t st = k::q_epilogue_layer_norm(e, *ln, ctx.stream);
+      if (st != cudaErrorNotSupported) {
+        ctx.check(st, "quantized epilogue + layer norm");
+        return true;
+      }
+    }
+    ctx.check(k::q_epilogue(e, ctx.stream), "quantized epilogue");
+    if (ln) layer_norm_after(ctx, e, *ln);
+    return false;
+  }
+  // The layer norm as its own pass over Y (paths whose epilogue is not q_epilogue's).
+  static void layer_norm_after(RunContext& ctx, const k::QEpilogue& e, const k::LnEpilogue& ln) {
+    ctx.check(k::layer_norm_quantize(DataType::kFloat32, e.y, ln.scale, ln.bias, ln.y, e.rows,
+                                     e.cols, ln.eps, ln.q, ctx.stream),
+              "LayerNormalization + QuantizeLinear");
+  }
+
   // Reads the constants, picks the path and prepares W for it.
   void prepare(RunContext& ctx, const std::vector<Value*>& in, DataType x_t) {
     const ir::Node& node = *ctx.node;
@@ -663,7 +732,7 @@ class QOp : public GpuOp {
   // with this geometry, is now measured to be) faster than the cuBLASLt path; false: the caller
   // runs that path.
   bool implicit_gemm(RunContext& ctx, Value& x, const void* px, const ConvGeometry& g, int64_t rows,
-                     k::QEpilogue& e) {
+                     k::QEpilogue& e, const k::LnEpilogue* ln) {
     k::IgemmDesc d;
     set_2d_geometry(d, g);
     d.n = static_cast<int32_t>(g.batch);
@@ -673,6 +742,12 @@ class QOp : public GpuOp {
     ie.colsum = nullptr;
     const bool fp8 = path_ == Path::kFp8;
     auto launch = [&] { return k::qconv_igemm(px, w_packed_.get(), d, fp8, ie, ctx.stream); };
+    // Each side with the layer norm it needs (fused into the epilogue pass after cuBLASLt).
+    auto launch_ln = [&] {
+      const cudaError_t st = launch();
+      if (st == cudaSuccess && ln) layer_norm_after(ctx, ie, *ln);
+      return st;
+    };
     if (!igemm_decided_ || !(igemm_geometry_ == g)) {
       if (ctx.capturing) return false;
       igemm_decided_ = true;
@@ -690,13 +765,13 @@ class QOp : public GpuOp {
       const std::string what =
           ctx.timing && igemm_mode_ != AltMode::kForce
               ? fmt::format(
-                    "QConv implicit GEMM|{}|{}|{}|y {} r {} act {} bias {}", d.n,
+                    "QConv implicit GEMM|{}|{}|{}|y {} r {} act {} bias {}{}", d.n,
                     fmt::join(std::vector<int32_t>{d.h, d.w, d.c, d.oh, d.ow, d.k, d.kh, d.kw, d.sh,
                                                    d.sw, d.ph, d.pw, d.dh, d.dw},
                               ","),
                     fp8 ? "fp8" : "int8", dtype_name(ie.y_t),
                     ie.residual ? dtype_name(ie.residual_t) : "none", static_cast<int>(ie.act),
-                    ie.bias != nullptr)
+                    ie.bias != nullptr, ln ? " layer norm" : "")
               : std::string();
       const std::string cached = what.empty() ? "" : ctx.timing->find(what);
       if (igemm_mode_ == AltMode::kForce) {
@@ -705,14 +780,15 @@ class QOp : public GpuOp {
         igemm_chosen_ = cached == "implicit_gemm";
         igemm_cached_ = true;
       } else {
-        igemm_ms_ = time_on_stream(ctx, [&] { ctx.check(launch(), "implicit-GEMM convolution"); });
+        igemm_ms_ =
+            time_on_stream(ctx, [&] { ctx.check(launch_ln(), "implicit-GEMM convolution"); });
         try {
           lowp_ms_ = time_on_stream(ctx, [&] {
             k::QEpilogue le = e;
             std::shared_ptr<void> acc;
             TRT_CHECK(run_lowp(ctx, x, px, g, rows, acc, le), ErrorCode::kNotSupported,
                       "no cuBLASLt algorithm");
-            if (!requant_used_) ctx.check(k::q_epilogue(le, ctx.stream), "quantized epilogue");
+            if (!requant_used_) epilogue_pass(ctx, le, ln);
           });
         } catch (const Error&) {
           (void)cudaGetLastError();
@@ -1085,6 +1161,7 @@ class QOp : public GpuOp {
   std::shared_ptr<void> alpha_rq_, bias_rq_;
   bool fp8_out_ok_ = true, fp16_acc_ok_ = true, half_acc_used_ = false;
   bool dw_ = false, dw_used_ = false;
+  bool has_ln_ = false, ln_fused_ = false;  // the layer-norm fusion (QGemmLnInput)
   // The implicit-GEMM convolution: its mode, and the decision for the last geometry seen.
   AltMode igemm_mode_ = alt_mode("TRTUTILS_CUDA_IGEMM");
   bool igemm_decided_ = false, igemm_chosen_ = false, igemm_used_ = false;

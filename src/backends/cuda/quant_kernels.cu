@@ -627,13 +627,40 @@ __device__ __forceinline__ X8Res x8_residual(const QEpilogue& e, int64_t o) {
   }
   return r;
 }
-// One chunk: the sums, y = v * cs + b, the residual, the activation, the store at chunk o.
-template <int kAcc, int kAct, bool kByte>
-__device__ __forceinline__ void x8_chunk(const QEpilogue& e, const X8Raw<kAcc>& raw,
-                                         const X8Res& res, const float (&cs)[8],
-                                         const float (&b)[8], const int32_t (&zs)[8], float inv,
-                                         int64_t o) {
-  float v[8];
+// Eight floats at chunk c of p (8-float chunks, 16-byte aligned), or zeros when p is null.
+__device__ __forceinline__ void load8(const float* p, int32_t c, float (&v)[8]) {
+  if (!p) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = 0.0f;
+    return;
+  }
+  const float4 a = reinterpret_cast<const float4*>(p)[2 * c];
+  const float4 b = reinterpret_cast<const float4*>(p)[2 * c + 1];
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+  v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+// Chunk c8's column constants: scales, bias (0 without), zero-point corrections x_zp * colsum.
+template <int kAcc>
+__device__ __forceinline__ void x8_constants(const QEpilogue& e, int32_t c8, float (&cs)[8],
+                                             float (&b)[8], int32_t (&zs)[8]) {
+  load8(e.colscale, c8, cs);
+  load8(e.bias, c8, b);
+#pragma unroll
+  for (int k = 0; k < 8; ++k) zs[k] = 0;
+  if (kAcc == 0 && e.colsum) {
+    const int4 s0i = reinterpret_cast<const int4*>(e.colsum)[2 * c8];
+    const int4 s1i = reinterpret_cast<const int4*>(e.colsum)[2 * c8 + 1];
+    const int32_t c[8] = {s0i.x, s0i.y, s0i.z, s0i.w, s1i.x, s1i.y, s1i.z, s1i.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) zs[k] = e.x_zp * c[k];
+  }
+}
+// One chunk's values before the activation: the sums, v * cs + b, the residual.
+template <int kAcc>
+__device__ __forceinline__ void x8_values(const QEpilogue& e, const X8Raw<kAcc>& raw,
+                                          const X8Res& res, const float (&cs)[8],
+                                          const float (&b)[8], const int32_t (&zs)[8],
+                                          float (&v)[8]) {
   if constexpr (kAcc == 2) {
     const uint32_t w[4] = {raw.a.x, raw.a.y, raw.a.z, raw.a.w};
 #pragma unroll
@@ -666,6 +693,16 @@ __device__ __forceinline__ void x8_chunk(const QEpilogue& e, const X8Raw<kAcc>& 
                e.r_zp) *
               e.r_scale;
   }
+}
+
+// One chunk: x8_values, the activation, the store at chunk o.
+template <int kAcc, int kAct, bool kByte>
+__device__ __forceinline__ void x8_chunk(const QEpilogue& e, const X8Raw<kAcc>& raw,
+                                         const X8Res& res, const float (&cs)[8],
+                                         const float (&b)[8], const int32_t (&zs)[8], float inv,
+                                         int64_t o) {
+  float v[8];
+  x8_values<kAcc>(e, raw, res, cs, b, zs, v);
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     if constexpr (kAct == 1) v[k] = v[k] > 0.0f ? v[k] : 0.0f;
@@ -722,27 +759,9 @@ __global__ void __launch_bounds__(kThreads)
     }
     return static_cast<int64_t>(row) * cols8 + c8;
   };
-  float cs[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int32_t zs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  {
-    const float4 s0 = reinterpret_cast<const float4*>(e.colscale)[2 * c8];
-    const float4 s1 = reinterpret_cast<const float4*>(e.colscale)[2 * c8 + 1];
-    cs[0] = s0.x, cs[1] = s0.y, cs[2] = s0.z, cs[3] = s0.w;
-    cs[4] = s1.x, cs[5] = s1.y, cs[6] = s1.z, cs[7] = s1.w;
-    if (e.bias) {
-      const float4 b0 = reinterpret_cast<const float4*>(e.bias)[2 * c8];
-      const float4 b1 = reinterpret_cast<const float4*>(e.bias)[2 * c8 + 1];
-      b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w;
-      b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
-    }
-    if (kAcc == 0 && e.colsum) {
-      const int4 s0i = reinterpret_cast<const int4*>(e.colsum)[2 * c8];
-      const int4 s1i = reinterpret_cast<const int4*>(e.colsum)[2 * c8 + 1];
-      const int32_t c[8] = {s0i.x, s0i.y, s0i.z, s0i.w, s1i.x, s1i.y, s1i.z, s1i.w};
-#pragma unroll
-      for (int k = 0; k < 8; ++k) zs[k] = e.x_zp * c[k];
-    }
-  }
+  float cs[8], b[8];
+  int32_t zs[8];
+  x8_constants<kAcc>(e, c8, cs, b, zs);
   // Selects instead of indexing: the scales stay in the parameter bank.
   const float inv =
       part == 0 ? sc.inv[0] : (part == 1 ? sc.inv[1] : (part == 2 ? sc.inv[2] : sc.inv[3]));
@@ -760,6 +779,101 @@ __global__ void __launch_bounds__(kThreads)
     x8_chunk<kAcc, kAct, kByte>(e, x8_load<kAcc>(e, static_cast<int64_t>(row) * cols8 + c8),
                                 x8_residual(e, o), cs, b, zs, inv, o);
   }
+}
+
+// ---- the epilogue of a residual stream's product + LayerNormalization + QuantizeLinear
+// One warp per product row: the row's chunks (lane + 32 i) loaded first, all of them in flight,
+// then Y = v * cs + b + residual stored as float32 and kept in registers, the row's mean and
+// variance (two passes over the registers) and the normalised row quantized at its own row
+// (ln.q's transposed grid): the layer norm no longer reads Y back (ViT-B/16: 24 passes of
+// 155 MB).
+constexpr int kLnWarps = 4;
+__device__ __forceinline__ int32_t grid_row(int32_t row, int64_t g0, int64_t g1) {
+  return g0 > 0 ? static_cast<int32_t>((row % g1) * g0 + row / g1) : row;
+}
+template <int kAcc, int kChunks>
+__global__ void __launch_bounds__(kLnWarps * 32) q_epilogue_ln_kernel(QEpilogue e, LnEpilogue ln) {
+  const int32_t cols8 = static_cast<int32_t>(e.cols / 8);
+  const int32_t row =
+      static_cast<int32_t>(blockIdx.x) * kLnWarps + static_cast<int32_t>(threadIdx.x / 32);
+  const int32_t lane = static_cast<int32_t>(threadIdx.x % 32);
+  if (row >= e.rows) return;
+  const int32_t orow = grid_row(row, e.grid0, e.grid1);
+  X8Raw<kAcc> raw[kChunks];
+  X8Res res[kChunks];
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int32_t c = lane + 32 * i;
+    if (c >= cols8) continue;
+    raw[i] = x8_load<kAcc>(e, static_cast<int64_t>(row) * cols8 + c);
+    res[i] = x8_residual(e, static_cast<int64_t>(orow) * cols8 + c);
+  }
+  float v[kChunks][8];
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int32_t c = lane + 32 * i;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[i][k] = 0.0f;
+    if (c >= cols8) continue;
+    float cs[8], b[8];
+    int32_t zs[8];
+    x8_constants<kAcc>(e, c, cs, b, zs);
+    x8_values<kAcc>(e, raw[i], res[i], cs, b, zs, v[i]);
+    const int64_t o = static_cast<int64_t>(orow) * cols8 + c;
+    reinterpret_cast<float4*>(e.y)[2 * o] = make_float4(v[i][0], v[i][1], v[i][2], v[i][3]);
+    reinterpret_cast<float4*>(e.y)[2 * o + 1] = make_float4(v[i][4], v[i][5], v[i][6], v[i][7]);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sum += v[i][k];
+  }
+  const float cols = static_cast<float>(e.cols);
+  const float mean = warp_sum(sum) / cols;
+  float sq = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    if (lane + 32 * i >= cols8) continue;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float d = v[i][k] - mean;
+      sq += d * d;
+    }
+  }
+  const float inv = rsqrtf(warp_sum(sq) / cols + ln.eps);
+  const int64_t lrow = grid_row(orow, ln.q.grid0, ln.q.grid1);
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int32_t c = lane + 32 * i;
+    if (c >= cols8) continue;
+    float g[8], bb[8];
+    load8(ln.scale, c, g);
+    load8(ln.bias, c, bb);
+    uint32_t out[2] = {0, 0};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float o = (v[i][k] - mean) * inv * g[k] + bb[k];
+      out[k / 4] |= byte_of(ln.q.y_t, o / ln.q.y_scale, ln.q.y_zp) << (8 * (k % 4));
+    }
+    reinterpret_cast<uint2*>(ln.y)[lrow * cols8 + c] = make_uint2(out[0], out[1]);
+  }
+}
+
+template <int kAcc>
+void launch_epilogue_ln(const QEpilogue& e, const LnEpilogue& ln, int32_t chunks,
+                        cudaStream_t stream) {
+  const unsigned g = static_cast<unsigned>((e.rows + kLnWarps - 1) / kLnWarps);
+  constexpr int t = kLnWarps * 32;
+  if (chunks <= 32)
+    q_epilogue_ln_kernel<kAcc, 1><<<g, t, 0, stream>>>(e, ln);
+  else if (chunks <= 64)
+    q_epilogue_ln_kernel<kAcc, 2><<<g, t, 0, stream>>>(e, ln);
+  else if (chunks <= 96)
+    q_epilogue_ln_kernel<kAcc, 3><<<g, t, 0, stream>>>(e, ln);
+  else if (chunks <= 128)
+    q_epilogue_ln_kernel<kAcc, 4><<<g, t, 0, stream>>>(e, ln);
+  else if (chunks <= 192)
+    q_epilogue_ln_kernel<kAcc, 6><<<g, t, 0, stream>>>(e, ln);
+  else
+    q_epilogue_ln_kernel<kAcc, 8><<<g, t, 0, stream>>>(e, ln);
 }
 
 bool epilogue4_ok(const QEpilogue& e) {
@@ -1033,6 +1147,34 @@ cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
   } else {
     q_epilogue_kernel<false, int64_t><<<blocks_for(n), kThreads, 0, stream>>>(e, n);
   }
+  return cudaGetLastError();
+}
+
+cudaError_t q_epilogue_layer_norm(const QEpilogue& e, const LnEpilogue& ln, cudaStream_t stream) {
+  const bool rows = (!e.channels_first && !e.acc_channels_first) || e.positions == 1;
+  const bool ln_byte = ln.q.y_t == DataType::kInt8 || ln.q.y_t == DataType::kUInt8 ||
+                       ln.q.y_t == DataType::kFloat8E4M3FN || ln.q.y_t == DataType::kFloat8E5M2;
+  if (!rows || e.parts > 0 || e.part_quant || e.act != Act::kNone || e.y_t != DataType::kFloat32 ||
+      !ln_byte || e.cols % 8 != 0 || e.cols > 8 * 32 * 8 || e.rows >= (int64_t{1} << 31))
+    return cudaErrorNotSupported;
+  if ((e.grid0 > 0 && e.grid0 * e.grid1 != e.rows) ||
+      (ln.q.grid0 > 0 && ln.q.grid0 * ln.q.grid1 != e.rows))
+    return cudaErrorInvalidValue;
+  if (!aligned_to(e.acc, 16) || !aligned_to(e.y, 16) || !aligned_to(e.colscale, 16) ||
+      !aligned_to(e.bias, 16) || !aligned_to(ln.scale, 16) || !aligned_to(ln.bias, 16) ||
+      !aligned_to(ln.y, 8) || !ln.scale)
+    return cudaErrorNotSupported;
+  if (e.residual && !aligned_to(e.residual, e.residual_t == DataType::kFloat32 ? 16 : 8))
+    return cudaErrorNotSupported;
+  if (e.colsum && (!aligned_to(e.colsum, 16) || !e.acc_int32)) return cudaErrorNotSupported;
+  if (e.rows == 0) return cudaSuccess;
+  const int32_t chunks = static_cast<int32_t>(e.cols / 8);
+  if (e.acc_int32)
+    launch_epilogue_ln<0>(e, ln, chunks, stream);
+  else if (e.acc_half)
+    launch_epilogue_ln<2>(e, ln, chunks, stream);
+  else
+    launch_epilogue_ln<1>(e, ln, chunks, stream);
   return cudaGetLastError();
 }
 

@@ -4,6 +4,7 @@
 // against the CPU session (float32 with TF32 off, float16).
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "backends/cuda/cuda_ops.h"
@@ -471,8 +472,10 @@ TEST(CudaFusion, DequantizeGlobalPoolMatchesCpu) {
 }
 
 // The attention's output projection as the engine holds it: a [s * b, k] -> QuantizeLinear ->
-// QGemm -> Reshape [s, b, n] -> Transpose(1, 0, 2) -> Add(r [b, s, n]) -> y.
-ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64_t n) {
+// QGemm -> Reshape [s, b, n] -> Transpose(1, 0, 2) -> Add(r [b, s, n]) -> y. ln >= 0: also y ->
+// LayerNormalization [-> Transpose(1, 0, 2) with ln 1] -> QuantizeLinear -> z (the residual
+// stream feeding the next block's quantized projection).
+ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64_t n, int ln = -1) {
   ir::GraphBuilder b("qproj");
   const std::string zero = b.initializer("zero", Tensor(q, {}));
   const float top = q == DataType::kInt8 ? 127.0f : 448.0f;
@@ -491,7 +494,18 @@ ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64
   shape.data<int64_t>()[2] = n;
   const std::string r = b.node("Reshape", {g, b.initializer("shape", shape)})[0];
   const std::string t = b.node("Transpose", {r}, {ir::attr_ints("perm", {1, 0, 2})})[0];
-  b.output(b.node("Add", {t, b.input("res", DataType::kFloat32, {bn, s, n})})[0]);
+  const std::string y = b.node("Add", {t, b.input("res", DataType::kFloat32, {bn, s, n})})[0];
+  b.output(y);
+  if (ln >= 0) {
+    std::string z =
+        b.node("LayerNormalization",
+               {y, b.initializer("lng", random_tensor(DataType::kFloat32, {n}, 11, 0.5f, 1.5f)),
+                b.initializer("lnb", random_tensor(DataType::kFloat32, {n}, 12, -0.3f, 0.3f))},
+               {ir::attr_int("axis", -1), ir::attr_float("epsilon", 1e-6f)})[0];
+    if (ln == 1) z = b.node("Transpose", {z}, {ir::attr_ints("perm", {1, 0, 2})})[0];
+    const std::string zs = b.initializer("zs", scalar_tensor(DataType::kFloat32, 4.0f / top));
+    b.output(b.node("QuantizeLinear", {z, zs, zero})[0]);
+  }
   return built(b);
 }
 
@@ -524,6 +538,68 @@ TEST(CudaFusion, QuantizedProjectionMatchesCpu) {
     const auto kernels = gpu.node_kernels();
     ASSERT_EQ(kernels.size(), 2u);
     std::cout << "[ kernel   ] " << what << ": " << kernels[1] << std::endl;
+  }
+}
+
+// The layer norm (and its Transpose and quantizer) after the projection's residual Add joins
+// the QGemm as a second output; TRTUTILS_CUDA_LN_EPILOGUE=0 leaves it a LayerNormQuantize.
+TEST(GpuFusion, ResidualLayerNormJoinsTheProjection) {
+  for (int ln : {0, 1}) {
+    ir::Model m = quantized_out_proj(DataType::kFloat8E4M3FN, 3, 5, 32, 24, ln);
+    EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 2u);
+    ASSERT_EQ(m.graph.nodes.size(), 2u);
+    const ir::Node& f = m.graph.nodes[1];
+    EXPECT_EQ(f.op_type, "QGemm");
+    ASSERT_EQ(f.inputs.size(), static_cast<size_t>(cuda::kLnNumInputs));
+    EXPECT_EQ(f.inputs[9], "res");
+    EXPECT_EQ(f.inputs[cuda::kLnScale], "lng");
+    EXPECT_EQ(f.inputs[cuda::kLnYScale], "zs");
+    EXPECT_EQ(f.attr_int("ln_swap01", -1), ln);
+    ASSERT_EQ(f.outputs.size(), 2u);
+    EXPECT_EQ(f.outputs[0], m.graph.outputs[0].name);
+    EXPECT_EQ(f.outputs[1], m.graph.outputs[1].name);
+  }
+  ::setenv("TRTUTILS_CUDA_LN_EPILOGUE", "0", 1);
+  ir::Model m = quantized_out_proj(DataType::kInt8, 3, 5, 32, 24, 0);
+  EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 2u);
+  ::unsetenv("TRTUTILS_CUDA_LN_EPILOGUE");
+  EXPECT_EQ(count(m.graph, "LayerNormQuantize"), 1);
+}
+
+// The fused epilogue against the CPU session: Y within float rounding, the quantized normalised
+// rows within one step; N = 48 and 768 (one and three chunks of 8 per lane) run the fused kernel,
+// N = 20 (no multiple of 8) the two passes.
+TEST(CudaFusion, ResidualLayerNormMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
+    for (int ln : {0, 1}) {
+      for (int64_t n : {48, 768, 20}) {
+        const int64_t bn = 3, s = 7, k = 64;
+        const ir::Model m = quantized_out_proj(q, bn, s, k, n, ln);
+        const std::map<std::string, Tensor> feeds{
+            {"a", random_tensor(DataType::kFloat32, {s * bn, k}, 6, -2.0f, 2.0f)},
+            {"res", random_tensor(DataType::kFloat32, {bn, s, n}, 7)}};
+        Session cpu(m);
+        const auto want = cpu.run(feeds);
+        cuda::Executor gpu(m, {});
+        const auto got = gpu.run(feeds);
+        const std::string what =
+            std::string(dtype_name(q)) + " ln" + std::to_string(ln) + " n" + std::to_string(n);
+        const std::string& y = m.graph.outputs[0].name;
+        const std::string& z = m.graph.outputs[1].name;
+        expect_close(got.at(y), want.at(y), {1e-3, 1e-3}, what + " y");
+        if (q == DataType::kInt8)
+          expect_within_steps(got.at(z), want.at(z), 1.0, what + " z");
+        else
+          expect_close(got.at(z), want.at(z), {4e-3, 0.13}, what + " z");
+        const auto kernels = gpu.node_kernels();
+        ASSERT_EQ(kernels.size(), 2u) << what;
+        const bool fused = n % 8 == 0;
+        EXPECT_NE(kernels[1].find(fused ? "in its epilogue" : "QuantizeLinear kernel"),
+                  std::string::npos)
+            << what << ": " << kernels[1];
+      }
+    }
   }
 }
 
