@@ -514,6 +514,12 @@ ir::Model quantized_out_proj(DataType q, int64_t bn, int64_t s, int64_t k, int64
   return built(b);
 }
 
+// Inputs of quantized_out_proj: a [s * bn, k] and res [bn, s, n].
+std::map<std::string, Tensor> out_proj_feeds(int64_t bn, int64_t s, int64_t k, int64_t n) {
+  return {{"a", random_tensor(DataType::kFloat32, {s * bn, k}, 6, -2.0f, 2.0f)},
+          {"res", random_tensor(DataType::kFloat32, {bn, s, n}, 7)}};
+}
+
 TEST(GpuFusion, QuantizedProjectionWritesTheTransposedRows) {
   ir::Model m = quantized_out_proj(DataType::kFloat8E4M3FN, 3, 5, 32, 24);
   EXPECT_EQ(cuda::fuse_for_gpu(m.graph, 19), 1u);
@@ -531,9 +537,7 @@ TEST(CudaFusion, QuantizedProjectionMatchesCpu) {
   for (DataType q : {DataType::kInt8, DataType::kFloat8E4M3FN}) {
     const int64_t bn = 3, s = 7, k = 64, n = 48;
     const ir::Model m = quantized_out_proj(q, bn, s, k, n);
-    const std::map<std::string, Tensor> feeds{
-        {"a", random_tensor(DataType::kFloat32, {s * bn, k}, 6, -2.0f, 2.0f)},
-        {"res", random_tensor(DataType::kFloat32, {bn, s, n}, 7)}};
+    const auto feeds = out_proj_feeds(bn, s, k, n);
     Session cpu(m);
     const auto want = cpu.run(feeds);
     cuda::Executor gpu(m, {});
@@ -584,9 +588,7 @@ TEST(CudaFusion, ResidualLayerNormMatchesCpu) {
       for (int64_t n : {48, 768, 20}) {
         const int64_t bn = 3, s = 7, k = 64;
         const ir::Model m = quantized_out_proj(q, bn, s, k, n, ln);
-        const std::map<std::string, Tensor> feeds{
-            {"a", random_tensor(DataType::kFloat32, {s * bn, k}, 6, -2.0f, 2.0f)},
-            {"res", random_tensor(DataType::kFloat32, {bn, s, n}, 7)}};
+        const auto feeds = out_proj_feeds(bn, s, k, n);
         Session cpu(m);
         const auto want = cpu.run(feeds);
         cuda::Executor gpu(m, {});
