@@ -842,6 +842,13 @@ class Fuser {
       if (g.attributes.count(a)) return false;
     return true;
   }
+  // N, the output columns of a com.trtutils::QGemm with a 2-D constant W, else -1.
+  int64_t qgemm_columns(const ir::Node& g) const {
+    const Tensor* w =
+        g.inputs.size() > ops::qlinear::kW ? g_.initializer(g.inputs[ops::qlinear::kW]) : nullptr;
+    if (!w || w->rank() != 2) return -1;
+    return g.attr_int("transB", 0) != 0 ? w->dim(0) : w->dim(1);
+  }
   // com.trtutils::QGemm with a float output (no y_scale, residual or activation; W 2-D constant)
   // -> Reshape [R0, R1, N] -> Transpose(1, 0, 2) [-> Add(residual of that shape)]  => the QGemm
   // with y_grid = [R0, R1] (and the residual as its R): the attention's output projection
@@ -850,9 +857,8 @@ class Fuser {
     using ops::qlinear::kResidual;
     const ir::Node& g = g_.nodes[i];
     if (!float_qgemm(g, {"y_grid"})) return 0;
-    const Tensor* w = g.inputs.size() > ops::qlinear::kW ? g_.initializer(g.inputs[3]) : nullptr;
-    if (!w || w->rank() != 2) return 0;
-    const int64_t n = g.attr_int("transB", 0) != 0 ? w->dim(0) : w->dim(1);
+    const int64_t n = qgemm_columns(g);
+    if (n < 0) return 0;
     ir::Node f = g;
     std::vector<size_t> chain;
     std::string out = match_grid(g.outputs[0], n, f, chain);
@@ -1017,9 +1023,8 @@ class Fuser {
       if (g.attributes.count(a)) return SIZE_MAX;
     if (g.inputs.size() > ops::qlinear::kYScale && !g.inputs[ops::qlinear::kYScale].empty())
       return SIZE_MAX;
-    const Tensor* w = g.inputs.size() > ops::qlinear::kW ? g_.initializer(g.inputs[3]) : nullptr;
-    if (!w || w->rank() != 2) return SIZE_MAX;
-    const int64_t n = g.attr_int("transB", 0) != 0 ? w->dim(0) : w->dim(1);
+    const int64_t n = qgemm_columns(g);
+    if (n < 0) return SIZE_MAX;
     for (size_t k = 1; k < 3; ++k) {
       if (k == 2 && !ln.has_input(2)) continue;
       const Tensor* t = g_.initializer(ln.inputs[k]);
