@@ -20,6 +20,7 @@
 #include "core/check.h"
 #include "ir/graph.h"
 #include "ops/nn_geometry.h"
+#include "ops/qlinear_ops.h"
 
 namespace trtutils::engine {
 class TimingCache;
@@ -465,11 +466,11 @@ inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
 // (ops/qlinear_ops.h), attributes ln_epsilon and ln_swap01, and a second output: the quantized
 // normalised rows.
 enum QGemmLnInput : size_t {
-  kLnScale = 12,
-  kLnBias = 13,
-  kLnYScale = 14,
-  kLnYZeroPoint = 15,
-  kLnNumInputs = 16,
+  kLnScale = ops::qlinear::kNumInputs,
+  kLnBias,
+  kLnYScale,
+  kLnYZeroPoint,
+  kLnNumInputs,
 };
 // Rewrites the executor's copy of the graph: MatMul + bias Add (+ the exporters' erf GELU chain)
 // into MatMulBias, lone GELU chains into Gelu, MatMul -> (scalar Mul / Div) -> Softmax -> MatMul
