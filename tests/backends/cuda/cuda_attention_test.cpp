@@ -407,6 +407,47 @@ TEST(CudaAttention, Float8MatchesTheQdqGraph) {
   }
 }
 
+// float16 / bfloat16 operands (a float16 graph with TRTUTILS_CUDA_HALF_AS_FLOAT=0, bfloat16
+// graphs) reach the fused node as they are and take the two-pass resident kernel: the same
+// result as the float32 graph on the same values.
+TEST(CudaAttention, HalfOperandsMatchTheFloatGraph) {
+  TRT_REQUIRE_CUDA();
+  for (DataType ht : {DataType::kFloat16, DataType::kBFloat16}) {
+    for (int64_t s : {70, 197}) {
+      const ir::Model m = fp8_attention(2, 3, s, 64, DataType::kFloat8E4M3FN, 3.0f);
+      ir::Model h = m;
+      ASSERT_EQ(cuda::fuse_for_gpu(h.graph, 19), 1u);
+      for (auto& vi : h.graph.inputs) vi.dtype = ht;
+      std::map<std::string, Tensor> feeds, ref_feeds;
+      uint32_t seed = 60;
+      for (const char* n : {"q", "k", "v"}) {
+        feeds[n] = random_tensor(ht, {2, 3, s, 64}, seed++, -2.0f, 2.0f);
+        ref_feeds[n] = to_float32(feeds[n]);
+      }
+      Session cpu(m);
+      const Tensor want = cpu.run(ref_feeds).begin()->second;
+      cuda::Executor gpu(h, {});
+      const Tensor got = to_float32(gpu.run(feeds).begin()->second);
+      const std::string what = std::string(dtype_name(ht)) + " s" + std::to_string(s);
+      ASSERT_EQ(got.shape(), want.shape()) << what;
+      int64_t off = 0;
+      double worst = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const double e = std::fabs(got.at_double(i) - want.at_double(i));
+        worst = std::max(worst, e);
+        off += e > 1e-4 + 1e-4 * std::fabs(want.at_double(i));
+      }
+      EXPECT_LE(off, want.numel() / 1000) << what << ": worst |diff| " << worst;
+      EXPECT_LE(worst, 0.25) << what;
+      const auto kernels = gpu.node_kernels();
+      ASSERT_EQ(kernels.size(), 1u) << what;
+      EXPECT_NE(kernels[0].find("float8 attention"), std::string::npos) << kernels[0];
+      std::cout << "[ kernel   ] " << what << ": " << kernels[0] << " (" << off
+                << " elements off, worst " << worst << ")" << std::endl;
+    }
+  }
+}
+
 // Operands quantized by their producer, as the engine's QKV product writes them (float8 / int8
 // bytes, scales 1, Q, K and V of a row interleaved: [batch, s, 3, d]): the resident kernels stage
 // them with 16-byte loads. Checked against a reference computed here from the bytes (scores in
