@@ -320,6 +320,28 @@ ir::Model fp8_attention(int64_t bn, int64_t h, int64_t s, int64_t d, DataType f8
   return m;
 }
 
+// The fused float8 / int8 attention's output against the CPU's: at most 1 element in 1000 off by
+// more than 1e-4 (absolute and relative), none by more than 0.25 (a flipped float8 probability),
+// in one node whose kernel names `kernel`.
+void expect_fused_close(const Tensor& got, const Tensor& want,
+                        const std::vector<std::string>& kernels, const char* kernel,
+                        const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int64_t off = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double e = std::fabs(got.at_double(i) - want.at_double(i));
+    worst = std::max(worst, e);
+    off += e > 1e-4 + 1e-4 * std::fabs(want.at_double(i));
+  }
+  EXPECT_LE(off, want.numel() / 1000) << what << ": worst |diff| " << worst;
+  EXPECT_LE(worst, 0.25) << what;
+  ASSERT_EQ(kernels.size(), 1u) << what;
+  std::cout << "[ kernel   ] " << what << ": " << kernels[0] << " (" << off
+            << " elements off, worst " << worst << ")" << std::endl;
+  EXPECT_NE(kernels[0].find(kernel), std::string::npos) << kernels[0];
+}
+
 // On by default; TRTUTILS_CUDA_ATTENTION_FP8=0 leaves the layers one by one.
 TEST(GpuAttentionFusion, Float8QdqAttentionBecomesOneNode) {
   ::setenv("TRTUTILS_CUDA_ATTENTION_FP8", "0", 1);
@@ -386,23 +408,8 @@ TEST(CudaAttention, Float8MatchesTheQdqGraph) {
       const Tensor got = gpu.run(feeds).begin()->second;
       const std::string what = std::string(dtype_name(f8)) + " s" + std::to_string(s) + " d" +
                                std::to_string(d) + (one_pass ? "" : " two passes");
-      ASSERT_EQ(got.shape(), want.shape()) << what;
-      int64_t off = 0;
-      double worst = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        const double e = std::fabs(got.at_double(i) - want.at_double(i));
-        worst = std::max(worst, e);
-        off += e > 1e-4 + 1e-4 * std::fabs(want.at_double(i));
-      }
-      EXPECT_LE(off, want.numel() / 1000) << what << ": worst |diff| " << worst;
-      EXPECT_LE(worst, 0.25) << what;
-      const auto kernels = gpu.node_kernels();
-      ASSERT_EQ(kernels.size(), 1u) << what;
-      std::cout << "[ kernel   ] " << what << ": " << kernels[0] << " (" << off
-                << " elements off, worst " << worst << ")" << std::endl;
-      EXPECT_NE(kernels[0].find(f8 == DataType::kInt8 ? "int8 attention" : "float8 attention"),
-                std::string::npos)
-          << kernels[0];
+      expect_fused_close(got, want, gpu.node_kernels(),
+                         f8 == DataType::kInt8 ? "int8 attention" : "float8 attention", what);
     }
   }
 }
@@ -430,21 +437,7 @@ TEST(CudaAttention, HalfOperandsMatchTheFloatGraph) {
       cuda::Executor gpu(h, {});
       const Tensor got = to_float32(gpu.run(feeds).begin()->second);
       const std::string what = std::string(dtype_name(ht)) + " s" + std::to_string(s);
-      ASSERT_EQ(got.shape(), want.shape()) << what;
-      int64_t off = 0;
-      double worst = 0;
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        const double e = std::fabs(got.at_double(i) - want.at_double(i));
-        worst = std::max(worst, e);
-        off += e > 1e-4 + 1e-4 * std::fabs(want.at_double(i));
-      }
-      EXPECT_LE(off, want.numel() / 1000) << what << ": worst |diff| " << worst;
-      EXPECT_LE(worst, 0.25) << what;
-      const auto kernels = gpu.node_kernels();
-      ASSERT_EQ(kernels.size(), 1u) << what;
-      EXPECT_NE(kernels[0].find("float8 attention"), std::string::npos) << kernels[0];
-      std::cout << "[ kernel   ] " << what << ": " << kernels[0] << " (" << off
-                << " elements off, worst " << worst << ")" << std::endl;
+      expect_fused_close(got, want, gpu.node_kernels(), "float8 attention", what);
     }
   }
 }
