@@ -43,7 +43,6 @@ DEV = "cuda" if torch.cuda.is_available() else "cpu"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 CLASSES = ("qkv", "q", "k", "v", "p", "out", "fc1", "fc2")
-GEMMS = ("qkv", "out", "fc1", "fc2")
 
 
 def e4m3(x):
