@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer harnesses of tests/fuzz for N seconds each, one after the other (niced):
 #   scripts/fuzz.sh <harness|all> <seconds> [more libFuzzer flags]
-#   harnesses: onnx npy calibration_cache image cli (and engine once it exists)
+#   harnesses: onnx npy calibration_cache image cli engine build cli_numbers
 # Builds build-fuzz-clang (clang-14, TRTUTILS_FUZZ=ON) first if needed. New corpus entries go to
 # build-fuzz-clang/corpus/<harness>/ (the seeds in tests/fuzz/corpus/ are only read); crashes,
 # leaks, timeouts and OOMs to build-fuzz-clang/crashes/<harness>/ (reproduce with
@@ -17,8 +17,7 @@ seconds=$2
 shift 2
 build=${TRTUTILS_FUZZ_BUILD:-build-fuzz-clang}
 
-all=(onnx npy calibration_cache image cli)
-[ -f tests/fuzz/engine_fuzz.cpp ] && all+=(engine)
+all=(onnx npy calibration_cache image cli engine build cli_numbers)
 if [[ $what == all ]]; then
   harnesses=("${all[@]}")
 else
@@ -30,8 +29,8 @@ fi
 # Decoders may allocate up to the 512 MiB an image of kMaxImagePixels RGBA takes.
 max_len() {
   case $1 in
-    onnx | engine) echo 32768 ;; image) echo 16384 ;; npy | calibration_cache) echo 4096 ;;
-    cli) echo 1024 ;;
+    onnx | engine | build) echo 32768 ;; image) echo 16384 ;; npy | calibration_cache) echo 4096 ;;
+    cli) echo 1024 ;; cli_numbers) echo 66 ;;
   esac
 }
 rss_limit() { case $1 in image) echo 4096 ;; *) echo 2560 ;; esac; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,25 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view data)
 void install_interrupt_cleanup();
 int register_temp_file(const std::filesystem::path& path);  // returns a slot for unregister
 void unregister_temp_file(int slot);
+
+// Every file a command reads goes through these. A path that is not a regular file is refused
+// before it is opened, saying what it is ("is a directory", "is a FIFO (named pipe)", "is a
+// character device", "does not exist"): opening a FIFO would block, /dev/zero never ends.
+// Error(kIO); `what` names the file's role in the message ("ONNX model", "engine file", ...).
+void require_regular_file(const std::filesystem::path& path, std::string_view what = "file");
+// Opens a regular file for reading (O_RDONLY | O_CLOEXEC, never blocking on a FIFO swapped in
+// after the check) and returns its descriptor; the caller closes it. Same errors as above.
+int open_regular_file(const std::filesystem::path& path, std::string_view what = "file");
+
+// An output that resolves to one of the command's inputs (the same file through another
+// spelling, a link or a hard link) would replace the input: Error(kInvalidArgument) before any
+// work. Each input is (flag, path), e.g. {"--onnx", "m.onnx"}; empty paths are skipped.
+struct NamedPath {
+  std::string_view flag;
+  std::filesystem::path path;
+};
+void check_output_is_not_input(std::string_view output_flag, const std::filesystem::path& output,
+                               std::initializer_list<NamedPath> inputs);
 
 // Reads a whole file; Error(kIO) naming the path if it cannot. max_bytes = 0: no limit.
 std::string read_file(const std::filesystem::path& path, uint64_t max_bytes = 0);

@@ -57,7 +57,7 @@ struct QuantizeOptions {
       "max";  // int8/fp8: max|entropy|percentile|mse; int4: rtn|awq_clip
   int64_t batch_size = 1;
   double percentile = 99.99;  // for "percentile", in (0, 100]
-  int64_t num_bins = 2048;    // histogram bins for entropy / percentile / mse
+  int64_t num_bins = 2048;    // histogram bins for entropy / percentile / mse (256..65536)
   std::vector<std::string>
       op_types_to_quantize;  // empty: the mode's defaults; listed ops are forced
   std::vector<std::string> op_types_to_exclude;

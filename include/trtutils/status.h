@@ -21,9 +21,16 @@ enum class ErrorCode {
 
 std::string_view error_code_name(ErrorCode code);
 
+// `text` with every control character (and DEL) written as a C escape ("\n", "\t", "\x00"),
+// so that a message stays one printable line whatever the file, node or tensor names in it hold
+// (a model may name a tensor "a\nerror: b"; a file name may hold a newline).
+std::string escape_control_characters(std::string_view text);
+
 class Error : public std::runtime_error {
  public:
-  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  // The message is stored with its control characters escaped (escape_control_characters).
+  Error(ErrorCode code, const std::string& message)
+      : std::runtime_error(escape_control_characters(message)), code_(code) {}
   ErrorCode code() const noexcept { return code_; }
 
  private:

@@ -25,3 +25,15 @@ template <typename... Args>
 #define TRT_INTERNAL_CHECK(cond)                                                                 \
   TRT_CHECK(cond, ::trtutils::ErrorCode::kInternal, "internal error: {} failed at {}:{}", #cond, \
             __FILE__, __LINE__)
+
+namespace trtutils {
+
+// Thread counts (--threads, num_threads): 0 (all cores) up to this; more only exhausts memory
+// (65536 OpenMP threads crashed the process).
+inline constexpr int kMaxThreads = 1024;
+inline void check_thread_count(int n, const char* what = "num_threads") {
+  TRT_CHECK_ARG(n >= 0 && n <= kMaxThreads, "{} {} must be in 0..{} (0: all cores)", what, n,
+                kMaxThreads);
+}
+
+}  // namespace trtutils

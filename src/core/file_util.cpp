@@ -1,6 +1,7 @@
 #include "trtutils/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -101,10 +102,67 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view data)
   }
 }
 
-uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes) {
+namespace {
+// Why `path` cannot be read as a file, or "" when it is a regular file.
+std::string not_a_regular_file(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? "not found" : std::strerror(errno);
+  if (S_ISREG(st.st_mode)) return "";
+  if (S_ISDIR(st.st_mode)) return "it is a directory, not a file";
+  if (S_ISFIFO(st.st_mode)) return "it is a FIFO (named pipe), not a regular file";
+  if (S_ISCHR(st.st_mode)) return "it is a character device, not a regular file";
+  if (S_ISBLK(st.st_mode)) return "it is a block device, not a regular file";
+  if (S_ISSOCK(st.st_mode)) return "it is a socket, not a regular file";
+  return "it is not a regular file";
+}
+}  // namespace
+
+void require_regular_file(const std::filesystem::path& path, std::string_view what) {
+  const std::string why = not_a_regular_file(path);
+  TRT_CHECK(why.empty(), ErrorCode::kIO, "cannot read {} '{}': {}", what, path.string(), why);
+}
+
+int open_regular_file(const std::filesystem::path& path, std::string_view what) {
+  require_regular_file(path, what);
+  // O_NONBLOCK: a FIFO put in the file's place after the check does not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  TRT_CHECK(fd >= 0, ErrorCode::kIO, "cannot read {} '{}': {}", what, path.string(),
+            std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    TRT_THROW(ErrorCode::kIO, "cannot read {} '{}': it is not a regular file", what, path.string());
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+void check_output_is_not_input(std::string_view output_flag, const std::filesystem::path& output,
+                               std::initializer_list<NamedPath> inputs) {
+  namespace fs = std::filesystem;
+  if (output.empty()) return;
   std::error_code ec;
-  TRT_CHECK(std::filesystem::is_regular_file(path, ec), ErrorCode::kIO,
-            "cannot read '{}': no such file", path.string());
+  const fs::path out = fs::weakly_canonical(fs::absolute(output, ec), ec);
+  for (const auto& in : inputs) {
+    if (in.path.empty()) continue;
+    bool same =
+        fs::exists(output, ec) && fs::exists(in.path, ec) && fs::equivalent(output, in.path, ec);
+    if (!same) {
+      std::error_code ec2;
+      const fs::path p = fs::weakly_canonical(fs::absolute(in.path, ec2), ec2);
+      same = !ec2 && p == out;
+    }
+    TRT_CHECK_ARG(!same,
+                  "{} '{}' is the same file as {} '{}': writing it would replace the input; "
+                  "choose another output path",
+                  output_flag, output.string(), in.flag, in.path.string());
+  }
+}
+
+uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes) {
+  require_regular_file(path);
+  std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   TRT_CHECK(!ec, ErrorCode::kIO, "cannot read '{}': {}", path.string(), ec.message());
   TRT_CHECK(max_bytes == 0 || size <= max_bytes, ErrorCode::kOutOfRange,

@@ -22,8 +22,31 @@ LogLevel log_level() {
 void log_message(LogLevel level, std::string_view message) {
   static constexpr const char* kNames[] = {"error", "warning", "info", "verbose"};
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(stderr, "[trtutils] [%s] %.*s\n", kNames[static_cast<int>(level)],
-               static_cast<int>(message.size()), message.data());
+  const std::string line = escape_control_characters(message);
+  std::fprintf(stderr, "[trtutils] [%s] %s\n", kNames[static_cast<int>(level)], line.c_str());
+}
+
+std::string escape_control_characters(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 std::string_view error_code_name(ErrorCode code) {

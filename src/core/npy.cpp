@@ -1,7 +1,10 @@
 #include "trtutils/npy.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -209,24 +212,28 @@ const char* descr_of(DataType t) {
 
 }  // namespace
 
-Tensor npy_from_bytes(std::string_view bytes, std::string_view what) {
+namespace {
+
+// Parses and checks the header at the start of `head` (a prefix of the file, or all of it) for a
+// file of `file_size` bytes: the data must be exactly what the shape and dtype need.
+NpyHeader parse_npy_header(std::string_view head, uint64_t file_size, std::string_view what) {
   static_assert(std::endian::native == std::endian::little, "npy.cpp assumes a little-endian host");
-  const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto* u = reinterpret_cast<const unsigned char*>(head.data());
   TRT_CHECK_ARG(
-      bytes.size() >= 10 && bytes.substr(0, kMagicLen) == std::string_view(kMagic, kMagicLen),
+      head.size() >= 10 && head.substr(0, kMagicLen) == std::string_view(kMagic, kMagicLen),
       "'{}' is not a .npy file (bad magic)", what);
   const int major = u[6];
   TRT_CHECK_ARG(major >= 1 && major <= 3, "'{}': unsupported .npy format version {}.{}", what,
                 major, static_cast<int>(u[7]));
   const size_t len_bytes = major == 1 ? 2 : 4;
   const size_t prefix = 8 + len_bytes;
-  TRT_CHECK_ARG(bytes.size() >= prefix, "'{}' is truncated (no header length)", what);
+  TRT_CHECK_ARG(head.size() >= prefix, "'{}' is truncated (no header length)", what);
   const uint64_t header_len = read_le(u + 8, static_cast<int>(len_bytes));
-  TRT_CHECK_ARG(header_len <= kMaxHeaderLen && header_len <= bytes.size() - prefix,
+  TRT_CHECK_ARG(header_len <= kMaxHeaderLen && header_len <= head.size() - prefix,
                 "'{}': .npy header length {} is larger than the file ({} bytes)", what, header_len,
-                bytes.size());
+                file_size);
   // Version 3 headers are UTF-8; everything we accept is ASCII, so both parse the same way.
-  const std::string_view header = bytes.substr(prefix, header_len);
+  const std::string_view header = head.substr(prefix, header_len);
 
   HeaderParser hp(header, what);
   std::optional<std::string> descr;
@@ -275,17 +282,43 @@ Tensor npy_from_bytes(std::string_view bytes, std::string_view what) {
     numel *= x;
   }
   const uint64_t need = static_cast<uint64_t>(numel) * static_cast<uint64_t>(d->item_bytes);
-  const uint64_t have = bytes.size() - prefix - header_len;
+  const uint64_t have = file_size - prefix - header_len;
   TRT_CHECK_ARG(have == need, "'{}': shape {} of {} needs {} bytes of data, the file has {}{}",
                 what, shape_str(*shape), *descr, need, have, have < need ? " (truncated)" : "");
-  Tensor t(d->dtype, *shape);
-  if (need) std::memcpy(t.raw(), bytes.data() + prefix + header_len, need);
-  if (d->big_endian) byteswap_inplace(t.data<uint8_t>(), numel, d->item_bytes);
-  if (d->dtype == DataType::kBool) {
+  return {d->dtype, *shape, prefix + header_len, d->big_endian};
+}
+
+}  // namespace
+
+Tensor npy_from_bytes(std::string_view bytes, std::string_view what) {
+  const NpyHeader h = parse_npy_header(bytes, bytes.size(), what);
+  Tensor t(h.dtype, h.shape);
+  const int64_t numel = t.numel();
+  const size_t item = t.nbytes() / static_cast<size_t>(std::max<int64_t>(numel, 1));
+  if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + h.data_offset, t.nbytes());
+  if (h.big_endian) byteswap_inplace(t.data<uint8_t>(), numel, static_cast<int>(item));
+  if (h.dtype == DataType::kBool) {
     uint8_t* p = t.data<uint8_t>();
     for (int64_t i = 0; i < numel; ++i) p[i] = p[i] != 0;
   }
   return t;
+}
+
+NpyHeader npy_read_header(const std::filesystem::path& path) {
+  require_regular_file(path, ".npy file");
+  const uint64_t size = readable_file_size(path);
+  const int fd = open_regular_file(path, ".npy file");
+  std::string head(static_cast<size_t>(std::min<uint64_t>(size, kMaxHeaderLen + 12)), '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  head.resize(got);
+  return parse_npy_header(head, size, path.string());
 }
 
 Tensor npy_load(const std::filesystem::path& path) {

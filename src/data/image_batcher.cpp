@@ -62,8 +62,10 @@ void validate(const ImageBatcherOptions& o) {
                 o.max_images.value_or(0));
   if (o.input_scale) {
     const auto [lo, hi] = *o.input_scale;
-    TRT_CHECK_ARG(std::isfinite(lo) && std::isfinite(hi) && lo != hi,
-                  "input_scale ({}, {}) must be two different finite numbers", lo, hi);
+    TRT_CHECK_ARG(std::isfinite(lo) && std::isfinite(hi) && lo < hi,
+                  "input_scale ({}, {}) must be two finite numbers LO < HI (pixels 0..255 map "
+                  "onto LO..HI)",
+                  lo, hi);
   }
   const size_t nc = static_cast<size_t>(c);
   TRT_CHECK_ARG(o.mean.empty() || o.mean.size() == 1 || o.mean.size() == nc,
@@ -76,8 +78,7 @@ void validate(const ImageBatcherOptions& o) {
                   s);
   TRT_CHECK_ARG(o.pad_value >= 0.0f && o.pad_value <= 255.0f, "pad value {} must be in 0..255",
                 o.pad_value);
-  TRT_CHECK_ARG(o.num_threads >= 0 && o.num_threads <= 1024, "thread count {} must be in 0..1024",
-                o.num_threads);
+  check_thread_count(o.num_threads, "thread count");
   TRT_CHECK_ARG(o.prefetch_batches >= 1 && o.prefetch_batches <= 1024,
                 "prefetch of {} batches must be in 1..1024", o.prefetch_batches);
 }

@@ -158,9 +158,7 @@ std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g
     for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
       batches.push_back(std::move(t));
   } else {
-    std::error_code ec;
-    TRT_CHECK_ARG(fs::is_regular_file(c.calibration_data, ec), "calibration data not found: {}",
-                  c.calibration_data.string());
+    require_regular_file(c.calibration_data, "calibration data");
     Tensor all = npy_load(c.calibration_data);
     TRT_CHECK_ARG(all.rank() >= 1 && all.dim(0) >= 1, "calibration data {} has no samples",
                   c.calibration_data.string());
@@ -175,6 +173,7 @@ std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g
       s[0] = e - b;
       Tensor t(all.dtype(), s);
       std::memcpy(t.raw(), static_cast<const uint8_t*>(all.raw()) + row * b, row * (e - b));
+      quantize::check_calibration_values(t, c.calibration_data.string(), b);
       batches.push_back(std::move(t));
     }
   }
@@ -424,6 +423,12 @@ std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& c) {
+  check_output_is_not_input(
+      "--output", output,
+      {{"--onnx", onnx},
+       {"--calibration_data", c.calibration_data},
+       {"--calibration_cache", c.calibration_cache},
+       {"--timing_cache", c.timing_cache == "global" ? fs::path() : fs::path(c.timing_cache)}});
   if (c.backend == "tensorrt")  // TensorRT itself, through trtexec (src/tensorrt)
     return build_with_trtexec(onnx, output, c, /*dry_run=*/false);
   const auto t_start = std::chrono::steady_clock::now();
@@ -450,7 +455,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
 
   std::error_code ec;
-  TRT_CHECK_ARG(fs::is_regular_file(onnx, ec), "ONNX model not found: {}", onnx.string());
+  require_regular_file(onnx, "ONNX model");
   TRT_CHECK_ARG(!output.empty(), "the output engine path is empty");
   const fs::path out_dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
   TRT_CHECK_ARG(fs::is_directory(out_dir, ec), "output folder {} does not exist", out_dir.string());
@@ -762,6 +767,16 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
              {"built_on", p.cpu_model}};
   TRT_LOG_INFO("[6/6] writing {}", output.string());
   const std::string bytes = engine::serialize_engine(ed);
+  // Read back as `run` reads it (checksum, sections, graph order, every output computed): what
+  // the reader would refuse is refused now, blaming the model, and no such engine is written.
+  try {
+    const std::shared_ptr<uint8_t> view(
+        std::shared_ptr<void>(), reinterpret_cast<uint8_t*>(const_cast<char*>(bytes.data())));
+    (void)engine::deserialize_engine(view, bytes.size(), output.string());
+  } catch (const Error& e) {
+    TRT_THROW(ErrorCode::kInvalidArgument, "'{}' cannot be built: the engine would not load: {}",
+              onnx.string(), e.what());
+  }
   write_file_atomic(output, bytes);
   if (c.cache && !cached.empty()) {
     try {

@@ -39,8 +39,6 @@ void check_chunk_options(int max_chunks, int min_layers) {
 // The model as build_engine names it (name_nodes right after loading), with `shapes` fixed,
 // constants folded and shapes inferred.
 ir::Model load_for_check(const fs::path& onnx, const std::map<std::string, Shape>& shapes) {
-  std::error_code ec;
-  TRT_CHECK_ARG(fs::is_regular_file(onnx, ec), "ONNX model not found: {}", onnx.string());
   ir::Model model = onnx_io::load_model(onnx);
   ir::Graph& g = model.graph;
   quantize::name_nodes(g);
@@ -61,7 +59,8 @@ ir::Model load_for_check(const fs::path& onnx, const std::map<std::string, Shape
   }
   passes::run_pipeline(g, model.opset(), {"conv_fusion", "qdq_fusion", "qdq_layout"});
   g.value_info.clear();
-  passes::infer_shapes(g, model.opset());
+  // Strict, as `build` infers: a model that cannot be valid is refused, not reported on.
+  passes::infer_shapes(g, model.opset(), {.strict = true});
   return model;
 }
 

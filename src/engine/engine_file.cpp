@@ -529,30 +529,12 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
         if (!g.initializers.emplace(weight_names[k], weight_tensors[k]).second)
           r.fail(fmt::format("weight '{}' appears twice", weight_names[k]));
       }
-    // Every value read must be defined before it is read (in its graph or, for a subgraph, in
-    // the graphs around it up to its node), and defined once in its graph.
-    std::function<void(const ir::Graph&, std::set<std::string>)> check_order;
-    check_order = [&](const ir::Graph& sg, std::set<std::string> defined) {
-      std::set<std::string> own;
-      for (const auto& v : sg.inputs) {
-        if (!own.insert(v.name).second) r.fail(fmt::format("input '{}' twice", v.name));
-        defined.insert(v.name);
-      }
-      for (const auto& [name, t] : sg.initializers) defined.insert(name);
-      for (const auto& n : sg.nodes) {
-        for (const auto& in : n.inputs)
-          if (!in.empty() && !defined.count(in))
-            r.fail(fmt::format("node '{}' reads '{}' before it is computed", n.name, in));
-        for (const auto& [name, a] : n.attributes)
-          if (a.kind == ir::Attribute::Kind::kGraph && a.g) check_order(*a.g, defined);
-        for (const auto& o : n.outputs)
-          if (!o.empty() && (!own.insert(o).second || !defined.insert(o).second))
-            r.fail(fmt::format("value '{}' is computed twice", o));
-      }
-      for (const auto& o : sg.outputs)
-        if (!defined.count(o.name)) r.fail(fmt::format("output '{}' is never computed", o.name));
-    };
-    check_order(g, {});
+    // The same checks as for a loaded ONNX model (a graph the builder wrote passes them).
+    try {
+      g.validate();
+    } catch (const Error& e) {
+      r.fail(e.what());
+    }
     out.info = r.field(meta, "info");
     if (!out.info.is_object()) r.fail("'info' is not an object");
   } catch (const json::exception& e) {
@@ -562,13 +544,12 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
 }
 
 EngineData read_engine_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  TRT_CHECK(fd >= 0, ErrorCode::kIO, "engine file {} not found or not readable: {}", path.string(),
-            std::strerror(errno));
+  const int fd = open_regular_file(path, "engine file");
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     ::close(fd);
-    TRT_THROW(ErrorCode::kIO, "{} is not a regular file", path.string());
+    TRT_THROW(ErrorCode::kIO, "cannot read engine file '{}': {}", path.string(),
+              std::strerror(errno));
   }
   const size_t size = static_cast<size_t>(st.st_size);
   if (size < kHeaderSize) {

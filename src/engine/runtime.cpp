@@ -188,6 +188,7 @@ std::filesystem::path Engine::path() const {
 
 std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     const ContextOptions& options) const {
+  check_thread_count(options.num_threads);
   auto impl = std::make_unique<ExecutionContext::Impl>();
   impl->engine = impl_;
   if (impl_->runtime_backend == "cuda") {

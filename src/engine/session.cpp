@@ -158,6 +158,7 @@ Session::ReleaseStaleCaches::~ReleaseStaleCaches() {
 
 Session::Session(ir::Model model, SessionOptions options)
     : model_(std::move(model)), options_(options), opset_(model_.opset()) {
+  check_thread_count(options_.num_threads);
   ir::Graph& g = model_.graph;
   g.topological_sort();
   std::set<std::string> disabled;

@@ -132,6 +132,43 @@ std::vector<std::string> Node::implicit_inputs() const {
   return {out.begin(), out.end()};
 }
 
+namespace {
+
+void validate_scope(const Graph& g, std::unordered_set<std::string> defined, int depth) {
+  TRT_CHECK_ARG(depth <= 64, "graph '{}': subgraphs nested more than 64 deep", g.name);
+  std::unordered_set<std::string> own;
+  auto define = [&](const std::string& v, const std::string& by) {
+    TRT_CHECK_ARG(own.insert(v).second, "value '{}' is defined twice (again by {})", v, by);
+    defined.insert(v);
+  };
+  for (const auto& v : g.inputs) define(v.name, "a graph input");
+  for (const auto& [name, t] : g.initializers)
+    if (!own.count(name)) define(name, "an initializer");
+  for (const auto& n : g.nodes) {
+    for (const auto& in : n.inputs)
+      TRT_CHECK_ARG(in.empty() || defined.count(in),
+                    "{} reads '{}', which is neither a graph input, an initializer nor computed "
+                    "by an earlier node",
+                    n.describe(), in);
+    for (const auto& [name, a] : n.attributes)
+      if (a.kind == Attribute::Kind::kGraph && a.g) validate_scope(*a.g, defined, depth + 1);
+    for (const auto& o : n.outputs)
+      if (!o.empty()) define(o, n.describe());
+  }
+  for (const auto& o : g.outputs)
+    TRT_CHECK_ARG(defined.count(o.name),
+                  "graph output '{}' is not computed: no node produces it and it is neither a "
+                  "graph input nor an initializer",
+                  o.name);
+}
+
+}  // namespace
+
+void Graph::validate() const {
+  TRT_CHECK_ARG(!outputs.empty(), "the graph has no outputs: there is nothing to compute");
+  validate_scope(*this, {}, 0);
+}
+
 void Graph::topological_sort() {
   // Kahn's algorithm, iterative (no recursion: deep graphs must not overflow the stack), stable:
   // among ready nodes the one that came first in the file goes first.

@@ -99,6 +99,12 @@ class Graph {
   std::optional<ValueInfo> find_value_info(const std::string& n) const;
   // Sorts nodes topologically (stable); throws on cycles or on inputs nobody produces.
   void topological_sort();
+  // What every consumer of a graph relies on, checked once where a graph enters (the ONNX
+  // loader, the engine reader): nodes in topological order, every value read is defined before
+  // (a graph input, an initializer, an earlier node's output; in a subgraph also a value of the
+  // graphs around it), no value is defined twice, every graph output is defined, and the graph
+  // has at least one output. Error(kInvalidArgument) naming the value and the node.
+  void validate() const;
   // Removes nodes whose outputs nobody needs and initializers nobody reads.
   void remove_dead_nodes();
   // A fresh value / node name starting with `prefix` that is not used yet.

@@ -315,9 +315,9 @@ void parse_model_proto(std::string_view bytes, const std::string& what, const Lo
 // are never held whole next to the parsed message (ResNet-50: 98 MiB less at the loader's peak;
 // the initializers' bytes are then released one by one as graph_from_proto converts them).
 void parse_model_file(const fs::path& path, uint64_t limit, onnx::ModelProto& proto) {
+  require_regular_file(path, "ONNX model");
   const uint64_t size = readable_file_size(path, limit);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  TRT_CHECK(fd >= 0, ErrorCode::kIO, "cannot open '{}': {}", path.string(), std::strerror(errno));
+  const int fd = open_regular_file(path, "ONNX model");
   google::protobuf::io::FileInputStream in(fd);
   in.SetCloseOnDelete(true);
   bool ok = size <= static_cast<uint64_t>(INT_MAX);
@@ -336,6 +336,9 @@ ir::Model load_impl(onnx::ModelProto& proto, const fs::path& base_dir, const std
   TRT_CHECK_ARG(proto.has_ir_version() && proto.has_graph(),
                 "'{}' is not a valid ONNX model (it has no {})", what,
                 proto.has_ir_version() ? "graph" : "ir_version");
+  TRT_CHECK_ARG(proto.ir_version() >= 1,
+                "'{}' is not a valid ONNX model (ir_version {}; ONNX IR versions start at 1)", what,
+                proto.ir_version());
 
   ir::Model model;
   model.ir_version = proto.ir_version();
@@ -373,7 +376,12 @@ ir::Model load_impl(onnx::ModelProto& proto, const fs::path& base_dir, const std
   ctx.ext.bytes_read = &bytes_read;
   for (const auto& f : proto.functions()) ctx.functions.emplace(f.domain(), f.name());
   model.graph = graph_from_proto(proto.graph(), ctx);
-  model.graph.topological_sort();
+  try {
+    model.graph.topological_sort();
+    model.graph.validate();
+  } catch (const Error& e) {
+    throw Error(e.code(), fmt::format("'{}' is not a valid ONNX model: {}", what, e.what()));
+  }
   return model;
 }
 

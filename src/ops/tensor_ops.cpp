@@ -139,6 +139,24 @@ void infer_slice(InferContext& ctx) {
   ctx.set_output(0, dt, out);
 }
 
+// Constant indices (input `idx`) into a static axis of `n` entries: each must be in [-n, n).
+// Data-dependent indices are the kernel's to check; constant ones are refused at build time.
+// Several dims: the indices are tuples (GatherND / ScatterND) whose component c indexes the
+// data axis of size dims[c]; a dim below 0 (symbolic) is not checked.
+void check_constant_indices(const InferContext& ctx, size_t idx, const std::vector<int64_t>& dims,
+                            const char* what) {
+  const Tensor* t = ctx.constant(idx);
+  if (!t || dims.empty()) return;
+  const std::vector<int64_t> v = t->to_int64_vector();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t n = dims[i % dims.size()];
+    TRT_CHECK_ARG(n < 0 || (v[i] >= -n && v[i] < n),
+                  "{}: {} {} (element {} of the constant '{}') is out of range for an axis of {} "
+                  "(valid: {}..{})",
+                  ctx.node.describe(), what, v[i], i, ctx.node.inputs[idx], n, -n, n - 1);
+  }
+}
+
 void infer_gather(InferContext& ctx) {
   const auto& node = ctx.node;
   const DataType dt = ctx.input_dtype(0);
@@ -150,6 +168,7 @@ void infer_gather(InferContext& ctx) {
   if (!s || !is) return ctx.set_output(0, dt, std::nullopt);
   const int64_t axis =
       normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(s->size()), node);
+  check_constant_indices(ctx, 1, {(*s)[axis].value}, "index");
   SymShape out(s->begin(), s->begin() + axis);
   out.insert(out.end(), is->begin(), is->end());
   out.insert(out.end(), s->begin() + axis + 1, s->end());
@@ -422,6 +441,14 @@ void infer_scatter_nd(InferContext& ctx) {
   TRT_CHECK(ctx.input_dtype(2) == ctx.input_dtype(0), ErrorCode::kInvalidArgument,
             "{}: updates are {}, data {}", ctx.node.describe(), dtype_name(ctx.input_dtype(2)),
             dtype_name(ctx.input_dtype(0)));
+  const auto& ds = ctx.input_shape(0);
+  const auto& is = ctx.input_shape(1);
+  if (ds && is && !is->empty() && is->back().is_static() &&
+      is->back().value <= static_cast<int64_t>(ds->size())) {
+    std::vector<int64_t> dims;
+    for (int64_t c = 0; c < is->back().value; ++c) dims.push_back((*ds)[c].value);
+    check_constant_indices(ctx, 1, dims, "index");
+  }
   ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
 }
 
@@ -470,6 +497,9 @@ void infer_gathernd(InferContext& ctx) {
             ErrorCode::kInvalidArgument,
             "{}: indices' last dimension {} and batch_dims {} do not fit data of rank {}",
             ctx.node.describe(), k, b, ds->size());
+  std::vector<int64_t> dims;
+  for (int64_t c = 0; c < k; ++c) dims.push_back((*ds)[b + c].value);
+  check_constant_indices(ctx, 1, dims, "index");
   SymShape out(is->begin(), is->end() - 1);
   out.insert(out.end(), ds->begin() + b + k, ds->end());
   ctx.set_output(0, dt, out);
@@ -485,9 +515,15 @@ void infer_nms(InferContext& ctx) {
 void infer_if(InferContext& ctx) {
   const ir::Attribute* t = ctx.node.attr("then_branch");
   const ir::Attribute* e = ctx.node.attr("else_branch");
-  if (!t || !t->g || !e || !e->g) return;
+  using Branch = std::pair<const ir::Attribute*, const char*>;
+  for (const auto& [branch, name] : {Branch{t, "then_branch"}, Branch{e, "else_branch"}}) {
+    TRT_CHECK_ARG(branch && branch->kind == ir::Attribute::Kind::kGraph && branch->g,
+                  "{}: the {} graph attribute is missing", ctx.node.describe(), name);
+    TRT_CHECK_ARG(branch->g->outputs.size() == ctx.outputs.size(),
+                  "{}: its {} has {} outputs, the node {}", ctx.node.describe(), name,
+                  branch->g->outputs.size(), ctx.outputs.size());
+  }
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
-    if (i >= t->g->outputs.size() || i >= e->g->outputs.size()) break;
     const ir::ValueInfo& a = t->g->outputs[i];
     const ir::ValueInfo& b = e->g->outputs[i];
     const DataType dt = a.dtype != DataType::kUndefined ? a.dtype : b.dtype;

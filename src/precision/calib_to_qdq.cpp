@@ -7,6 +7,7 @@
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
 #include "quantize/qdq.h"
+#include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::precision {
@@ -66,9 +67,9 @@ CalibToQdqResult calib_to_qdq(ir::Model& model, const CalibrationCache& cache) {
 CalibToQdqResult calib_to_qdq_file(const std::filesystem::path& onnx,
                                    const std::filesystem::path& calibration_cache,
                                    const std::filesystem::path& output) {
-  std::error_code ec;
-  TRT_CHECK_ARG(std::filesystem::is_regular_file(onnx, ec), "ONNX model not found: {}",
-                onnx.string());
+  check_output_is_not_input("--output", output,
+                            {{"--onnx", onnx}, {"--calibration_cache", calibration_cache}});
+  require_regular_file(onnx, "ONNX model");
   const CalibrationCache cache = read_calibration_cache(calibration_cache);
   ir::Model model = onnx_io::load_model(onnx);
   CalibToQdqResult r = calib_to_qdq(model, cache);

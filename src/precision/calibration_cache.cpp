@@ -134,7 +134,7 @@ CalibrationCache parse_calibration_cache(std::string_view text, const std::strin
     const std::string_view name = line.substr(0, colon);
     const std::string_view hex = trim(line.substr(colon + 1));
     TRT_CHECK_ARG(!name.empty(), "{}:{}: empty tensor name in {}", source, line_no, quote(line));
-    bool hex_ok = !hex.empty() && hex.size() <= 8;
+    bool hex_ok = hex.size() == 8;  // TensorRT writes all 8 (a scale below 2^-100 has no place)
     uint32_t bits = 0;
     for (char c : hex) {
       const int v = hex_value(c);
@@ -165,8 +165,7 @@ CalibrationCache read_calibration_cache(const std::filesystem::path& path) {
   std::error_code ec;
   TRT_CHECK(std::filesystem::exists(path, ec), ErrorCode::kIO, "calibration cache '{}' not found",
             path.string());
-  TRT_CHECK(std::filesystem::is_regular_file(path, ec), ErrorCode::kIO,
-            "calibration cache '{}' is not a regular file", path.string());
+  require_regular_file(path, "calibration cache");
   return parse_calibration_cache(read_file(path, kMaxCalibrationCacheBytes), path.string());
 }
 

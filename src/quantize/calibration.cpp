@@ -56,6 +56,27 @@ const float* float_values(const Tensor& t, std::vector<float>& tmp) {
 
 }  // namespace
 
+void check_calibration_values(const Tensor& batch, const std::string& source,
+                              int64_t first_sample) {
+  if (!dtype_is_float(batch.dtype()) || batch.numel() == 0) return;
+  std::vector<float> tmp;
+  const float* v = float_values(batch, tmp);
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < batch.numel(); ++i)
+    if (!std::isfinite(v[i])) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  if (bad == 0) return;
+  const int64_t per_sample = batch.numel() / std::max<int64_t>(1, batch.rank() ? batch.dim(0) : 1);
+  TRT_THROW(ErrorCode::kInvalidArgument,
+            "calibration data {}: sample {} holds {} ({} of the {} values of samples {}..{} are "
+            "NaN or infinite); calibration needs finite data",
+            source, first_sample + first / std::max<int64_t>(1, per_sample),
+            std::isnan(v[first]) ? "NaN" : "an infinity", bad, batch.numel(), first_sample,
+            first_sample + (batch.rank() ? batch.dim(0) : 1) - 1);
+}
+
 void TensorStats::add(const Tensor& t) {
   std::vector<float> tmp;
   add(float_values(t, tmp), t.numel());

@@ -70,6 +70,7 @@ class BatchSource {
     return n;
   }
   void add(Tensor t) { batches_.push_back(std::move(t)); }
+  const Tensor& last() const { return batches_.back(); }
   // Rows [b, e) of a C-order float32 little-endian .npy whose data starts at `offset`.
   void add_file_range(int64_t b, int64_t e) { ranges_.emplace_back(b, e); }
   void set_file(const fs::path& path, uint64_t offset, Shape shape) {
@@ -93,6 +94,7 @@ class BatchSource {
     file_->read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
     TRT_CHECK(file_->good(), ErrorCode::kIO, "{}: truncated while reading samples {}..{}",
               path_.string(), b, e - 1);
+    check_calibration_values(t, path_.string(), b);
     return t;
   }
   std::vector<Tensor> batches_;
@@ -102,53 +104,6 @@ class BatchSource {
   Shape shape_;
   std::vector<std::pair<int64_t, int64_t>> ranges_;
 };
-
-// The header of a little-endian float32 C-order .npy: (data offset, shape); nullopt for any
-// other kind (then the file is loaded whole by npy_load, which knows every dtype).
-std::optional<std::pair<uint64_t, Shape>> npy_f32_header(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  char pre[12] = {};
-  f.read(pre, 12);
-  if (!f.good() || std::memcmp(pre, "\x93NUMPY", 6) != 0) return std::nullopt;
-  const int major = static_cast<unsigned char>(pre[6]);
-  uint64_t hlen = 0, off = 0;
-  if (major == 1) {
-    hlen = static_cast<unsigned char>(pre[8]) | (static_cast<unsigned char>(pre[9]) << 8);
-    off = 10;
-  } else if (major == 2 || major == 3) {
-    for (int k = 0; k < 4; ++k)
-      hlen |= static_cast<uint64_t>(static_cast<unsigned char>(pre[8 + k])) << (8 * k);
-    off = 12;
-  } else {
-    return std::nullopt;
-  }
-  if (hlen > (1u << 20)) return std::nullopt;
-  std::string h(hlen, '\0');
-  f.seekg(static_cast<std::streamoff>(off));
-  f.read(h.data(), static_cast<std::streamsize>(hlen));
-  if (!f.good()) return std::nullopt;
-  static const std::regex descr(R"('descr'\s*:\s*'<f4')"),
-      fortran(R"('fortran_order'\s*:\s*False)"), shape(R"('shape'\s*:\s*\(([^)]*)\))");
-  std::smatch m;
-  if (!std::regex_search(h, descr) || !std::regex_search(h, fortran) ||
-      !std::regex_search(h, m, shape))
-    return std::nullopt;
-  Shape s;
-  const std::string dims = m[1].str();
-  static const std::regex num(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
-       ++it)
-    s.push_back(std::stoll(it->str()));
-  if (s.empty()) return std::nullopt;
-  const uint64_t data_off = off + hlen;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  if (ec || size != data_off + static_cast<uint64_t>(n) * 4)
-    return std::nullopt;  // npy_load reports it
-  return std::make_pair(data_off, s);
-}
 
 Tensor slice_rows(const Tensor& t, int64_t begin, int64_t end) {
   Shape s = t.shape();
@@ -214,11 +169,15 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
       src.add(to_dtype(t, in.dtype));
     return src;
   }
-  const auto header = npy_f32_header(o.calibration_data);
+  // One reader for every .npy (npy_read_header checks what npy_load checks): little-endian
+  // float32 data for a float32 input is streamed from the file, anything else loaded whole.
+  const NpyHeader header = npy_read_header(o.calibration_data);
+  const bool stream =
+      header.dtype == DataType::kFloat32 && !header.big_endian && in.dtype == DataType::kFloat32;
   Tensor data;
   Shape dshape;
-  if (header && in.dtype == DataType::kFloat32) {
-    dshape = header->second;
+  if (stream) {
+    dshape = header.shape;
   } else {
     data = to_dtype(npy_load(o.calibration_data), in.dtype);
     dshape = data.shape();
@@ -246,7 +205,7 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
       TRT_CHECK_ARG(!ms[d].is_static() || ms[d].value == dshape[d], "{}", mismatch());
   }
   TRT_CHECK_ARG(dshape[0] >= 1, "calibration data {} has no samples", o.calibration_data.string());
-  if (!data.defined()) src.set_file(o.calibration_data, header->first, dshape);
+  if (!data.defined()) src.set_file(o.calibration_data, header.data_offset, dshape);
   const int64_t n = dshape[0];
   for (int64_t b = 0; b < n; b += bs) {
     const int64_t e = std::min(n, b + bs);
@@ -256,6 +215,7 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
     }
     if (data.defined()) {
       src.add(slice_rows(data, b, e));
+      check_calibration_values(src.last(), o.calibration_data.string(), b);
     } else {
       src.add_file_range(b, e);
     }
@@ -402,6 +362,16 @@ ir::Model with_node_in_float(const ir::Model& qm, const ir::Model& fm, const std
 QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   using namespace quantize;
   namespace fs = std::filesystem;
+  check_output_is_not_input("--output", o.output_path,
+                            {{"--onnx", o.onnx_path}, {"--calibration_data", o.calibration_data}});
+  if (o.write_report)
+    check_output_is_not_input(
+        "the report", fs::path(o.output_path.string() + ".report.json"),
+        {{"--onnx", o.onnx_path}, {"--calibration_data", o.calibration_data}});
+  check_output_is_not_input("--plot", o.plot,
+                            {{"--onnx", o.onnx_path},
+                             {"--calibration_data", o.calibration_data},
+                             {"--output", o.output_path}});
   const QuantMode mode = quant_mode_from_name(o.quantize_mode);
   std::optional<CalibrationMethod> method;
   bool awq = false;
@@ -424,7 +394,9 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   TRT_CHECK_ARG(o.batch_size >= 1, "batch_size must be >= 1, got {}", o.batch_size);
   TRT_CHECK_ARG(o.percentile > 0 && o.percentile <= 100, "percentile must be in (0, 100], got {}",
                 o.percentile);
-  TRT_CHECK_ARG(o.num_bins >= 256, "num_bins must be >= 256, got {}", o.num_bins);
+  TRT_CHECK_ARG(o.num_bins >= 256 && o.num_bins <= kMaxHistogramBins,
+                "num_bins must be in 256..{}, got {}", kMaxHistogramBins, o.num_bins);
+  check_thread_count(o.num_threads);
   TRT_CHECK_ARG(o.block_size >= 2, "block_size must be >= 2, got {}", o.block_size);
   TRT_CHECK_ARG(o.eval_batches >= 0, "eval_batches must be >= 0, got {}", o.eval_batches);
   TRT_CHECK_ARG(
@@ -437,8 +409,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
                 "invalid high_precision_dtype '{}': choose one of fp32, fp16",
                 o.high_precision_dtype);
   std::error_code ec;
-  TRT_CHECK_ARG(fs::is_regular_file(o.onnx_path, ec), "ONNX model not found: {}",
-                o.onnx_path.string());
+  require_regular_file(o.onnx_path, "ONNX model");
   TRT_CHECK_ARG(!o.output_path.empty(), "output_path is empty");
   const bool have_data = !o.calibration_data.empty();
   TRT_CHECK_ARG(have_data || mode == QuantMode::kInt4,

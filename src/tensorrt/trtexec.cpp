@@ -453,7 +453,7 @@ BuildResult build_with_trtexec(const std::filesystem::path& onnx,
     return result;
   }
   std::error_code ec;
-  TRT_CHECK_ARG(fs::is_regular_file(onnx, ec), "ONNX model not found: {}", onnx.string());
+  require_regular_file(onnx, "ONNX model");
   const fs::path out_dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
   TRT_CHECK_ARG(fs::is_directory(out_dir, ec), "output folder {} does not exist", out_dir.string());
 

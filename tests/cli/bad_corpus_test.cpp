@@ -14,7 +14,6 @@
 //   expected  the text the error line must contain; for "-": the covering test, Suite.Name
 // EveryFileHasAManifestLine keeps the folder and the manifest in step.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +25,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "cli/clean_failure.h"
 
 namespace trtutils {
 namespace {
@@ -87,23 +88,10 @@ std::vector<BadCase> runnable_cases() {
   return r;
 }
 
-std::string read_all(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 std::string substitute(std::string s, const std::string& key, const std::string& value) {
   for (size_t p = s.find(key); p != std::string::npos; p = s.find(key, p + value.size()))
     s.replace(p, key.size(), value);
   return s;
-}
-
-// Every path in `dir`, recursively, relative to it.
-std::set<std::string> listing(const fs::path& dir) {
-  std::set<std::string> r;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    r.insert(fs::relative(e.path(), dir).string());
-  return r;
 }
 
 class BadCorpusTest : public ::testing::TestWithParam<BadCase> {};
@@ -114,11 +102,10 @@ TEST_P(BadCorpusTest, FailsCleanly) {
   const fs::path dir = fs::temp_directory_path() /
                        ("trtutils_bad_corpus_" + std::to_string(::getpid()) + "_" + c.file);
   fs::remove_all(dir);
-  const fs::path in = dir / "in", out = dir / "out";
+  const fs::path work = dir / "work", in = work / "in", out = work / "out";
   fs::create_directories(in);
   fs::create_directories(out);
   // A copy: a command that wrongly writes to its input cannot damage the corpus.
-  const std::string original = read_all(kBadDir / c.file);
   fs::copy_file(kBadDir / c.file, in / c.file);
 
   std::string args = c.command;
@@ -128,50 +115,15 @@ TEST_P(BadCorpusTest, FailsCleanly) {
   args = substitute(
       args, "{examples}",
       fs::weakly_canonical(fs::path(TRTUTILS_TEST_DATA_DIR) / "../../examples").string());
-  // Run from the test's folder: a file written to the working directory is caught too.
-  const std::string cmd = "cd '" + dir.string() + "' && timeout 120 " + TRTUTILS_CLI + " " + args +
-                          " >stdout.txt 2>stderr.txt";
-  const int status = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << cmd;
-  const int code = WEXITSTATUS(status);
-  const std::string out_text = read_all(dir / "stdout.txt");
-  const std::string err_text = read_all(dir / "stderr.txt");
-  const std::string report = "command: " + args + "\nexit code " + std::to_string(code) +
-                             "\nstdout:\n" + out_text + "stderr:\n" + err_text;
-
-  EXPECT_TRUE(code == 1 || code == 2) << "expected exit code 1 or 2 (124: timeout, >128: signal)\n"
-                                      << report;
-  std::vector<std::string> errors, other;
-  std::stringstream lines(err_text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("error:", 0) == 0)
-      errors.push_back(line);
-    else if (line.rfind("[trtutils] ", 0) != 0)
-      other.push_back(line);
-  }
-  ASSERT_EQ(errors.size(), 1u) << report;
-  const std::string& error = errors[0];
-  EXPECT_NE(error.find(c.expected), std::string::npos)
-      << "expected '" << c.expected << "' in the error line\n"
-      << report;
-  EXPECT_EQ(error.find("internal error"), std::string::npos) << report;
-  EXPECT_TRUE(
-      std::all_of(error.begin(), error.end(),
-                  [](char ch) { return static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f; }))
-      << "control character in the error line\n"
-      << report;
-  EXPECT_TRUE(other.empty()) << "stderr lines that are neither the error nor a log line (a "
-                                "message spanning lines?)\n"
-                             << report;
-  EXPECT_EQ(out_text.find("error:"), std::string::npos) << report;
-
+  // Run from the work folder: a file written to the working directory is caught too.
+  const auto before = test_util::snapshot(work);
+  const test_util::CliRun r = test_util::run_cli(work, args, dir, 120);
+  test_util::expect_clean_error(r, c.expected);
   // Nothing written: no output, no temporary, no stray file; the input unchanged.
-  EXPECT_TRUE(fs::is_empty(out)) << "something was left in the output folder (listing below)\n"
-                                 << report;
-  const std::set<std::string> expected_files = {"in", (fs::path("in") / c.file).string(), "out",
-                                                "stdout.txt", "stderr.txt"};
-  EXPECT_EQ(listing(dir), expected_files) << report;
-  EXPECT_TRUE(read_all(in / c.file) == original) << "the command changed its input\n" << report;
+  EXPECT_TRUE(fs::is_empty(out)) << "something was left in the output folder\n" << r.report;
+  EXPECT_TRUE(test_util::snapshot(work) == before)
+      << "the command changed, added or removed files\n"
+      << r.report;
   fs::remove_all(dir);
 }
 

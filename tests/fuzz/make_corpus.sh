@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=tests/fuzz/corpus
 rm -rf "$out"
-mkdir -p "$out"/{onnx,npy,calibration_cache,image,cli,engine}
+mkdir -p "$out"/{onnx,npy,calibration_cache,image,cli,engine,build,cli_numbers}
 
 # ---- image: the small decoder fixtures (every format and variant; photos are too large) ----
 for f in tests/data/images/*.{jpg,png,bmp,webp}; do
@@ -113,6 +113,18 @@ args build build --onnx m.onnx --output m.engine --int8 --fp16 --calibration_cac
 args inspect inspect --engine m.engine --json
 args version --version
 args help -q run --help
+
+# ---- build: the onnx seeds that are models, and the bad corpus's invalid graphs ----
+cp "$out"/onnx/*.onnx "$out/build/"
+for f in tests/data/bad/onnx_*.onnx; do cp "$f" "$out/build/"; done
+
+# ---- cli_numbers: a flag index byte, a form byte (odd: --flag=value), then the value ----
+n=$out/cli_numbers
+i=0
+for v in 0 1 -1 65536 2000000000 1e9 0x10 3.5 -0 nan inf 18446744073709551616 99999999999; do
+  printf "\\x$(printf %02x $((i * 7 % 256)))\\x$((i % 2))%s" "$v" >"$n/seed_$i"
+  i=$((i + 1))
+done
 
 # ---- every harness: the inputs it once failed on (tests/data/bad/<harness>_fuzz_*) ----
 for d in "$out"/*; do

@@ -1,6 +1,7 @@
 #include "batcher_flags.h"
 
 #include "core/check.h"
+#include "flag_ranges.h"
 
 namespace trtutils::cli {
 
@@ -8,33 +9,38 @@ void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
   auto* dir = sub->add_option(
       "--calibration_dir", f.calibration_dir,
       "folder of images (*.jpg *.jpeg *.png *.bmp *.webp), used in file-name order");
-  auto* shape = sub->add_option("--input_shape", f.input_shape, "model input H W C (C: 1, 3 or 4)");
+  auto* shape = add_ranged(sub, "--input_shape", f.input_shape, "model input H W C (C: 1, 3 or 4)",
+                           int64_t{1}, int64_t{1} << 16);
   if (required) {
     dir->required();
     shape->required();
   }
   sub->add_option("--input_dtype", f.input_dtype, "float32, float16, uint8 or int8")
       ->capture_default_str();
-  sub->add_option("--batch_size", f.batch_size, "images per batch")->capture_default_str();
+  add_ranged(sub, "--batch_size", f.batch_size, "images per batch", int64_t{1}, kMaxBatch);
   sub->add_option("--data_order", f.data_order, "NCHW or NHWC")->capture_default_str();
-  sub->add_option("--max_images", f.max_images, "use only the first N images (by name)");
+  sub->add_option("--max_images", f.max_images, "use only the first N images (by name)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   sub->add_option("--resize_method", f.resize_method,
                   "letterbox (keep aspect ratio, pad; YOLO) or linear (stretch to H x W)")
       ->capture_default_str();
   sub->add_option(
-      "--input_scale", f.input_scale,
-      "LO HI: pixel range after scaling (default 0 1 for float types; none for uint8/int8)");
+         "--input_scale", f.input_scale,
+         "LO HI: pixel range after scaling (default 0 1 for float types; none for uint8/int8)")
+      ->check(CLI::Range(-1e30f, 1e30f));
   sub->add_option("--mean", f.mean,
-                  "per-colour mean subtracted after scaling, in R G B order (1 or C values)");
+                  "per-colour mean subtracted after scaling, in R G B order (1 or C values)")
+      ->check(CLI::Range(-1e30f, 1e30f));
   sub->add_option("--std", f.std,
-                  "per-colour std divided by after the mean, in R G B order (1 or C values)");
+                  "per-colour std divided by after the mean, in R G B order (1 or C values)")
+      ->check(CLI::Range(1e-30f, 1e30f));
   sub->add_option("--color_order", f.color_order, "channel order the model takes: RGB or BGR")
       ->capture_default_str();
-  sub->add_option("--pad_value", f.pad_value, "letterbox padding, in 0..255 pixel units")
-      ->capture_default_str();
+  add_ranged(sub, "--pad_value", f.pad_value, "letterbox padding, in 0..255 pixel units", 0.0f,
+             255.0f);
   sub->add_flag("--keep_partial", f.keep_partial,
                 "keep a last batch with fewer than --batch_size images");
-  sub->add_option("--threads", f.threads, "decode threads (0: all cores)")->capture_default_str();
+  add_threads_flag(sub, f.threads, "decode threads");
 }
 
 ImageBatcherOptions to_batcher_options(const BatcherFlags& f, const CLI::App* sub) {

@@ -19,6 +19,7 @@
 #include "core/check.h"
 #include "core/png_chart.h"
 #include "engine/session.h"
+#include "flag_ranges.h"
 #include "trtutils/engine.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
@@ -92,6 +93,9 @@ void bench(const BenchOptions& o) {
   TRT_CHECK_ARG(o.iterations >= 1, "--iterations must be at least 1, got {}", o.iterations);
   TRT_CHECK_ARG(o.warmup >= 0, "--warmup_iterations must be at least 0, got {}", o.warmup);
   TRT_CHECK_ARG(o.onnx.empty() != o.engine.empty(), "give exactly one of --engine and --onnx");
+  for (const auto& [flag, path] : {std::pair{"--json", o.json}, std::pair{"--plot", o.plot}})
+    check_output_is_not_an_input(flag, path, o.engine.empty() ? "--onnx" : "--engine",
+                                 o.engine.empty() ? o.onnx : o.engine, o.inputs);
   std::function<void()> run_once;
   std::function<std::vector<LayerTime>()> layer_times;
   std::map<std::string, Tensor> feeds;
@@ -239,13 +243,14 @@ void add_benchmark_command(CLI::App& app) {
   auto* eng = sub->add_option("--engine", o->engine, "engine file (from `trtutils build`)");
   sub->add_option("--onnx", o->onnx, "ONNX model, run directly on the CPU backend")->excludes(eng);
   sub->add_option("--backend", o->backend, "engine runtime: auto, cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy (default: random data)");
-  sub->add_option("--iterations", o->iterations, "timed iterations")->capture_default_str();
-  sub->add_option("--warmup_iterations,--warmup", o->warmup, "untimed warm-up iterations")
-      ->capture_default_str();
-  sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str();
-  sub->add_option("--seed", o->seed, "seed of the random input data")->capture_default_str();
+  add_ranged(sub, "--iterations", o->iterations, "timed iterations", 1, kMaxIterations);
+  add_ranged(sub, "--warmup_iterations,--warmup", o->warmup, "untimed warm-up iterations", 0,
+             kMaxWarmup);
+  add_threads_flag(sub, o->threads, "CPU threads");
+  add_seed_flag(sub, o->seed);
   sub->add_option("--json", o->json, "also write the timings (and --profile layers) as JSON");
   sub->add_option("--plot", o->plot, "write a PNG histogram of the latencies");
   sub->add_flag("--profile", o->profile, "print time per op type and the slowest layers");

@@ -11,6 +11,7 @@
 #include "batcher_flags.h"
 #include "commands.h"
 #include "core/check.h"
+#include "flag_ranges.h"
 #include "tensorrt/trtexec.h"
 #include "trtutils/builder.h"
 #include "trtutils/logging.h"
@@ -129,9 +130,8 @@ void add_build_command(CLI::App& app) {
   sub->add_option("--calibration_data", f->calibration_data,
                   ".npy of calibration samples (first axis), for weakly-typed INT8");
   add_batcher_flags(sub, f->batcher, /*required=*/false);
-  sub->add_option("--calibration_batch_size", f->config.calibration_batch_size,
-                  "samples per calibration batch (--calibration_data)")
-      ->capture_default_str();
+  add_ranged(sub, "--calibration_batch_size", f->config.calibration_batch_size,
+             "samples per calibration batch (--calibration_data)", int64_t{1}, kMaxBatch);
   sub->add_option("--calibration_algorithm", f->config.calibration_algorithm,
                   "entropy (EntropyCalibration2) or minmax")
       ->capture_default_str();
@@ -148,19 +148,21 @@ void add_build_command(CLI::App& app) {
   sub->add_option("--min_shapes", f->min_shapes, "NAME:d0,d1,... profile minimum");
   sub->add_option("--opt_shapes", f->opt_shapes, "NAME:d0,d1,... profile optimum");
   sub->add_option("--max_shapes", f->max_shapes, "NAME:d0,d1,... profile maximum");
-  sub->add_option("--workspace", f->workspace_mib, "scratch memory limit in MiB (0: none)")
-      ->capture_default_str();
-  sub->add_option("--optimization_level", f->config.optimization_level, "0-5")
-      ->capture_default_str();
+  add_ranged(sub, "--workspace", f->workspace_mib, "scratch memory limit in MiB (0: none)",
+             uint64_t{0}, uint64_t{1} << 30);
+  add_ranged(sub, "--optimization_level", f->config.optimization_level,
+             "builder optimization level", 0, 5);
   sub->add_option("--timing_cache", f->timing_cache, "timing cache file, or 'global'");
   sub->add_flag("--cache", f->config.cache,
                 "reuse an engine built from the same model and options (~/.cache/trtutils)");
   sub->add_option("--backend", f->config.backend,
                   "auto, cpu, cuda, or tensorrt (build with the installed TensorRT's trtexec)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "tensorrt"}))
       ->capture_default_str();
   sub->add_flag("--dry_run", f->dry_run, "--backend tensorrt: print the trtexec command only");
-  sub->add_option("--target_sm", f->config.target_sm,
-                  "build for this GPU architecture (e.g. 90, 100) instead of the local one");
+  add_ranged(sub, "--target_sm", f->config.target_sm,
+             "build for this GPU architecture (e.g. 90, 100) instead of the local one (0: local)",
+             0, 999);
   sub->callback([f, sub] {
     f->config.verbose = log_level() >= LogLevel::kVerbose;
     build(*f, sub);

@@ -8,6 +8,7 @@
 #include "batcher_flags.h"
 #include "commands.h"
 #include "core/check.h"
+#include "flag_ranges.h"
 #include "trtutils/dla.h"
 #include "trtutils/logging.h"
 
@@ -65,12 +66,9 @@ void add_build_dla_command(CLI::App& app) {
       app.add_subcommand("build_dla", "Build an engine for Jetson Orin's DLA (GPU fallback)");
   sub->add_option("--onnx", f->onnx, "ONNX model")->required();
   sub->add_option("--output", f->output, "engine file to write")->required();
-  sub->add_option("--dla_core", f->config.dla_core, "DLA core (Orin: 0 or 1)")
-      ->capture_default_str();
-  sub->add_option("--max_chunks", f->config.max_chunks, "DLA chunks to place at most (1-16)")
-      ->capture_default_str();
-  sub->add_option("--min_layers", f->config.min_layers, "smallest chunk placed on DLA")
-      ->capture_default_str();
+  add_ranged(sub, "--dla_core", f->config.dla_core, "DLA core (Orin: 0 or 1)", 0, 1);
+  add_dla_chunk_flags(sub, f->config.max_chunks, f->config.min_layers,
+                      "DLA chunks to place at most", "smallest chunk placed on DLA");
   sub->add_flag("--strongly_typed", f->config.build.strongly_typed,
                 "precision from the graph (Q/DQ for INT8); no calibration, no fp8");
   sub->add_flag("--fp16", f->config.build.fp16, "allow FP16 (always on for weakly typed DLA)");
@@ -81,17 +79,16 @@ void add_build_dla_command(CLI::App& app) {
   sub->add_option("--calibration_data", f->calibration_data,
                   ".npy of calibration samples (first axis), for weakly-typed INT8");
   add_batcher_flags(sub, f->batcher, /*required=*/false);
-  sub->add_option("--calibration_batch_size", f->config.build.calibration_batch_size,
-                  "samples per calibration batch (--calibration_data)")
-      ->capture_default_str();
+  add_ranged(sub, "--calibration_batch_size", f->config.build.calibration_batch_size,
+             "samples per calibration batch (--calibration_data)", int64_t{1}, kMaxBatch);
   sub->add_option("--shape", f->shapes,
                   "NAME:d0,d1,... fixed input shape (DLA has no dynamic "
                   "shapes), repeatable");
-  sub->add_option("--target_sm", f->config.build.target_sm,
-                  "build for this GPU (87: Jetson Orin) instead of the local one");
+  add_ranged(sub, "--target_sm", f->config.build.target_sm,
+             "build for this GPU (87: Jetson Orin) instead of the local one (0: local)", 0, 999);
   sub->add_option("--timing_cache", f->timing_cache, "timing cache file, or 'global'");
-  sub->add_option("--optimization_level", f->config.build.optimization_level, "0-5")
-      ->capture_default_str();
+  add_ranged(sub, "--optimization_level", f->config.build.optimization_level,
+             "builder optimization level", 0, 5);
   sub->add_option("--backend", f->config.build.backend,
                   "cpu (DLA layers emulated) or tensorrt (trtexec --useDLACore)")
       ->capture_default_str();

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "core/check.h"
+#include "flag_ranges.h"
 #include "precision/dla_rules.h"
 #include "trtutils/dla.h"
 
@@ -95,10 +96,8 @@ void add_can_run_on_dla_command(CLI::App& app) {
                                      "Check each layer against the DLA (Jetson Orin) restrictions");
   sub->add_option("--onnx", f->onnx, "ONNX model")->required();
   sub->add_option("--shape", f->shapes, "NAME:d0,d1,... fix a dynamic input, repeatable");
-  sub->add_option("--max_chunks", f->max_chunks, "chunks build_dla would place (1-16)")
-      ->capture_default_str();
-  sub->add_option("--min_layers", f->min_layers, "smallest chunk build_dla would place")
-      ->capture_default_str();
+  add_dla_chunk_flags(sub, f->max_chunks, f->min_layers, "chunks build_dla would place",
+                      "smallest chunk build_dla would place");
   sub->add_flag("--json", f->json, "print as JSON");
   sub->callback([f] { run(*f); });
 }

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "core/check.h"
+#include "flag_ranges.h"
 #include "trtutils/quantize.h"
 
 namespace trtutils::cli {
@@ -75,27 +76,29 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--calibration_method", o->q.calibration_method,
                   "max | entropy | percentile | mse (int4: rtn | awq_clip)")
       ->capture_default_str();
-  sub->add_option("--batch_size", o->q.batch_size, "calibration batch size")->capture_default_str();
-  sub->add_option("--percentile", o->q.percentile, "for --calibration_method percentile")
-      ->capture_default_str();
-  sub->add_option("--num_bins", o->q.num_bins, "histogram bins per tensor")->capture_default_str();
+  add_ranged(sub, "--batch_size", o->q.batch_size, "calibration batch size", int64_t{1}, kMaxBatch);
+  add_ranged(sub, "--percentile", o->q.percentile, "for --calibration_method percentile", 50.0,
+             100.0);
+  add_ranged(sub, "--num_bins", o->q.num_bins, "histogram bins per tensor", int64_t{256},
+             int64_t{1} << 16);
   sub->add_option("--op_types_to_quantize", o->q.op_types_to_quantize,
                   "only these op types (forced: small-layer rules off)");
   sub->add_option("--op_types_to_exclude", o->q.op_types_to_exclude, "op types left in float");
   sub->add_option("--nodes_to_exclude", o->q.nodes_to_exclude, "node name regexes left in float");
   sub->add_option("--high_precision_dtype", o->q.high_precision_dtype, "fp32 | fp16")
       ->capture_default_str();
-  sub->add_option("--block_size", o->q.block_size, "int4 block length along K")
-      ->capture_default_str();
-  sub->add_option("--eval_batches", o->q.eval_batches, "held-out batches for the accuracy report")
-      ->capture_default_str();
+  add_ranged(sub, "--block_size", o->q.block_size, "int4 block length along K", int64_t{2},
+             int64_t{1} << 16);
+  add_ranged(sub, "--eval_batches", o->q.eval_batches, "held-out batches for the accuracy report",
+             int64_t{0}, int64_t{1} << 20);
   sub->add_option("--report", o->report, "outputs | per_tensor")->capture_default_str();
   sub->add_option("--min_sqnr", o->min_sqnr,
                   "dB: leave layers in float until the outputs reach it, those whose float "
                   "version alone gains the most output SQNR first (measured: one evaluation of "
-                  "the held-out batches per quantized layer)");
-  sub->add_option("--max_calibration_batches", o->q.max_calibration_batches, "0: all")
-      ->capture_default_str();
+                  "the held-out batches per quantized layer)")
+      ->check(CLI::Range(0.0, 200.0));
+  add_ranged(sub, "--max_calibration_batches", o->q.max_calibration_batches, "0: all", int64_t{0},
+             int64_t{1} << 30);
   sub->add_flag("--calibrate_per_node", o->q.calibrate_per_node,
                 "calibrate node by node: each activation is measured when produced and freed "
                 "after its last reader (lower peak memory, same scales)");
@@ -109,8 +112,7 @@ void add_quantize_command(CLI::App& app) {
          "errors compensated using E[x x^T] of each layer's input; Conv: nearest). auto: "
          "gptq with calibration_data (measured on ViT-B/16: fp8 +2.6 dB, int4 +14 dB output SQNR)")
       ->capture_default_str();
-  sub->add_option("--threads", o->q.num_threads, "CPU threads (0: all cores)")
-      ->capture_default_str();
+  add_threads_flag(sub, o->q.num_threads, "CPU threads");
   sub->add_option("--plot", o->q.plot, "PNG of per-tensor SQNR (bars in graph order)");
   sub->add_flag("--no_report_file", o->no_report_file, "do not write <output>.report.json");
   sub->callback([o] { run(*o); });

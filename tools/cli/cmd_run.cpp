@@ -7,7 +7,9 @@
 #include "commands.h"
 #include "core/check.h"
 #include "engine/session.h"
+#include "flag_ranges.h"
 #include "trtutils/engine.h"
+#include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
 
@@ -35,6 +37,30 @@ struct RunOptions {
   std::string timing_cache;
 };
 
+// <output_dir>/<output name>.npy per output. None may be one of the command's input files
+// (refused before the model runs).
+std::map<std::string, std::filesystem::path> output_paths(const RunOptions& o,
+                                                          const std::vector<std::string>& names) {
+  std::map<std::string, std::filesystem::path> paths;
+  for (const auto& name : names) {
+    const auto path = std::filesystem::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
+    check_output_is_not_an_input("--output_dir", path, o.engine.empty() ? "--onnx" : "--engine",
+                                 o.engine.empty() ? o.onnx : o.engine, o.inputs);
+    paths[name] = path;
+  }
+  return paths;
+}
+
+void write_outputs(const std::map<std::string, Tensor>& outputs,
+                   const std::map<std::string, std::filesystem::path>& paths) {
+  for (const auto& [name, t] : outputs) {
+    const auto& path = paths.at(name);
+    npy_save(path, t);
+    fmt::print("output '{}': {} {} -> {}\n", name, dtype_name(t.dtype()), shape_str(t.shape()),
+               path.string());
+  }
+}
+
 void run(const RunOptions& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -45,17 +71,15 @@ void run(const RunOptions& o) {
     auto engine = Engine::load(o.engine, {.backend = o.backend});
     auto ctx = engine->create_execution_context(
         {.num_threads = o.threads, .timing_cache = o.timing_cache});
+    std::vector<std::string> names;
+    for (const auto& out : engine->outputs()) names.push_back(out.name);
+    const auto paths = output_paths(o, names);
     auto feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
     const auto t0 = std::chrono::steady_clock::now();
     auto outputs = ctx->execute(feeds);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    for (const auto& [name, t] : outputs) {
-      const fs::path path = fs::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
-      npy_save(path, t);
-      fmt::print("output '{}': {} {} -> {}\n", name, dtype_name(t.dtype()), shape_str(t.shape()),
-                 path.string());
-    }
+    write_outputs(outputs, paths);
     fmt::print("ran in {:.2f} ms on {} (weights {:.1f} MiB, peak activations {:.1f} MiB)\n", ms,
                engine->runtime_backend(), static_cast<double>(engine->weight_bytes()) / (1 << 20),
                static_cast<double>(ctx->peak_activation_bytes()) / (1 << 20));
@@ -65,17 +89,15 @@ void run(const RunOptions& o) {
       Session::from_file(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
   TRT_LOG_INFO("model loaded: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
                proc_status_mib("VmHWM"));
+  std::vector<std::string> names;
+  for (const auto& out : session.outputs()) names.push_back(out.name);
+  const auto paths = output_paths(o, names);
   auto feeds = make_feeds(session.inputs(), o.inputs, o.seed);
   const auto t0 = std::chrono::steady_clock::now();
   auto outputs = session.run(feeds);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (const auto& [name, t] : outputs) {
-    const fs::path path = fs::path(o.output_dir) / (sanitize_file_name(name) + ".npy");
-    npy_save(path, t);
-    fmt::print("output '{}': {} {} -> {}\n", name, dtype_name(t.dtype()), shape_str(t.shape()),
-               path.string());
-  }
+  write_outputs(outputs, paths);
   TRT_LOG_INFO("after the run: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
                proc_status_mib("VmHWM"));
   fmt::print("ran in {:.2f} ms (weights {:.1f} MiB, peak activations {:.1f} MiB)\n", ms,
@@ -92,13 +114,14 @@ void add_run_command(CLI::App& app) {
   sub->add_option("--onnx", o->onnx, "ONNX model to run directly on the CPU backend")
       ->excludes(eng);
   sub->add_option("--backend", o->backend, "engine runtime: auto, cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--input", o->inputs,
                   "NAME=FILE.npy for each input (one input may be left out: it gets random data)");
   sub->add_option("--output_dir", o->output_dir, "folder for <output name>.npy files")
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "seed of the random input data")->capture_default_str();
-  sub->add_option("--threads", o->threads, "CPU threads (0: all cores)")->capture_default_str();
+  add_seed_flag(sub, o->seed);
+  add_threads_flag(sub, o->threads, "CPU threads");
   sub->add_flag("--reference", o->reference, "use the plain reference kernels only");
   sub->add_option("--timing_cache", o->timing_cache,
                   "CUDA engines: timing cache file (or 'global') for the kernel choices timed on "

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,6 +43,10 @@ namespace cli {
 // [0, 10)); its symbolic dims are set to 1.
 std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& inputs,
                                          const std::vector<std::string>& specs, uint64_t seed);
+// Refuses (before any work) an output path that is the model or one of the --input files.
+void check_output_is_not_an_input(const char* flag, const std::filesystem::path& output,
+                                  const std::string& model_flag, const std::string& model,
+                                  const std::vector<std::string>& input_specs);
 // The inputs of an engine as graph values; dynamic dims take the profile's opt size.
 std::vector<ir::ValueInfo> engine_inputs(const Engine& engine);
 // "NAME:d0,d1,..." (or "NAME:d0xd1x...") -> (name, shape); Error(kInvalidArgument) otherwise.

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "engine/session.h"
 #include "trtutils/engine.h"
+#include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
 
@@ -139,6 +140,14 @@ std::pair<std::string, Shape> parse_shape_spec(const std::string& spec, const ch
     pos = next + 1;
   }
   return {name, shape};
+}
+
+void check_output_is_not_an_input(const char* flag, const std::filesystem::path& output,
+                                  const std::string& model_flag, const std::string& model,
+                                  const std::vector<std::string>& input_specs) {
+  check_output_is_not_input(flag, output, {{model_flag, model}});
+  for (const auto& spec : input_specs)  // NAME=FILE or FILE
+    check_output_is_not_input(flag, output, {{"--input", spec.substr(spec.find('=') + 1)}});
 }
 
 std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& inputs,

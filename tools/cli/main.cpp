@@ -15,7 +15,17 @@ int main(int argc, char** argv) {
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app->exit(e);
+    if (e.get_exit_code() == 0) return app->exit(e);  // --help, --version
+    // One line, as every other error (CLI11 writes two, and quotes arguments unescaped), and
+    // exit code 2 for a usage error, as the Python original's argparse does.
+    std::string where = "trtutils";
+    for (const CLI::App* sub = app.get(); !sub->get_subcommands().empty();) {
+      sub = sub->get_subcommands().front();
+      where += " " + sub->get_name();
+    }
+    std::fprintf(stderr, "error: %s (see `%s --help`)\n",
+                 escape_control_characters(e.what()).c_str(), where.c_str());
+    return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return e.code() == ErrorCode::kConfig ? 2 : 1;  // 2: a rejected option combination

@@ -283,11 +283,16 @@ void nearest(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePl
     const size_t esz = element_bytes(x.dtype(), node);
     const size_t rank = x.rank();
     const auto strides = strides_of(x.shape());
+    for (size_t d = 0; d < rank; ++d)
+      TRT_CHECK(x.dim(d) > 0 || plan.out[d] == 0, ErrorCode::kInvalidArgument,
+                "{}: cannot resize the empty axis {}", node.describe(), d);
+    // The output first: its allocation checks --max_memory before the per-axis tables (as
+    // large as the output's dims) are built.
+    Tensor out_t(x.dtype(), plan.out);
+    if (out_t.numel() == 0) return std::vector<Tensor>{out_t};
     std::vector<std::vector<int64_t>> tables(rank);
     for (size_t d = 0; d < rank; ++d) {
       const int64_t in = x.dim(d), out = plan.out[d];
-      TRT_CHECK(in > 0 || out == 0, ErrorCode::kInvalidArgument,
-                "{}: cannot resize the empty axis {}", node.describe(), d);
       const AxisCoords c =
           axis_coords(at, in, out, plan.scales[d], plan.roi_start[d], plan.roi_end[d]);
       for (int64_t o = 0; o < out; ++o) {
@@ -303,9 +308,8 @@ void nearest(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePl
     uint64_t fill = 0;
     if (at.coord == CoordMode::kTfCropAndResize)
       store_from_double(x0.dtype(), &fill, at.extrapolation_value);
-    Tensor out(x.dtype(), plan.out);
-    if (out.numel() > 0) gather_separable(x.raw(), out.raw(), esz, plan.out, tables, &fill);
-    return std::vector<Tensor>{out};
+    gather_separable(x.raw(), out_t.raw(), esz, plan.out, tables, &fill);
+    return std::vector<Tensor>{out_t};
   });
   ctx.outputs[0] = std::move(outs[0]);
 }

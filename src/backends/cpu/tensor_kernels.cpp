@@ -596,23 +596,30 @@ void pad_kernel(KernelContext& ctx) {
     }
     const auto strides = strides_of(x.shape());
     Shape out_shape(rank);
-    std::vector<std::vector<int64_t>> tables(rank);
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t n = x.dim(d), b = (*pads)[d], e = (*pads)[d + rank];
-      out_shape[d] = n + b + e;
+      TRT_CHECK(!__builtin_add_overflow(n, b, &out_shape[d]) &&
+                    !__builtin_add_overflow(out_shape[d], e, &out_shape[d]),
+                ErrorCode::kOutOfRange, "{}: pads {} overflow axis {}", node.describe(),
+                shape_str(*pads), d);
       TRT_CHECK(out_shape[d] >= 0, ErrorCode::kInvalidArgument,
                 "{}: pads {} remove more than axis {} of size {}", node.describe(),
                 shape_str(*pads), d, n);
       TRT_CHECK(n > 0 || mode == ops::PadMode::kConstant || out_shape[d] == 0,
                 ErrorCode::kInvalidArgument, "{}: cannot pad the empty axis {} in this mode",
                 node.describe(), d);
+    }
+    // The output first: its allocation checks --max_memory before the per-axis tables (as
+    // large as the output's dims) are built.
+    Tensor out(x.dtype(), out_shape);
+    if (out.numel() == 0) return std::vector<Tensor>{out};
+    std::vector<std::vector<int64_t>> tables(rank);
+    for (int64_t d = 0; d < rank; ++d)
       for (int64_t o = 0; o < out_shape[d]; ++o) {
-        const int64_t src = pad_source(mode, o - b, n);
+        const int64_t src = pad_source(mode, o - (*pads)[d], x.dim(d));
         tables[d].push_back(src == kFill ? kFill : src * strides[d]);
       }
-    }
-    Tensor out(x.dtype(), out_shape);
-    if (out.numel() > 0) gather_separable(x.raw(), out.raw(), esz, out_shape, tables, &fill);
+    gather_separable(x.raw(), out.raw(), esz, out_shape, tables, &fill);
     return std::vector<Tensor>{out};
   });
 }

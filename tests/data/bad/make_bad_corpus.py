@@ -131,6 +131,39 @@ def onnx_files():
               [fvi("y", None)], [b])
     write("onnx_add_incompatible_shapes.onnx", m.SerializeToString())
 
+    # Invalid graphs `build` must refuse (it wrote engines that `run` then rejected): a graph
+    # output no node computes, no outputs at all, IR version 0, a constant Gather index past the
+    # axis, an If without its else branch.
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [fvi("x", [4])],
+              [fvi("y", [4]), fvi("ghost", [4])])
+    write("onnx_output_not_computed.onnx", m.SerializeToString())
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [fvi("x", [4])], [])
+    write("onnx_no_outputs.onnx", m.SerializeToString())
+    m = small_model()
+    m.ir_version = 0
+    write("onnx_ir_version_zero.onnx", m.SerializeToString())
+    idx = numpy_helper.from_array(np.array([0, 7], np.int64), "idx")
+    m = model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather", axis=1)],
+              [fvi("x", [2, 4])], [fvi("y", [2, 2])], [idx])
+    write("onnx_gather_index_out_of_range.onnx", m.SerializeToString())
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="t_relu")], "then",
+                               [], [fvi("t", [4])])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    m = model([helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g)],
+              [fvi("x", [4])], [fvi("y", [4])], [cond])
+    write("onnx_if_without_else_branch.onnx", m.SerializeToString())
+    # A Pad whose output is 2^30 floats (4 GiB) from a 4-element input: --max_memory must refuse
+    # it before anything of that size is allocated.
+    pads = numpy_helper.from_array(np.array([0, (1 << 30) - 4], np.int64), "pads")
+    m = model([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")], [fvi("x", [4])],
+              [fvi("y", None)], [pads])
+    write("onnx_pad_huge_output.onnx", m.SerializeToString())
+    # A tensor name holding a newline and an "error:" of its own (a forged second error line).
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="relu"),
+               helper.make_node("Nope", ["y"], ["z\nerror: forged"], name="bad\nop")],
+              [fvi("x", [4])], [fvi("z\nerror: forged", [4])])
+    write("onnx_newline_in_names.onnx", m.SerializeToString())
+
     # External data outside the model folder.
     write("onnx_external_data_parent_dir.onnx",
           external_initializer("../weights.bin").SerializeToString())
@@ -170,6 +203,14 @@ def npy_files():
     write("npy_header_length_past_end.npy", b"\x93NUMPY\x01\x00\xff\xff{'descr'")
     write("npy_unsupported_dtype.npy", npy_of(np.zeros((1, 3, 2, 2), np.complex64)))
     write("npy_wrong_shape_for_input.npy", npy_of(np.zeros((1, 3, 16, 16), np.float32)))
+    # A dimension past int64 (the reader once said "internal error: stoll").
+    write("npy_dim_past_int64.npy",
+          npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 3, "
+                    "32, 32), }"))
+    # Calibration data: a negative dim (quantize's own reader took it), all NaN.
+    write("calib_negative_shape.npy",
+          npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-4, 3, 32, 32), }"))
+    write("calib_all_nan.npy", npy_of(np.full((2, 3, 32, 32), np.nan, np.float32)))
     # Calibration data that does not fit the model input: wrong spatial size, wrong dtype.
     write("calib_wrong_shape.npy", npy_of(np.zeros((4, 3, 8, 8), np.float32)))
     write("calib_wrong_dtype.npy", npy_of(np.zeros((2, 3, 32, 32), np.int16)))
@@ -181,6 +222,8 @@ def cache_files():
     write("calib_cache_inf_scale.cache", (head + "input: 7f800000\n").encode())
     write("calib_cache_garbage_hex.cache", (head + "input: 3c01zz14\n").encode())
     write("calib_cache_not_a_cache.cache", bytes(range(256)))
+    # 3 hex digits: once read as a denormal scale although the message asks for 8.
+    write("calib_cache_short_hex.cache", (head + "input: 3c0\n").encode())
 
 
 def image_files():
