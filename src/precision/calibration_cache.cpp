@@ -134,7 +134,7 @@ CalibrationCache parse_calibration_cache(std::string_view text, const std::strin
     const std::string_view name = line.substr(0, colon);
     const std::string_view hex = trim(line.substr(colon + 1));
     TRT_CHECK_ARG(!name.empty(), "{}:{}: empty tensor name in {}", source, line_no, quote(line));
-    bool hex_ok = hex.size() == 8;  // TensorRT writes all 8 (a scale below 2^-100 has no place)
+    bool hex_ok = !hex.empty() && hex.size() <= 8;
     uint32_t bits = 0;
     for (char c : hex) {
       const int v = hex_value(c);
@@ -143,9 +143,16 @@ CalibrationCache parse_calibration_cache(std::string_view text, const std::strin
     }
     TRT_CHECK_ARG(hex_ok,
                   "{}:{}: the scale of tensor {} is {}, not 8 hex digits (the float32 bits of "
-                  "amax/127, e.g. 3c010a14; 1 to 8 digits are accepted)",
+                  "amax/127, e.g. 3c010a14)",
                   source, line_no, quote(name), quote(hex));
     const float scale = std::bit_cast<float>(bits);
+    // Fewer digits are read as leading zeros dropped (Python's hex() writes them so), which
+    // only a normal float survives: 3 digits such as '3c0' would be a subnormal (8.6e-43).
+    TRT_CHECK_ARG(hex.size() == 8 || std::fpclassify(scale) != FP_SUBNORMAL,
+                  "{}:{}: the scale of tensor {} is {}, {} hex digits: read with its leading "
+                  "zeros restored it is a subnormal float ({:g}), not a calibration scale; a "
+                  "cache holds the 8 hex digits of the float32 bits of amax/127",
+                  source, line_no, quote(name), quote(hex), hex.size(), scale);
     const std::string problem = scale_problem(scale);
     TRT_CHECK_ARG(problem.empty(), "{}:{}: the scale of tensor {} ({} = {}) {}; {}", source,
                   line_no, quote(name), hex, scale, problem, kScaleHint);

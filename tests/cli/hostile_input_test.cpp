@@ -52,7 +52,8 @@ class HostileFolder {
     return p;
   }
   HostileFolder() {
-    const fs::path root = fs::temp_directory_path() / ("trtutils_hostile_" + std::to_string(getpid()));
+    const fs::path root =
+        fs::temp_directory_path() / ("trtutils_hostile_" + std::to_string(getpid()));
     fs::remove_all(root);
     dir_ = root / "work";
     logs_path() = root;
@@ -73,8 +74,9 @@ class HostileFolder {
       const auto r = test_util::run_cli(dir_, args, root, 120);
       EXPECT_EQ(r.code, 0) << r.report;
     };
-    make("generate_calibration --calibration_dir images --input_shape 32 32 3 --batch_size 2 "
-         "--output calib.npy");
+    make(
+        "generate_calibration --calibration_dir images --input_shape 32 32 3 --batch_size 2 "
+        "--output calib.npy");
     make("build --onnx model.onnx --output model.engine --backend cpu");
     // An existing output of the model, given back as its input.
     make("run --onnx model.onnx --input input=x.npy --output_dir out");
@@ -90,9 +92,8 @@ TEST_P(HostileInputTest, FailsCleanly) {
   const auto before = test_util::snapshot(dir);
   const test_util::CliRun r = test_util::run_cli(dir, c.args, HostileFolder::logs(), 30);
   test_util::expect_clean_error(r, c.expected);
-  EXPECT_TRUE(test_util::snapshot(dir) == before)
-      << "the command changed, added or removed files\n"
-      << r.report;
+  EXPECT_TRUE(test_util::snapshot(dir) == before) << "the command changed, added or removed files\n"
+                                                  << r.report;
 }
 
 const std::string kQuantize = "quantize --onnx model.onnx --output q.onnx --calibration_data ";
@@ -176,10 +177,11 @@ const HostileCase kCases[] = {
     {"benchmark_json_is_engine", "benchmark --engine model.engine --json model.engine",
      "is the same file as --engine"},
     // Control characters in names: escaped, the error stays one line.
-    {"run_onnx_newline_in_name", "run --onnx \"$(printf 'new\\nerror: line.onnx')\" --output_dir out",
+    {"run_onnx_newline_in_name",
+     "run --onnx \"$(printf 'new\\nerror: line.onnx')\" --output_dir out",
      "new\\nerror: line.onnx"},
-    {"run_input_tab_in_name", "run --onnx model.onnx --input \"$(printf 'input=a\\tb.npy')\" --output_dir out",
-     "a\\tb.npy"},
+    {"run_input_tab_in_name",
+     "run --onnx model.onnx --input \"$(printf 'input=a\\tb.npy')\" --output_dir out", "a\\tb.npy"},
 };
 
 std::string case_name(const ::testing::TestParamInfo<HostileCase>& info) {
@@ -189,8 +191,8 @@ std::string case_name(const ::testing::TestParamInfo<HostileCase>& info) {
 INSTANTIATE_TEST_SUITE_P(Cli, HostileInputTest, ::testing::ValuesIn(kCases), case_name);
 
 std::vector<std::string> subcommands() {
-  return {"run",   "benchmark", "info",           "generate_calibration", "quantize",
-          "build", "inspect",   "can_run_on_dla", "build_dla",            "calib_to_qdq"};
+  return {"run",     "benchmark",      "info",      "generate_calibration", "quantize", "build",
+          "inspect", "can_run_on_dla", "build_dla", "calib_to_qdq"};
 }
 
 // Every numeric option of every subcommand's --help shows its range ("INT in [0 - 1024]"), and
@@ -198,7 +200,8 @@ std::vector<std::string> subcommands() {
 TEST(FlagRanges, EveryNumericFlagShowsItsRange) {
   const fs::path& dir = HostileFolder::dir();
   // "  --threads INT:INT in [0 - 1024] ..." or "  --seed UINT:UINT in [...]".
-  static const std::regex option(R"(^\s+(?:-\w,)?(--\w+)(?:,--\w+)*\s+((?:INT|UINT|FLOAT)\S*)(.*)$)");
+  static const std::regex option(
+      R"(^\s+(?:-\w,)?(--\w+)(?:,--\w+)*\s+((?:INT|UINT|FLOAT)\S*)(.*)$)");
   static const std::regex range(R"(in \[(-?[0-9.e+-]+) - (-?[0-9.e+-]+)\])");
   int numeric = 0;
   for (const auto& sub : subcommands()) {

@@ -43,8 +43,9 @@ class FileUtilTest : public ::testing::Test {
 
 TEST_F(FileUtilTest, ReadersSayWhatAPathIsInsteadOfOpeningIt) {
   EXPECT_EQ(error_of([&] { require_regular_file(dir_ / "a.bin"); }), "");
-  EXPECT_NE(error_of([&] { require_regular_file(dir_ / "sub", "ONNX model"); })
-                .find("cannot read ONNX model '" + (dir_ / "sub").string() + "': it is a directory"),
+  EXPECT_NE(error_of([&] {
+              require_regular_file(dir_ / "sub", "ONNX model");
+            }).find("cannot read ONNX model '" + (dir_ / "sub").string() + "': it is a directory"),
             std::string::npos);
   // A FIFO would block read_file and npy_load forever: both refuse it at once.
   EXPECT_NE(error_of([&] { (void)read_file(dir_ / "fifo"); }).find("is a FIFO"), std::string::npos);
@@ -67,8 +68,9 @@ TEST_F(FileUtilTest, AnOutputThatIsAnInputIsRefused) {
   fs::create_symlink("a.bin", dir_ / "soft.bin");
   for (const fs::path& out :
        {a, dir_ / "sub" / ".." / "a.bin", dir_ / "hard.bin", dir_ / "soft.bin", dir_ / "./a.bin"})
-    EXPECT_NE(error_of([&] { check_output_is_not_input("--output", out, {{"--onnx", a}}); })
-                  .find("is the same file as --onnx"),
+    EXPECT_NE(error_of([&] {
+                check_output_is_not_input("--output", out, {{"--onnx", a}});
+              }).find("is the same file as --onnx"),
               std::string::npos)
         << out;
   // Other files, missing ones and empty paths pass.

@@ -40,8 +40,8 @@ std::vector<NumericFlag> list_numeric_flags() {
       if (opt->get_required()) required.push_back(opt->get_name(false, true));
     for (const CLI::Option* opt : sub->get_options()) {
       const std::string type = opt->get_type_name();
-      const bool numeric = type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 ||
-                           type.rfind("FLOAT", 0) == 0;
+      const bool numeric =
+          type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0;
       if (!numeric || opt->get_expected_min() == 0) continue;  // flags (-v) count, take no value
       NumericFlag f{sub->get_name(), opt->get_name(false, true), type.substr(0, type.find(':'))};
       std::smatch m;
@@ -114,8 +114,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fuzz::fuzz_fail("an accepted value does not convert:", value.c_str());
       }
       if (!(v >= f.lo && v <= f.hi) || std::isnan(static_cast<double>(v)))
-        fuzz::fuzz_fail((f.subcommand + " " + f.flag + " accepted a value outside its range:").c_str(),
-                        value.c_str());
+        fuzz::fuzz_fail(
+            (f.subcommand + " " + f.flag + " accepted a value outside its range:").c_str(),
+            value.c_str());
     }
   }
   fuzz::quiet_logs();

@@ -15,15 +15,15 @@ namespace trtutils::cli {
 
 // The limits shared by several subcommands.
 inline constexpr int kMaxThreads = trtutils::kMaxThreads;  // --threads (0: all cores)
-inline constexpr int64_t kMaxBatch = 1 << 16;               // --batch_size and the like
-inline constexpr int kMaxIterations = 1'000'000;            // benchmark --iterations
-inline constexpr int kMaxWarmup = 100'000;                  // benchmark --warmup_iterations
+inline constexpr int64_t kMaxBatch = 1 << 16;              // --batch_size and the like
+inline constexpr int kMaxIterations = 1'000'000;           // benchmark --iterations
+inline constexpr int kMaxWarmup = 100'000;                 // benchmark --warmup_iterations
 
 // CLI11 reads "-5" into an unsigned option as 2^64 - 5: unsigned flags refuse a sign first.
 inline const CLI::Validator kNoSign(
     [](std::string& s) {
       return s.find_first_of("+-") == std::string::npos ? std::string()
-                                                         : "a sign is not allowed here: " + s;
+                                                        : "a sign is not allowed here: " + s;
     },
     "", "UNSIGNED");
 
