@@ -25,6 +25,9 @@ std::string_view error_code_name(ErrorCode code);
 // so that a message stays one printable line whatever the file, node or tensor names in it hold
 // (a model may name a tensor "a\nerror: b"; a file name may hold a newline).
 std::string escape_control_characters(std::string_view text);
+// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+// U+10FFFF): names that reach JSON (engine files, reports) must be.
+bool is_valid_utf8(std::string_view text);
 
 class Error : public std::runtime_error {
  public:

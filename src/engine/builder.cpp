@@ -468,8 +468,9 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     std::string calib_bytes;
     if (!c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec))
       calib_bytes = read_file(c.calibration_cache);
-    const std::string key_text = cfg_json.dump() + "|" + backend + "|" + std::to_string(target_sm) +
-                                 "|" + TRTUTILS_VERSION + "|" + p.cpu_model;
+    const std::string key_text = cfg_json.dump(-1, ' ', false, json::error_handler_t::replace) +
+                                 "|" + backend + "|" + std::to_string(target_sm) + "|" +
+                                 TRTUTILS_VERSION + "|" + p.cpu_model;
     uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     h = engine::checksum64(reinterpret_cast<const uint8_t*>(key_text.data()), key_text.size(), h);
     h = engine::checksum64(reinterpret_cast<const uint8_t*>(calib_bytes.data()), calib_bytes.size(),

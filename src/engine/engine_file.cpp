@@ -341,7 +341,7 @@ std::string serialize_engine(const EngineData& e) {
             {"graph", std::move(graph)},
             {"weights", std::move(weights)},
             {"info", e.info}};
-  const std::string meta_text = meta.dump();
+  const std::string meta_text = meta.dump(-1, ' ', false, json::error_handler_t::replace);
 
   const uint64_t meta_offset = kHeaderSize;
   const uint64_t blob_offset = align_up(meta_offset + meta_text.size());

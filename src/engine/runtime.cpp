@@ -180,7 +180,7 @@ uint64_t Engine::activation_arena_bytes() const {
   return impl_->arena_bytes;
 }
 std::string Engine::info_json() const {
-  return impl_->data.info.dump(2);
+  return impl_->data.info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 std::filesystem::path Engine::path() const {
   return impl_->path;

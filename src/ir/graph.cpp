@@ -134,8 +134,37 @@ std::vector<std::string> Node::implicit_inputs() const {
 
 namespace {
 
+// Names end up in JSON (engine files, reports, inspect --json), which holds UTF-8 only.
+void check_utf8(const std::string& name, const char* what) {
+  if (is_valid_utf8(name)) return;
+  std::string shown;  // the bytes past ASCII as \xNN: the message itself stays valid UTF-8
+  for (const char c : name)
+    shown += static_cast<unsigned char>(c) < 0x80
+                 ? std::string(1, c)
+                 : fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  TRT_THROW(ErrorCode::kInvalidArgument, "the {} '{}' is not valid UTF-8 (ONNX names are UTF-8)",
+            what, shown);
+}
+
+void check_names(const Graph& g) {
+  check_utf8(g.name, "graph name");
+  for (const auto& v : g.inputs) check_utf8(v.name, "graph input name");
+  for (const auto& v : g.outputs) check_utf8(v.name, "graph output name");
+  for (const auto& [name, t] : g.initializers) check_utf8(name, "initializer name");
+  for (const auto& [name, v] : g.value_info) check_utf8(name, "value name");
+  for (const auto& n : g.nodes) {
+    check_utf8(n.name, "node name");
+    check_utf8(n.op_type, "op type");
+    check_utf8(n.domain, "domain");
+    for (const auto& v : n.inputs) check_utf8(v, "value name");
+    for (const auto& v : n.outputs) check_utf8(v, "value name");
+    for (const auto& [name, a] : n.attributes) check_utf8(name, "attribute name");
+  }
+}
+
 void validate_scope(const Graph& g, std::unordered_set<std::string> defined, int depth) {
   TRT_CHECK_ARG(depth <= 64, "graph '{}': subgraphs nested more than 64 deep", g.name);
+  check_names(g);
   std::unordered_set<std::string> own;
   auto define = [&](const std::string& v, const std::string& by) {
     TRT_CHECK_ARG(own.insert(v).second, "value '{}' is defined twice (again by {})", v, by);

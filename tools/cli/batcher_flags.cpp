@@ -20,20 +20,20 @@ void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
   add_ranged(sub, "--batch_size", f.batch_size, "images per batch", int64_t{1}, kMaxBatch);
   sub->add_option("--data_order", f.data_order, "NCHW or NHWC")->capture_default_str();
   sub->add_option("--max_images", f.max_images, "use only the first N images (by name)")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+      ->check(in_range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   sub->add_option("--resize_method", f.resize_method,
                   "letterbox (keep aspect ratio, pad; YOLO) or linear (stretch to H x W)")
       ->capture_default_str();
   sub->add_option(
          "--input_scale", f.input_scale,
          "LO HI: pixel range after scaling (default 0 1 for float types; none for uint8/int8)")
-      ->check(CLI::Range(-1e30f, 1e30f));
+      ->check(in_range(-1e30f, 1e30f));
   sub->add_option("--mean", f.mean,
                   "per-colour mean subtracted after scaling, in R G B order (1 or C values)")
-      ->check(CLI::Range(-1e30f, 1e30f));
+      ->check(in_range(-1e30f, 1e30f));
   sub->add_option("--std", f.std,
                   "per-colour std divided by after the mean, in R G B order (1 or C values)")
-      ->check(CLI::Range(1e-30f, 1e30f));
+      ->check(in_range(1e-30f, 1e30f));
   sub->add_option("--color_order", f.color_order, "channel order the model takes: RGB or BGR")
       ->capture_default_str();
   add_ranged(sub, "--pad_value", f.pad_value, "letterbox padding, in 0..255 pixel units", 0.0f,

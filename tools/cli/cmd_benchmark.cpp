@@ -231,7 +231,8 @@ void bench(const BenchOptions& o) {
       j["peak_activation_bytes"] = ctx->peak_activation_bytes();
     }
     if (o.profile) j["layers"] = layers_json;
-    write_file_atomic(o.json, j.dump(2) + "\n");
+    write_file_atomic(o.json,
+                      j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   }
 }
 }  // namespace

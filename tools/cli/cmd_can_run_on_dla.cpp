@@ -70,7 +70,7 @@ void run(const CanRunOnDlaFlags& f) {
                         {"selected", chunks(r.selected)},
                         {"max_chunks", f.max_chunks},
                         {"min_layers", f.min_layers}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   fmt::print("{}: {} of {} layers can run on DLA (Orin, DLA 2.0)\n", f.onnx, r.dla_layers,

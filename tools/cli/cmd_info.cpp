@@ -63,7 +63,7 @@ void add_info_command(CLI::App& app) {
                           {"IS_BLACKWELL", p.is_blackwell},
                           {"STRONGLY_TYPED_SUPPORTED", p.strongly_typed_supported},
                           {"backends", backends_json()}};
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
       return;
     }
     fmt::print("trtutils {}\n", p.version);

@@ -78,7 +78,7 @@ void inspect(const InspectOptions& o) {
                         {"output_shapes", l.output_shapes}});
     j["layers"] = layers;
     j["build"] = info;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   fmt::print("engine: {}\n", o.engine);

@@ -96,7 +96,7 @@ void add_quantize_command(CLI::App& app) {
                   "dB: leave layers in float until the outputs reach it, those whose float "
                   "version alone gains the most output SQNR first (measured: one evaluation of "
                   "the held-out batches per quantized layer)")
-      ->check(CLI::Range(0.0, 200.0));
+      ->check(in_range(0.0, 200.0));
   add_ranged(sub, "--max_calibration_batches", o->q.max_calibration_batches, "0: all", int64_t{0},
              int64_t{1} << 30);
   sub->add_flag("--calibrate_per_node", o->q.calibrate_per_node,

@@ -1,7 +1,10 @@
 // Numeric flags: every one is added with its range, checked by the parser before any work (a
 // value outside it is one error line naming the flag, exit code 2) and shown in --help
-// ("INT in [0 - 1024]"). tests/cli/flag_ranges_test.cpp fails for a numeric flag without one.
+// ("INT in [0 - 1024]"). FlagRanges (tests/cli/hostile_input_test.cpp) fails for a numeric flag
+// without one; tests/fuzz/cli_numbers_fuzz.cpp checks that no value outside it gets through.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -19,22 +22,30 @@ inline constexpr int64_t kMaxBatch = 1 << 16;              // --batch_size and t
 inline constexpr int kMaxIterations = 1'000'000;           // benchmark --iterations
 inline constexpr int kMaxWarmup = 100'000;                 // benchmark --warmup_iterations
 
-// CLI11 reads "-5" into an unsigned option as 2^64 - 5: unsigned flags refuse a sign first.
-inline const CLI::Validator kNoSign(
-    [](std::string& s) {
-      return s.find_first_of("+-") == std::string::npos ? std::string()
-                                                        : "a sign is not allowed here: " + s;
-    },
-    "", "UNSIGNED");
+// The range check of every numeric flag: CLI::Range's description ("INT in [0 - 1024]", which
+// --help shows), but NaN is refused (CLI::Range lets it through: it compares false both ways,
+// found by cli_numbers_fuzz), and so is a sign on an unsigned flag (CLI11 reads "-5" into a
+// uint64 as 2^64 - 5).
+template <typename T>
+CLI::Validator in_range(T lo, T hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        if (std::is_unsigned_v<T> && s.find_first_of("+-") != std::string::npos)
+          return "a sign is not allowed here: " + s;
+        T v{};
+        if (!CLI::detail::lexical_cast(s, v) || !(v >= lo && v <= hi))
+          return fmt::format("Value {} not in range {} to {}", s, lo, hi);
+        return "";
+      },
+      CLI::Range(lo, hi).get_description());
+}
 
-// sub->add_option(name, value, help) with CLI::Range(lo, hi) on it (on each element for a
+// sub->add_option(name, value, help) with in_range(lo, hi) on it (on each element for a
 // vector) and its default shown.
 template <typename T, typename L>
 CLI::Option* add_ranged(CLI::App* sub, const std::string& name, T& value, const std::string& help,
                         L lo, L hi) {
-  CLI::Option* opt = sub->add_option(name, value, help);
-  if constexpr (std::is_unsigned_v<L>) opt->check(kNoSign);
-  return opt->check(CLI::Range(lo, hi))->capture_default_str();
+  return sub->add_option(name, value, help)->check(in_range(lo, hi))->capture_default_str();
 }
 
 // --seed: any unsigned 64-bit value.
