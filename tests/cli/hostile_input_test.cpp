@@ -96,6 +96,11 @@ TEST_P(HostileInputTest, FailsCleanly) {
                                                   << r.report;
 }
 
+// A file of the bad-input corpus (tests/data/bad), for the commands its manifest line does not run.
+std::string bad(const char* name) {
+  return (fs::path(TRTUTILS_TEST_DATA_DIR) / "bad" / name).string();
+}
+
 const std::string kQuantize = "quantize --onnx model.onnx --output q.onnx --calibration_data ";
 const std::string kGenerate =
     "generate_calibration --calibration_dir images --input_shape 32 32 3 --output c.npy ";
@@ -176,6 +181,28 @@ const HostileCase kCases[] = {
      "is the same file as --input"},
     {"benchmark_json_is_engine", "benchmark --engine model.engine --json model.engine",
      "is the same file as --engine"},
+    // Invalid models: every command that reads one refuses it as `build` does.
+    {"can_run_on_dla_gather_index",
+     "can_run_on_dla --onnx " + bad("onnx_gather_index_out_of_range.onnx"),
+     "index 7 (element 1 of the constant 'idx') is out of range"},
+    {"can_run_on_dla_if_without_else",
+     "can_run_on_dla --onnx " + bad("onnx_if_without_else_branch.onnx"),
+     "the else_branch graph attribute is missing"},
+    {"can_run_on_dla_output_not_computed",
+     "can_run_on_dla --onnx " + bad("onnx_output_not_computed.onnx"),
+     "graph output 'ghost' is not computed"},
+    {"build_dla_output_not_computed",
+     "build_dla --onnx " + bad("onnx_output_not_computed.onnx") +
+         " --output m.engine --target_sm 87",
+     "graph output 'ghost' is not computed"},
+    {"quantize_no_outputs",
+     "quantize --onnx " + bad("onnx_no_outputs.onnx") +
+         " --output q.onnx --calibration_data calib.npy",
+     "the graph has no outputs"},
+    {"build_strongly_typed_gather_index",
+     "build --onnx " + bad("onnx_gather_index_out_of_range.onnx") +
+         " --output m.engine --backend cpu --strongly_typed",
+     "is out of range"},
     // Control characters in names: escaped, the error stays one line.
     {"run_onnx_newline_in_name",
      "run --onnx \"$(printf 'new\\nerror: line.onnx')\" --output_dir out",
