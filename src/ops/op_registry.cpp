@@ -50,7 +50,8 @@ const ir::ValueInfo& InferContext::input(size_t i) const {
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const ir::Node& node) {
-  TRT_CHECK(axis >= -rank && axis < std::max<int64_t>(rank, 1), ErrorCode::kInvalidArgument,
+  // An axis indexes a dimension: a scalar has none (its Split once read dims()[0] of nothing).
+  TRT_CHECK(axis >= -rank && axis < rank, ErrorCode::kInvalidArgument,
             "{}: axis {} is out of range for rank {}", node.describe(), axis, rank);
   return axis < 0 ? axis + rank : axis;
 }

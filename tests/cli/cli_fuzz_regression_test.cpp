@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "engine/session.h"
+#include "trtutils/status.h"
 
 namespace trtutils {
 namespace {
@@ -50,6 +52,23 @@ TEST(CliFuzzRegression, HugeVerbosityIsClamped) {
     EXPECT_EQ(r.code, 0) << cmd << "\n" << r.output;
     EXPECT_EQ(r.output.find("runtime error"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("trtutils"), std::string::npos) << r.output;
+  }
+}
+
+// build_fuzz: a Split whose input has no declared shape built, then ran on a scalar; the kernel
+// read dimension 0 of a rank-0 tensor (a segfault). A scalar has no axis to split.
+TEST(BuildFuzzRegression, SplitOfAScalarIsRefused) {
+  Session s = Session::from_file(fs::path(TRTUTILS_TEST_DATA_DIR) / "bad" /
+                                 "build_fuzz_split_of_scalar.onnx");
+  const std::map<std::string, Tensor> feeds = {
+      {"input", Tensor(DataType::kFloat32, {})},
+      {"split", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {0, 0})}};
+  try {
+    (void)s.run(feeds);
+    ADD_FAILURE() << "a Split of a scalar ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("axis 0 is out of range for rank 0"), std::string::npos)
+        << e.what();
   }
 }
 
