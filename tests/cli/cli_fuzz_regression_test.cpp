@@ -72,5 +72,24 @@ TEST(BuildFuzzRegression, SplitOfAScalarIsRefused) {
   }
 }
 
+// build_fuzz: an Atanh listing two outputs built, then failed at run with "internal error: kernel
+// did not produce output 1". The model is at fault and the message says so.
+TEST(BuildFuzzRegression, AnOutputTheOpLacksIsTheModelsError) {
+  Session s =
+      Session::from_file(fs::path(TRTUTILS_TEST_DATA_DIR) / "bad" / "build_fuzz_extra_output.onnx");
+  const std::map<std::string, Tensor> feeds = {
+      {"input", Tensor(DataType::kFloat32, {6})},
+      {"split", Tensor::from_vector<int64_t>(DataType::kInt64, {2}, {2, 4})}};
+  try {
+    (void)s.run(feeds);
+    ADD_FAILURE() << "an Atanh with two outputs ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("output #1 'output_2' is not one that Atanh computes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace trtutils
