@@ -55,7 +55,7 @@ struct CalibratorParams {
   bool fp8 = false;              // mse: round to float8e4m3fn instead of an integer grid
   int64_t num_quant_bins = 128;  // entropy: quantized levels of |x|
 };
-// The clipping threshold for `method` (> 0 unless the tensor is all zeros: then 0).
+
 // Calibration samples must be finite: one NaN or infinity poisons every histogram and scale
 // after it. Error(kInvalidArgument) naming `source`, the first bad sample (`first_sample` is
 // the batch's first) and how many values are bad; integer data passes.
@@ -64,6 +64,7 @@ void check_calibration_values(const Tensor& batch, const std::string& source, in
 // The largest histogram a calibrated tensor gets (num_bins): 512 KiB of counts per tensor.
 inline constexpr int64_t kMaxHistogramBins = 1 << 16;
 
+// The clipping threshold for `method` (> 0 unless the tensor is all zeros: then 0).
 double compute_amax(const TensorStats& stats, CalibrationMethod method, const CalibratorParams& p);
 
 // The tensors of g that hold Softmax probabilities: Softmax outputs and what ops that only move
