@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,6 +116,11 @@ struct QuantizeResult {
   std::vector<QuantizeTensorMetrics> tensors;     // filled with report_per_tensor
   std::vector<std::string> excluded_by_fallback;  // nodes left in high precision by min_sqnr
   std::vector<std::string> skipped;               // "node: reason" for candidates not quantized
+  // Tensors whose calibration_method threshold failed the guard (its quantization error on the
+  // calibration histogram over 2x absmax's): they keep absmax. "tensor: error ratio".
+  std::vector<std::string> calibration_rejected;
+  // calibration_method auto: how many tensors each method's threshold was picked for.
+  std::map<std::string, int64_t> calibration_methods_used;
   std::filesystem::path report_path;
 };
 

@@ -218,8 +218,9 @@ precision::CalibrationCache calibrate(const BuildConfig& c, const ir::Model& mod
   for (const auto& t : tensors) {
     auto it = stats.find(t);
     if (it == stats.end()) continue;
-    double amax = quantize::compute_amax(
-        it->second, softmax.count(t) ? quantize::CalibrationMethod::kMax : method, cp);
+    double amax = quantize::choose_amax(
+                      it->second, softmax.count(t) ? quantize::CalibrationMethod::kMax : method, cp)
+                      .amax;
     if (!(amax > 0)) amax = 1e-8;  // an all-zero tensor: any positive scale quantizes it exactly
     cache.scales.emplace_back(t, static_cast<float>(amax / 127.0));
   }

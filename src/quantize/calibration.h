@@ -25,7 +25,9 @@
 
 namespace trtutils::quantize {
 
-enum class CalibrationMethod { kMax, kEntropy, kPercentile, kMse };
+// kAuto: per tensor, the method whose threshold quantizes the calibration histogram with the
+// least squared error (what users of TensorRT and ONNX Runtime try by hand, one tensor at a time).
+enum class CalibrationMethod { kMax, kEntropy, kPercentile, kMse, kAuto };
 CalibrationMethod calibration_method_from_name(const std::string& name);  // throws, listing options
 std::string calibration_method_name(CalibrationMethod m);
 
@@ -64,8 +66,25 @@ void check_calibration_values(const Tensor& batch, const std::string& source, in
 // The largest histogram a calibrated tensor gets (num_bins): 512 KiB of counts per tensor.
 inline constexpr int64_t kMaxHistogramBins = 1 << 16;
 
-// The clipping threshold for `method` (> 0 unless the tensor is all zeros: then 0).
+// The clipping threshold for `method` (> 0 unless the tensor is all zeros: then 0), through the
+// guard every calibrator (quantize, weakly typed build) passes: a threshold whose quantization
+// error on the histogram is over kGuardRatio times absmax's is rejected for absmax (a 50th
+// percentile, say). The entropy search applies the same bound to its candidates itself (KL's
+// minimum alone clipped MobileNetV2's first ReLU6 outputs at 1/3 of their range).
+inline constexpr double kGuardRatio = 2.0;
+struct AmaxChoice {
+  double amax = 0;
+  CalibrationMethod method = CalibrationMethod::kMax;  // the one that set amax
+  bool rejected = false;   // the method's threshold failed the guard: amax is absmax
+  double error_ratio = 1;  // the method's threshold error / absmax's (before the guard)
+};
+AmaxChoice choose_amax(const TensorStats& stats, CalibrationMethod method,
+                       const CalibratorParams& p);
+// The method's threshold as it computes it, without the guard (kAuto: as choose_amax).
 double compute_amax(const TensorStats& stats, CalibrationMethod method, const CalibratorParams& p);
+// Mean squared error of quantizing the histogram's values with clipping threshold t (scale
+// t / qmax; int8 rounding, or float8 e4m3 when p.fp8), each bin sampled at 4 points.
+double threshold_error(const TensorStats& stats, double t, const CalibratorParams& p);
 
 // The tensors of g that hold Softmax probabilities: Softmax outputs and what ops that only move
 // or keep values (Identity, inference Dropout, Reshape, Transpose, ...) make of them. Values in

@@ -36,7 +36,7 @@ const std::vector<std::string>& quantize_mode_names() {
 }
 
 const std::vector<std::string>& calibration_method_names(const std::string& mode) {
-  static const std::vector<std::string> act = {"max", "entropy", "percentile", "mse"};
+  static const std::vector<std::string> act = {"max", "entropy", "percentile", "mse", "auto"};
   static const std::vector<std::string> w4 = {"rtn", "awq_clip"};
   return mode == "int4" ? w4 : act;
 }
@@ -380,7 +380,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
       awq = true;
     } else if (o.calibration_method != "rtn") {
       TRT_CHECK_ARG(o.calibration_method == "max" || o.calibration_method == "entropy" ||
-                        o.calibration_method == "percentile" || o.calibration_method == "mse",
+                        o.calibration_method == "percentile" || o.calibration_method == "mse" ||
+                        o.calibration_method == "auto",
                     "invalid calibration_method '{}' for int4: choose one of rtn, awq_clip",
                     o.calibration_method);
       TRT_LOG_WARN(
@@ -592,8 +593,19 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     for (const auto& [t, s] : stats) {
       const bool p = *method != CalibrationMethod::kMax && softmax.count(t);
       probabilities += p;
-      table.amax[t] = compute_amax(s, p ? CalibrationMethod::kMax : *method, cp);
+      const AmaxChoice c = choose_amax(s, p ? CalibrationMethod::kMax : *method, cp);
+      table.amax[t] = c.amax;
+      if (c.rejected)
+        result.calibration_rejected.push_back(fmt::format("{}: {:.1f}x", t, c.error_ratio));
+      if (*method == CalibrationMethod::kAuto)
+        ++result.calibration_methods_used[calibration_method_name(c.method)];
     }
+    if (!result.calibration_rejected.empty())
+      TRT_LOG_WARN(
+          "calibration: {} of {} tensor(s) keep their absmax: the {} threshold quantized their "
+          "calibration values with over {:g}x absmax's squared error (e.g. {})",
+          result.calibration_rejected.size(), stats.size(), o.calibration_method, kGuardRatio,
+          result.calibration_rejected.front());
     if (probabilities)
       TRT_LOG_INFO(
           "calibration: {} Softmax output(s) calibrated by their maximum ({} would clip "

@@ -188,7 +188,14 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
   s += "  \"excluded_by_fallback\": [";
   for (size_t i = 0; i < r.excluded_by_fallback.size(); ++i)
     s += (i ? ", " : "") + js(r.excluded_by_fallback[i]);
-  s += "],\n  \"skipped\": [";
+  s += "],\n  \"calibration_rejected\": [";
+  for (size_t i = 0; i < r.calibration_rejected.size(); ++i)
+    s += (i ? ", " : "") + js(r.calibration_rejected[i]);
+  s += "],\n  \"calibration_methods_used\": {";
+  for (auto it = r.calibration_methods_used.begin(); it != r.calibration_methods_used.end(); ++it)
+    s += fmt::format("{}{}: {}", it == r.calibration_methods_used.begin() ? "" : ", ",
+                     js(it->first), it->second);
+  s += "},\n  \"skipped\": [";
   for (size_t i = 0; i < r.skipped.size(); ++i) s += (i ? ",\n    " : "\n    ") + js(r.skipped[i]);
   s += r.skipped.empty() ? "],\n" : "\n  ],\n";
   s += "  \"scales\": {";

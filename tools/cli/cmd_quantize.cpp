@@ -1,6 +1,8 @@
 // trtutils quantize --onnx M --output M_qdq.onnx --calibration_data calib.npy
 //                   [--quantize_mode int8|fp8|int4] [--calibration_method
 //                   max|entropy|percentile|mse|rtn|awq_clip] [--calibrate_per_node]
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 #include "commands.h"
@@ -42,6 +44,16 @@ void run(QuantizeCliOptions o) {
     fmt::print("gptq weight rounding: {} weight(s)\n", r.num_gptq_rounded);
   fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
              r.eval_samples);
+  if (!r.calibration_methods_used.empty()) {
+    std::string used;
+    for (const auto& [m, n] : r.calibration_methods_used)
+      used += fmt::format("{}{} {}", used.empty() ? "" : ", ", n, m);
+    fmt::print("calibration_method auto: {}\n", used);
+  }
+  if (!r.calibration_rejected.empty())
+    fmt::print("{} tensor(s) kept absmax (the {} threshold's error was over 2x absmax's): {}\n",
+               r.calibration_rejected.size(), o.q.calibration_method,
+               fmt::join(r.calibration_rejected, ", "));
   if (!r.outputs.empty()) {
     fmt::print("{:<32} {:>10} {:>10} {:>14}\n", "output", "SQNR dB", "cosine", "max abs err");
     for (const auto& m : r.outputs)
@@ -74,7 +86,8 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--quantize_mode", o->q.quantize_mode, "int8 | fp8 | int4")
       ->capture_default_str();
   sub->add_option("--calibration_method", o->q.calibration_method,
-                  "max | entropy | percentile | mse (int4: rtn | awq_clip)")
+                  "max | entropy | percentile | mse | auto (per tensor the one with the least "
+                  "quantization error; int4: rtn | awq_clip)")
       ->capture_default_str();
   add_ranged(sub, "--batch_size", o->q.batch_size, "calibration batch size", int64_t{1}, kMaxBatch);
   add_ranged(sub, "--percentile", o->q.percentile, "for --calibration_method percentile", 50.0,
