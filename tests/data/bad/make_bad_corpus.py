@@ -158,9 +158,10 @@ def onnx_files():
     m = model([helper.make_node("Pad", ["x", "pads"], ["y"], name="pad")], [fvi("x", [4])],
               [fvi("y", None)], [pads])
     write("onnx_pad_huge_output.onnx", m.SerializeToString())
-    # A tensor name holding a newline and an "error:" of its own (a forged second error line).
+    # A tensor name holding a newline and an "error:" of its own (a forged second error line), a
+    # node name holding a NUL (it once cut the message short).
     m = model([helper.make_node("Relu", ["x"], ["y"], name="relu"),
-               helper.make_node("Nope", ["y"], ["z\nerror: forged"], name="bad\nop")],
+               helper.make_node("Nope", ["y"], ["z\nerror: forged"], name="bad\nop\0cut")],
               [fvi("x", [4])], [fvi("z\nerror: forged", [4])])
     write("onnx_newline_in_names.onnx", m.SerializeToString())
 
