@@ -42,6 +42,8 @@ void check_output_is_not_input(std::string_view output_flag, const std::filesyst
 // Reads a whole file; Error(kIO) naming the path if it cannot. max_bytes = 0: no limit.
 std::string read_file(const std::filesystem::path& path, uint64_t max_bytes = 0);
 // The size of a regular file that read_file would accept (the same errors), without reading it.
-uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes = 0);
+// `what` names the file's role in the message, as for require_regular_file.
+uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes = 0,
+                            std::string_view what = "file");
 
 }  // namespace trtutils

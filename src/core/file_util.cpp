@@ -160,8 +160,9 @@ void check_output_is_not_input(std::string_view output_flag, const std::filesyst
   }
 }
 
-uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes) {
-  require_regular_file(path);
+uint64_t readable_file_size(const std::filesystem::path& path, uint64_t max_bytes,
+                            std::string_view what) {
+  require_regular_file(path, what);
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   TRT_CHECK(!ec, ErrorCode::kIO, "cannot read '{}': {}", path.string(), ec.message());

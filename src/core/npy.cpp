@@ -305,8 +305,7 @@ Tensor npy_from_bytes(std::string_view bytes, std::string_view what) {
 }
 
 NpyHeader npy_read_header(const std::filesystem::path& path) {
-  require_regular_file(path, ".npy file");
-  const uint64_t size = readable_file_size(path);
+  const uint64_t size = readable_file_size(path, 0, ".npy file");
   const int fd = open_regular_file(path, ".npy file");
   std::string head(static_cast<size_t>(std::min<uint64_t>(size, kMaxHeaderLen + 12)), '\0');
   size_t got = 0;

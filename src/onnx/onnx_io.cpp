@@ -315,8 +315,7 @@ void parse_model_proto(std::string_view bytes, const std::string& what, const Lo
 // are never held whole next to the parsed message (ResNet-50: 98 MiB less at the loader's peak;
 // the initializers' bytes are then released one by one as graph_from_proto converts them).
 void parse_model_file(const fs::path& path, uint64_t limit, onnx::ModelProto& proto) {
-  require_regular_file(path, "ONNX model");
-  const uint64_t size = readable_file_size(path, limit);
+  const uint64_t size = readable_file_size(path, limit, "ONNX model");
   const int fd = open_regular_file(path, "ONNX model");
   google::protobuf::io::FileInputStream in(fd);
   in.SetCloseOnDelete(true);
