@@ -87,7 +87,10 @@ struct BuildConfig {
   bool verbose = false;
   std::string backend = "auto";  // "cpu" | "cuda" | "auto" (cuda when a GPU is present)
   int target_sm = 0;             // 0: the local GPU's (none: 0); e.g. 90, 100
-  int num_threads = 0;           // CPU threads for calibration and timing; 0: all cores
+  // GPU engines: a layer without a GPU kernel runs on the CPU backend inside the engine (named
+  // in a build warning, `cpu (fallback)` in inspect). no_fallback: such a model is refused.
+  bool no_fallback = false;
+  int num_threads = 0;  // CPU threads for calibration and timing; 0: all cores
 };
 
 struct BuildResult {
@@ -97,6 +100,8 @@ struct BuildResult {
   std::vector<std::string> warnings;
   int64_t num_layers = 0;
   std::map<std::string, int64_t> layers_per_precision;  // "fp32" -> 120, "int8" -> 53, ...
+  // GPU engines: the layers that run on the CPU backend ("name (op): why").
+  std::vector<std::string> fallback_layers;
   double seconds = 0;
 };
 

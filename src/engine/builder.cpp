@@ -89,7 +89,8 @@ json config_json(const BuildConfig& c) {
          {"opt_shapes", shapes(c.opt_shapes)},
          {"max_shapes", shapes(c.max_shapes)},
          {"workspace", c.workspace},
-         {"optimization_level", c.optimization_level}};
+         {"optimization_level", c.optimization_level},
+         {"no_fallback", c.no_fallback}};
   if (c.data_batcher) {
     const auto& b = *c.data_batcher;
     j["data_batcher"] = {{"image_dir", b.image_dir.string()},
@@ -421,6 +422,42 @@ std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
   return (kCudnn.count(op) ? "cudnn." : kLt.count(op) ? "cublasLt." : "cuda.") + op;
 }
 
+// GPU engines: the layers no GPU kernel runs (they run on the CPU backend inside the engine,
+// as TensorRT's builder and ONNX Runtime's CUDA provider fall back), warned about by name; with
+// no_fallback, an error listing them. A node with no kernel at all is refused either way.
+std::map<std::string, cuda::FallbackNode> plan_gpu_fallback(const ir::Model& model,
+                                                            const BuildConfig& c,
+                                                            BuildResult& result) {
+  const cuda::GpuCoverage cov = cuda::gpu_coverage(model);
+  std::string list;
+  for (const auto& u : cov.unsupported) list += "\n  " + u;
+  TRT_CHECK(cov.unsupported.empty(), ErrorCode::kNotSupported,
+            "{} node(s) have no kernel on any backend:{}", cov.unsupported.size(), list);
+  std::map<std::string, cuda::FallbackNode> by_name;
+  std::map<std::string, int64_t> per_op;
+  for (const auto& f : cov.fallback) {
+    by_name[f.node] = f;
+    ++per_op[f.op];
+    result.fallback_layers.push_back(fmt::format("{} ({}): {}", f.node, f.op, f.reason));
+    list += "\n  " + result.fallback_layers.back();
+  }
+  if (cov.fallback.empty()) return by_name;
+  TRT_CHECK(!c.no_fallback, ErrorCode::kNotSupported,
+            "--no_fallback: {} layer(s) have no GPU kernel:{}\nbuild without --no_fallback to "
+            "run them on the CPU inside the engine, or use --backend cpu",
+            cov.fallback.size(), list);
+  std::string ops;
+  for (const auto& [op, n] : per_op) ops += fmt::format("{}{} x{}", ops.empty() ? "" : ", ", op, n);
+  result.warnings.push_back(
+      fmt::format("{} layer(s) have no GPU kernel and run on the CPU inside the engine ({}); "
+                  "`trtutils inspect` lists them (device: cpu (fallback)), --no_fallback refuses "
+                  "them",
+                  cov.fallback.size(), ops));
+  TRT_LOG_WARN("{}", result.warnings.back());
+  for (const auto& l : result.fallback_layers) TRT_LOG_WARN("  fallback: {}", l);
+  return by_name;
+}
+
 }  // namespace
 
 BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& c) {
@@ -720,6 +757,9 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
   // Layer records.
   TRT_LOG_INFO("[4/6] selecting kernels");
+  const std::map<std::string, cuda::FallbackNode> fallback =
+      backend == "cuda" ? plan_gpu_fallback(model, c, result)
+                        : std::map<std::string, cuda::FallbackNode>{};
   engine::EngineData ed;
   // The CUDA executor's own fusions (attention, MatMul + bias / GELU / residual) as they will
   // run: the absorbed layers name the fused op and the node it becomes.
@@ -731,6 +771,10 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     if (backend == "cuda") {
       r.device = "gpu";
       r.kernel = cuda_kernel_label(g, n);
+      if (auto fb = fallback.find(n.name); fb != fallback.end() && !fused.count(n.name)) {
+        r.device = "cpu (fallback)";
+        r.kernel = "cpu." + fb->second.op + " (fallback: " + fb->second.reason + ")";
+      }
       auto f = fused.find(n.name);
       if (f != fused.end())
         r.kernel = f->second.op.empty()
@@ -751,6 +795,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   ed.info = {{"backend", backend},
              {"target_sm", backend == "cuda" ? engine_sm : 0},
              {"tf32", c.tf32},
+             {"no_fallback", c.no_fallback},
+             {"fallback_layers", result.fallback_layers},
              {"strongly_typed", c.strongly_typed},
              {"explicit_quantization", explicit_qdq},
              {"build_config", cfg_json},

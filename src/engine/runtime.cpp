@@ -195,6 +195,7 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     cuda::ExecutorOptions eo;
     eo.profile = options.profile;
     eo.allow_tf32 = impl_->data.info.value("tf32", false);
+    eo.allow_fallback = !impl_->data.info.value("no_fallback", false);
     bool static_inputs = true;
     for (const auto& in : impl_->inputs)
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;

@@ -163,6 +163,9 @@ void add_build_command(CLI::App& app) {
   add_ranged(sub, "--target_sm", f->config.target_sm,
              "build for this GPU architecture (e.g. 90, 100) instead of the local one (0: local)",
              0, 999);
+  sub->add_flag("--no_fallback", f->config.no_fallback,
+                "GPU engines: refuse a model with a layer no GPU kernel runs, instead of running "
+                "that layer on the CPU");
   sub->callback([f, sub] {
     f->config.verbose = log_level() >= LogLevel::kVerbose;
     build(*f, sub);

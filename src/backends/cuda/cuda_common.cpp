@@ -375,6 +375,7 @@ const OpTable& op_table() {
     register_quant_ops(*table);
     register_resize_ops(*table);
     register_attention_ops(*table);
+    register_conv_transpose_ops(*table);
     return table;
   }();
   return *t;

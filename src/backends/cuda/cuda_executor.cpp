@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "backends/cpu/elementwise_common.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ops/tensor_shapes.h"
@@ -20,11 +21,44 @@ namespace trtutils::cuda {
 
 namespace {
 
-enum class Placement { kConstant, kHost, kGpu };
+// kHost: shape arithmetic on host values; kFallback: a node without a GPU kernel, on the CPU
+// backend (device inputs downloaded, outputs uploaded when a GPU node reads them).
+enum class Placement { kConstant, kHost, kGpu, kFallback };
 
 std::string op_key(const ir::Node& n) {
   const bool def = n.domain.empty() || n.domain == "ai.onnx";
   return def ? n.op_type : n.domain + "::" + n.op_type;
+}
+
+// Makes b.node's GPU op into `op`; returns "" or why the GPU cannot run it (no kernel, or the
+// factory's kNotSupported: attributes its kernel lacks). Other errors propagate.
+std::string make_gpu_op(const OpTable& table, const OpBuild& b, std::unique_ptr<GpuOp>& op) {
+  auto it = table.find(op_key(b.node));
+  if (it == table.end()) return "no CUDA kernel";
+  try {
+    op = it->second(b);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kNotSupported) throw;
+    return e.what();
+  }
+  return "";
+}
+
+bool has_cpu_kernel(const ir::Node& n) {
+  return cpu::KernelRegistry::instance().find(n.domain, n.op_type) != nullptr;
+}
+
+// A fallback node's float16 inputs as float32 (the CPU kernels compute in float32, as TensorRT
+// runs a layer without an FP16 kernel in FP32).
+std::vector<Tensor> widen_half_inputs(const ir::Node& node, std::vector<const Tensor*>& ins) {
+  std::vector<Tensor> held;
+  held.reserve(ins.size());
+  for (auto& t : ins)
+    if (t && t->dtype() == DataType::kFloat16) {
+      held.push_back(cpu::ew::cast_tensor(*t, DataType::kFloat32, true, node));
+      t = &held.back();
+    }
+  return held;
 }
 
 bool debug_sync() {
@@ -232,11 +266,6 @@ void Executor::Impl::build() {
         if (id != SIZE_MAX) host_value[id] = true;
       continue;
     }
-    auto it = table.find(op_key(node));
-    if (it == table.end()) {
-      unsupported.push_back(fmt::format("{} (op {})", node.describe(), op_key(node)));
-      continue;
-    }
     OpBuild b{node, opset, g,
               [this](const std::string& name) -> const Tensor* {
                 auto f = ids.find(name);
@@ -244,23 +273,24 @@ void Executor::Impl::build() {
                 return &values[f->second].host;
               },
               &weight_bytes};
-    try {
-      ops[i] = it->second(b);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kNotSupported) {
-        unsupported.push_back(e.what());
-        continue;
-      }
-      throw;
+    const std::string why = make_gpu_op(table, b, ops[i]);
+    if (why.empty()) continue;
+    if (options.allow_fallback && has_cpu_kernel(node)) {
+      placement[i] = Placement::kFallback;
+      TRT_LOG_VERBOSE("{} runs on the CPU (fallback): {}", node.describe(), why);
+      continue;
     }
+    unsupported.push_back(fmt::format("{} (op {}): {}", node.describe(), op_key(node), why));
   }
   if (!unsupported.empty()) {
     std::string list;
     for (const auto& u : unsupported) list += "\n  " + u;
-    TRT_THROW(ErrorCode::kNotSupported,
-              "{} node(s) have no CUDA kernel in this build:{}\nrun the model with the cpu "
-              "backend, or remove these ops",
-              unsupported.size(), list);
+    TRT_THROW(ErrorCode::kNotSupported, "{} node(s) cannot run on the GPU:{}\n{}",
+              unsupported.size(), list,
+              options.allow_fallback
+                  ? "they have no CPU kernel either: remove these ops or replace them"
+                  : "the engine was built with --no_fallback: rebuild without it to run them on "
+                    "the CPU, or use the cpu backend");
   }
   for (const auto& out : g.outputs) output_ids.push_back(id_of(out.name));
   // Liveness: a non-constant value dies after its last reader (graph outputs never).
@@ -373,9 +403,15 @@ void Executor::Impl::run_host_node(size_t i, RunContext& ctx) {
   }
   std::vector<const Tensor*> ins;
   for (size_t id : node_in[i]) ins.push_back(id == SIZE_MAX ? nullptr : &ctx.host(values[id]));
+  const bool fallback = placement[i] == Placement::kFallback;
+  const std::vector<Tensor> widened =
+      fallback ? widen_half_inputs(node, ins) : std::vector<Tensor>{};
+  const bool halves = !widened.empty();
   std::vector<Tensor> outs = cpu::run_node(node, opset, ins);
   for (size_t k = 0; k < node_out[i].size() && k < outs.size(); ++k) {
     if (node_out[i][k] == SIZE_MAX) continue;
+    if (halves && outs[k].dtype() == DataType::kFloat32)  // back to the model's float16
+      outs[k] = cpu::ew::cast_tensor(outs[k], DataType::kFloat16, true, node);
     Value& v = values[node_out[i][k]];
     v = Value{};
     v.dtype = outs[k].dtype();
@@ -408,7 +444,7 @@ void Executor::Impl::run_nodes(RunContext& ctx) {
     ctx.node = &node;
     if (options.profile) TRT_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
     try {
-      if (placement[i] == Placement::kHost) {
+      if (placement[i] == Placement::kHost || placement[i] == Placement::kFallback) {
         run_host_node(i, ctx);
       } else {
         ins.clear();
@@ -690,12 +726,19 @@ void Executor::Impl::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
   TRT_CUDA_CHECK(cudaStreamWaitEvent(user, done, 0));
 }
 
-std::vector<std::string> unsupported_nodes(const ir::Model& model) {
+GpuCoverage gpu_coverage(const ir::Model& model) {
+  // The same walk as Executor::Impl::build, by name: constants folded (on the CPU, as the
+  // executor does, so factories see the weights it will see), host shape arithmetic, then GPU
+  // factories (they check attributes and make no CUDA calls).
   const ir::Graph& g = model.graph;
-  std::set<std::string> constant, host;
-  for (const auto& [name, t] : g.initializers) constant.insert(name);
+  std::map<std::string, Tensor> constant(g.initializers.begin(), g.initializers.end());
+  std::set<std::string> host;
   const OpTable& table = op_table();
-  std::vector<std::string> bad;
+  GpuCoverage cov;
+  auto constant_of = [&](const std::string& name) -> const Tensor* {
+    auto f = constant.find(name);
+    return f == constant.end() ? nullptr : &f->second;
+  };
   for (const ir::Node& node : g.nodes) {
     bool all_const = true, all_host = true;
     for (const auto& in : node.inputs) {
@@ -704,29 +747,33 @@ std::vector<std::string> unsupported_nodes(const ir::Model& model) {
       all_host = all_host && (constant.count(in) || host.count(in));
     }
     const bool shape_op = node.op_type == "Shape" || node.op_type == "Size";
-    auto& into = all_const && !shape_op ? constant : host;
-    if ((all_const && !shape_op) || shape_op || all_host) {
-      if (!shape_op && !cpu::KernelRegistry::instance().find(node.domain, node.op_type))
-        bad.push_back(fmt::format("{} (op {}): no kernel", node.describe(), op_key(node)));
+    if (!shape_op && (all_const || all_host) && !has_cpu_kernel(node)) {
+      cov.unsupported.push_back(
+          fmt::format("{} (op {}): no kernel", node.describe(), op_key(node)));
+      continue;
+    }
+    if (all_const && !shape_op) {
+      std::vector<const Tensor*> ins;
+      for (const auto& in : node.inputs) ins.push_back(in.empty() ? nullptr : constant_of(in));
+      std::vector<Tensor> outs = cpu::run_node(node, model.opset(), ins);
+      for (size_t k = 0; k < node.outputs.size() && k < outs.size(); ++k)
+        if (!node.outputs[k].empty()) constant[node.outputs[k]] = outs[k];
+      continue;
+    }
+    if (shape_op || all_host) {
       for (const auto& o : node.outputs)
-        if (!o.empty()) into.insert(o);
+        if (!o.empty()) host.insert(o);
       continue;
     }
-    auto it = table.find(op_key(node));
-    if (it == table.end()) {
-      bad.push_back(fmt::format("{} (op {}): no CUDA kernel", node.describe(), op_key(node)));
-      continue;
-    }
-    OpBuild b{node, model.opset(), g,
-              [&](const std::string& name) -> const Tensor* { return g.initializer(name); },
-              nullptr};
-    try {
-      (void)it->second(b);  // factories check attributes; they make no CUDA calls
-    } catch (const Error& e) {
-      bad.push_back(fmt::format("{} (op {}): {}", node.describe(), op_key(node), e.what()));
-    }
+    std::unique_ptr<GpuOp> op;
+    const std::string why = make_gpu_op(table, {node, model.opset(), g, constant_of, nullptr}, op);
+    if (why.empty()) continue;
+    if (has_cpu_kernel(node))
+      cov.fallback.push_back({node.name, op_key(node), why});
+    else
+      cov.unsupported.push_back(fmt::format("{} (op {}): {}", node.describe(), op_key(node), why));
   }
-  return bad;
+  return cov;
 }
 
 Executor::Executor(const ir::Model& model, const ExecutorOptions& options)
@@ -787,7 +834,10 @@ RunTimes Executor::last_run_times() const {
 std::vector<std::string> Executor::node_placement() const {
   std::vector<std::string> v;
   for (Placement p : impl_->placement)
-    v.push_back(p == Placement::kGpu ? "gpu" : (p == Placement::kHost ? "host" : "constant"));
+    v.push_back(p == Placement::kGpu        ? "gpu"
+                : p == Placement::kHost     ? "host"
+                : p == Placement::kFallback ? "cpu (fallback)"
+                                            : "constant");
   return v;
 }
 
@@ -795,8 +845,10 @@ std::vector<std::string> Executor::node_kernels() const {
   std::vector<std::string> v;
   for (size_t i = 0; i < impl_->placement.size(); ++i) {
     const Placement p = impl_->placement[i];
-    std::string k = p == Placement::kGpu ? impl_->ops[i]->kernel()
-                                         : (p == Placement::kHost ? "host" : "constant");
+    std::string k = p == Placement::kGpu        ? impl_->ops[i]->kernel()
+                    : p == Placement::kHost     ? "host"
+                    : p == Placement::kFallback ? "cpu fallback"
+                                                : "constant";
     if (i < impl_->node_nhwc.size() && impl_->node_nhwc[i] && k.find("NHWC") == std::string::npos)
       k += " NHWC";
     v.push_back(k);

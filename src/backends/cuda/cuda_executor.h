@@ -68,6 +68,9 @@ struct ExecutorOptions {
   // eager run are read from it and new ones written back after the run. Empty: none (every
   // choice is timed once per executor).
   std::filesystem::path timing_cache;
+  // Nodes without a GPU kernel run on the CPU backend (the builder's --no_fallback turns it off
+  // and records that in the engine). Off: such a node is an error at construction.
+  bool allow_fallback = true;
 };
 
 // The last run's host-to-device copies, node execution (or graph launch) and device-to-host
@@ -84,11 +87,21 @@ struct LayerTime {
 
 // "Conv", "com.trtutils::FusedConv", ... (sorted): the ops with a GPU kernel.
 std::vector<std::string> supported_ops();
-// The nodes of `model` (after the builder's passes) that an Executor would refuse, as
-// "Kind 'name' (op X): why"; empty when every node has a kernel (or is constant / host shape
-// arithmetic). Needs no device (for the builder on a machine without a GPU); dtype and shape
-// problems that only show at run time are not found here.
-std::vector<std::string> unsupported_nodes(const ir::Model& model);
+
+// A node the GPU has no kernel for (or whose kernel refuses its attributes, e.g. cubic Resize),
+// with the reason; it runs on the CPU backend inside the GPU engine (per-layer fallback: its
+// inputs are copied to the host, its outputs back to the device when a GPU layer reads them).
+struct FallbackNode {
+  std::string node, op, reason;
+};
+// Where the nodes of `model` (after the builder's passes) would run. Needs no device (the
+// builder plans GPU engines on machines without one); dtype and shape problems that only show
+// at run time are not found here.
+struct GpuCoverage {
+  std::vector<FallbackNode> fallback;    // no GPU kernel, a CPU kernel: runs on the CPU
+  std::vector<std::string> unsupported;  // no kernel at all: "Kind 'name' (op X): why"
+};
+GpuCoverage gpu_coverage(const ir::Model& model);
 
 // What the executor's own fusions (graph_fusion.cpp, run on its private copy of the graph) will
 // make of `graph`: for each named node they absorb, the fused op (com.trtutils.cuda::Attention,
@@ -135,8 +148,9 @@ class Executor {
   uint64_t device_weight_bytes() const;      // initializers (and constants) uploaded
   uint64_t device_activation_bytes() const;  // peak bytes of the activation/workspace pool
   RunTimes last_run_times() const;
-  // Per node: "gpu" (a CUDA kernel), "host" (runs on the CPU each run: shape arithmetic) or
-  // "constant" (evaluated once at construction).
+  // Per node: "gpu" (a CUDA kernel), "host" (runs on the CPU each run: shape arithmetic),
+  // "cpu (fallback)" (no GPU kernel: the CPU backend's) or "constant" (evaluated once at
+  // construction).
   std::vector<std::string> node_placement() const;
   // Per node, what computes it (after a run; "not run yet" before): "cuDNN fused" (bias /
   // residual / ReLU inside the cuDNN call), "cuDNN + epilogue", "cuDNN fused NHWC",

@@ -212,6 +212,35 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
               x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, yDesc, y);
 }
 
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alpha,
+                                           const cudnnFilterDescriptor_t wDesc, const void* w,
+                                           const cudnnTensorDescriptor_t dyDesc, const void* dy,
+                                           const cudnnConvolutionDescriptor_t convDesc,
+                                           cudnnConvolutionBwdDataAlgo_t algo, void* workSpace,
+                                           size_t workSpaceSizeInBytes, const void* beta,
+                                           const cudnnTensorDescriptor_t dxDesc, void* dx) {
+  TRT_FORWARD(kCudnn, cudnnConvolutionBackwardData, CUDNN_STATUS_NOT_INITIALIZED, handle, alpha,
+              wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc,
+              dx);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc,
+    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc,
+    const int requestedAlgoCount, int* returnedAlgoCount,
+    cudnnConvolutionBwdDataAlgoPerf_t* perfResults) {
+  TRT_FORWARD(kCudnn, cudnnFindConvolutionBackwardDataAlgorithm, CUDNN_STATUS_NOT_INITIALIZED,
+              handle, wDesc, dyDesc, convDesc, dxDesc, requestedAlgoCount, returnedAlgoCount,
+              perfResults);
+}
+
+cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
+                             const cudnnTensorDescriptor_t aDesc, const void* A, const void* beta,
+                             const cudnnTensorDescriptor_t cDesc, void* C) {
+  TRT_FORWARD(kCudnn, cudnnAddTensor, CUDNN_STATUS_NOT_INITIALIZED, handle, alpha, aDesc, A, beta,
+              cDesc, C);
+}
+
 cudnnStatus_t cudnnCreate(cudnnHandle_t* handle) {
   TRT_FORWARD(kCudnn, cudnnCreate, CUDNN_STATUS_NOT_INITIALIZED, handle);
 }

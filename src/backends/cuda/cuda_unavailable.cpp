@@ -15,8 +15,8 @@ std::vector<std::string> supported_ops() {
   return {};
 }
 
-std::vector<std::string> unsupported_nodes(const ir::Model&) {
-  return {device_status().why};
+GpuCoverage gpu_coverage(const ir::Model&) {
+  return {{}, {device_status().why}};
 }
 
 std::map<std::string, FusedInto> fusion_plan(const ir::Graph&, int64_t) {

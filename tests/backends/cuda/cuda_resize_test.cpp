@@ -76,7 +76,8 @@ TEST(CudaResize, CropAndResizeFillsOutside) {
                Tolerance{1e-6, 1e-6}, std::string("tf_crop_and_resize ") + mode);
 }
 
-TEST(CudaResize, UpsampleOpset9AndCubicRefused) {
+// Cubic has no CUDA kernel: the executor runs it on the CPU (per-layer fallback), same result.
+TEST(CudaResize, UpsampleOpset9AndCubicOnTheCpu) {
   TRT_REQUIRE_CUDA();
   NodeCase up("Upsample",
               {feed(random_tensor(DataType::kFloat32, {1, 2, 5, 4}, 5)), floats({1, 1, 2, 3})},
@@ -85,9 +86,15 @@ TEST(CudaResize, UpsampleOpset9AndCubicRefused) {
   check_case(up, kExact, "Upsample opset 9");
   const NodeCase cubic = resize(random_tensor(DataType::kFloat32, {1, 1, 4, 4}, 6), omitted(),
                                 floats({1, 1, 2, 2}), omitted(), {as("mode", "cubic")});
+  cuda::Executor ex(make_model(cubic), {});
+  const Tensor got = ex.run({{"in0", cubic.inputs[0].value}}).at("out0");
+  EXPECT_EQ(ex.node_placement().at(0), "cpu (fallback)");
+  expect_close(got, run_cpu(cubic).at(0), kExact, "cubic (CPU fallback)");
+  cuda::ExecutorOptions strict;
+  strict.allow_fallback = false;
   try {
-    cuda::Executor ex(make_model(cubic), {});
-    FAIL() << "cubic Resize was accepted";
+    cuda::Executor refused(make_model(cubic), strict);
+    FAIL() << "cubic Resize was accepted without fallback";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("cubic Resize has no CUDA kernel"), std::string::npos)
         << e.what();

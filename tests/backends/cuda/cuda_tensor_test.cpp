@@ -157,13 +157,21 @@ TEST(CudaTensor, HostShapeChainWithSymbolicBatch) {
   }
 }
 
-TEST(CudaTensor, RejectsUnsupportedOpsAtConstruction) {
+// An op without a GPU kernel runs on the CPU inside the GPU executor; without fallback (an
+// engine built with --no_fallback) it is refused at construction, naming the node.
+TEST(CudaTensor, OpsWithoutAGpuKernelFallBackOrAreRefused) {
   TRT_REQUIRE_CUDA();
   NodeCase c{"NonMaxSuppression",
              {feed(random_tensor(DataType::kFloat32, {1, 4, 4}, 1)),
               feed(random_tensor(DataType::kFloat32, {1, 1, 4}, 2))}};
+  cuda::Executor ex(make_model(c), {});
+  EXPECT_EQ(ex.node_placement().at(0), "cpu (fallback)");
+  const auto got = ex.run({{"in0", c.inputs[0].value}, {"in1", c.inputs[1].value}});
+  expect_close(got.at("out0"), run_cpu(c).at(0), {0, 0}, "NonMaxSuppression (CPU fallback)");
+  cuda::ExecutorOptions strict;
+  strict.allow_fallback = false;
   try {
-    cuda::Executor ex(make_model(c), {});
+    cuda::Executor refused(make_model(c), strict);
     FAIL() << "expected Error(kNotSupported)";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kNotSupported);

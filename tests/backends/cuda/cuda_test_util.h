@@ -164,6 +164,10 @@ inline std::vector<Tensor> run_gpu(const NodeCase& c, const cuda::ExecutorOption
     if (!c.inputs[i].omitted && !c.inputs[i].constant)
       feeds["in" + std::to_string(i)] = c.inputs[i].value;
   auto outs = ex.run(feeds);
+  // A GPU kernel's test must run that kernel: a node placed on the CPU (per-layer fallback)
+  // would compare the CPU with itself.
+  for (const auto& p : ex.node_placement())
+    EXPECT_NE(p, "cpu (fallback)") << c.op << " ran on the CPU (no GPU kernel took it)";
   std::vector<Tensor> r;
   for (size_t i = 0; i < c.num_outputs; ++i) r.push_back(outs.at("out" + std::to_string(i)));
   return r;

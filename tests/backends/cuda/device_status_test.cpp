@@ -43,11 +43,17 @@ TEST(DeviceStatus, CudaQueryNeverThrows) {
   const std::string n = b.node("ReduceProd", {shape})[0];  // host shape arithmetic
   b.output(b.node("Relu", {y})[0]);
   b.output(n);
-  EXPECT_TRUE(cuda::unsupported_nodes(b.build(17)).empty());
-  b.output(b.node("NonMaxSuppression", {x, x})[0]);
-  const auto bad = cuda::unsupported_nodes(b.build(17));
-  ASSERT_EQ(bad.size(), 1u);
-  EXPECT_NE(bad[0].find("NonMaxSuppression"), std::string::npos) << bad[0];
+  const cuda::GpuCoverage all_gpu = cuda::gpu_coverage(b.build(17));
+  EXPECT_TRUE(all_gpu.fallback.empty() && all_gpu.unsupported.empty());
+  // No GPU kernel, a CPU one: runs on the CPU inside the GPU engine.
+  const std::string boxes = b.input("boxes", DataType::kFloat32, {1, 6, 4});
+  const std::string scores = b.input("scores", DataType::kFloat32, {1, 1, 6});
+  b.output(b.node("NonMaxSuppression", {boxes, scores})[0]);
+  const cuda::GpuCoverage cov = cuda::gpu_coverage(b.build(17));
+  ASSERT_EQ(cov.fallback.size(), 1u);
+  EXPECT_EQ(cov.fallback[0].op, "NonMaxSuppression");
+  EXPECT_EQ(cov.fallback[0].reason, "no CUDA kernel");
+  EXPECT_TRUE(cov.unsupported.empty());
   const auto ops = cuda::supported_ops();
   for (const char* op : {"Conv", "com.trtutils::FusedConv", "MatMul", "Gemm", "Softmax",
                          "LayerNormalization", "com.trtutils::QConv", "QuantizeLinear"})
