@@ -21,13 +21,17 @@ namespace {
 bool is_if(const ir::Node& n) {
   return (n.domain.empty() || n.domain == "ai.onnx") && n.op_type == "If";
 }
+bool is_loop(const ir::Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && n.op_type == "Loop";
+}
 
-// Every node of g and of its If branches (where Constant nodes are run by the interpreter).
+// Every node of g and of its If branches and Loop bodies (where Constant nodes are run by the
+// interpreter).
 template <typename F>
 void for_each_node(const ir::Graph& g, bool branch, F&& f) {
   for (const auto& n : g.nodes) {
-    if (is_if(n)) {
-      for (const char* b : {"then_branch", "else_branch"})
+    if (is_if(n) || is_loop(n)) {
+      for (const char* b : {"then_branch", "else_branch", "body"})
         if (const ir::Attribute* a = n.attr(b); a && a->g) for_each_node(*a->g, true, f);
       continue;
     }
@@ -62,6 +66,8 @@ using Lookup = std::function<const Tensor*(const std::string&)>;
 
 std::vector<Tensor> run_if(const ir::Node& node, int64_t opset, bool reference,
                            const Lookup& outer);
+std::vector<Tensor> run_loop(const ir::Node& node, int64_t opset, bool reference,
+                             const Lookup& outer);
 
 // Runs an If branch: its values, then its initializers, then the enclosing scope's.
 std::vector<Tensor> run_branch(const ir::Graph& sub, int64_t opset, bool reference,
@@ -80,6 +86,8 @@ std::vector<Tensor> run_branch(const ir::Graph& sub, int64_t opset, bool referen
       outs.push_back(constant_value(node));
     } else if (is_if(node)) {
       outs = run_if(node, opset, reference, lookup);
+    } else if (is_loop(node)) {
+      outs = run_loop(node, opset, reference, lookup);
     } else {
       inputs.clear();
       constant.clear();
@@ -121,7 +129,106 @@ std::vector<Tensor> run_if(const ir::Node& node, int64_t opset, bool reference,
   return outs;
 }
 
+// A Loop's scan output: the iterations' values stacked on a new first axis (all of one shape).
+Tensor stack_iterations(const ir::Node& node, const std::vector<Tensor>& parts, DataType dt) {
+  if (parts.empty()) return Tensor(dt == DataType::kUndefined ? DataType::kFloat32 : dt, {0});
+  Shape shape = parts[0].shape();
+  for (const Tensor& t : parts)
+    TRT_CHECK_ARG(t.shape() == shape && t.dtype() == parts[0].dtype(),
+                  "{}: a scan output changes shape between iterations ({} and {})",
+                  node.describe(), shape_str(shape), shape_str(t.shape()));
+  shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
+  Tensor out = Tensor::uninitialized(parts[0].dtype(), shape);
+  auto* dst = static_cast<uint8_t*>(out.raw());
+  for (const Tensor& t : parts) {
+    std::memcpy(dst, t.raw(), t.nbytes());
+    dst += t.nbytes();
+  }
+  return out;
+}
+
+// Loop (opsets 1-21): up to M iterations while cond holds; the body's inputs are the iteration
+// number, the condition and the loop-carried values, its outputs the next condition, the
+// loop-carried values and the scan outputs. A loop with neither M nor a condition that ever
+// turns false stops with an error after kMaxLoopIterations.
+constexpr int64_t kMaxLoopIterations = int64_t{1} << 24;
+
+std::vector<Tensor> run_loop(const ir::Node& node, int64_t opset, bool reference,
+                             const Lookup& outer) {
+  const ir::Attribute* a = node.attr("body");
+  TRT_CHECK_ARG(a && a->g, "{}: attribute body is missing", node.describe());
+  const ir::Graph& body = *a->g;
+  auto input = [&](size_t i) -> const Tensor* {
+    if (i >= node.inputs.size() || node.inputs[i].empty()) return nullptr;
+    const Tensor* t = outer(node.inputs[i]);
+    TRT_CHECK(t, ErrorCode::kInternal, "{}: input '{}' was not computed", node.describe(),
+              node.inputs[i]);
+    return t;
+  };
+  const size_t carried = node.inputs.size() >= 2 ? node.inputs.size() - 2 : 0;
+  TRT_CHECK_ARG(body.inputs.size() == carried + 2 && body.outputs.size() == node.outputs.size() + 1 &&
+                    node.outputs.size() >= carried,
+                "{}: the body's {} inputs and {} outputs do not match {} loop-carried values",
+                node.describe(), body.inputs.size(), body.outputs.size(), carried);
+  int64_t trip = std::numeric_limits<int64_t>::max();
+  if (const Tensor* m = input(0)) {
+    TRT_CHECK_ARG(m->numel() == 1, "{}: M must hold one value", node.describe());
+    trip = m->to_int64_vector()[0];
+  }
+  bool keep = true;
+  if (const Tensor* c = input(1)) {
+    TRT_CHECK_ARG(c->numel() == 1, "{}: cond must hold one value", node.describe());
+    keep = c->at_double(0) != 0.0;
+  }
+  std::vector<Tensor> values;
+  for (size_t k = 0; k < carried; ++k) {
+    const Tensor* v = input(2 + k);
+    TRT_CHECK_ARG(v, "{}: loop-carried input {} is missing", node.describe(), k);
+    values.push_back(*v);
+  }
+  std::vector<std::vector<Tensor>> scans(node.outputs.size() - carried);
+  for (int64_t i = 0; i < trip && keep; ++i) {
+    TRT_CHECK_ARG(i < kMaxLoopIterations, "{}: the loop did not end after {} iterations",
+                  node.describe(), kMaxLoopIterations);
+    std::unordered_map<std::string, Tensor> bound;
+    bound[body.inputs[0].name] = Tensor::from_vector<int64_t>(DataType::kInt64, {}, {i});
+    Tensor c(DataType::kBool, {});
+    static_cast<uint8_t*>(c.raw())[0] = 1;
+    bound[body.inputs[1].name] = c;
+    for (size_t k = 0; k < carried; ++k) bound[body.inputs[2 + k].name] = values[k];
+    const Lookup inner = [&](const std::string& name) -> const Tensor* {
+      auto it = bound.find(name);
+      return it != bound.end() ? &it->second : outer(name);
+    };
+    std::vector<Tensor> outs = run_branch(body, opset, reference, inner);
+    TRT_CHECK_ARG(outs[0].numel() == 1, "{}: the body's condition must hold one value",
+                  node.describe());
+    keep = outs[0].at_double(0) != 0.0;
+    for (size_t k = 0; k < carried; ++k) values[k] = outs[1 + k];
+    for (size_t s = 0; s < scans.size(); ++s) scans[s].push_back(outs[1 + carried + s]);
+  }
+  for (size_t s = 0; s < scans.size(); ++s)
+    values.push_back(stack_iterations(node, scans[s], body.outputs[1 + carried + s].dtype));
+  return values;
+}
+
+std::vector<Tensor> run_control_flow(const ir::Node& node, int64_t opset, bool reference,
+                                     const Lookup& outer) {
+  return is_loop(node) ? run_loop(node, opset, reference, outer)
+                       : run_if(node, opset, reference, outer);
+}
+
 }  // namespace
+
+bool is_control_flow(const ir::Node& node) {
+  return is_if(node) || is_loop(node);
+}
+
+std::vector<Tensor> run_control_flow_on_cpu(
+    const ir::Node& node, int64_t opset,
+    const std::function<const Tensor*(const std::string&)>& outer) {
+  return run_control_flow(node, opset, /*reference=*/false, outer);
+}
 
 void check_cpu_kernels(const ir::Graph& graph) {
   // Every node must have a kernel: report every unsupported op type at once, with its node
@@ -264,7 +371,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     const auto t0 = options_.profile ? std::chrono::steady_clock::now()
                                      : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs =
-        is_if(node) ? run_if(node, opset_, options_.use_reference,
+        is_control_flow(node) ? run_control_flow(node, opset_, options_.use_reference,
                              [&](const std::string& name) -> const Tensor* {
                                if (const Tensor* t = g.initializer(name)) return t;
                                auto it = env.find(name);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,16 @@ struct NodeProfile {
 
 // Throws Error(kNotSupported) naming every node of `graph` that no CPU kernel runs (one line).
 void check_cpu_kernels(const ir::Graph& graph);
+
+// If and Loop: the nodes whose subgraphs the session runs itself.
+bool is_control_flow(const ir::Node& node);
+// Runs an If or Loop node on the CPU: the condition picks the branch (If), or the body runs
+// while the trip count and condition allow (Loop); their nodes (nested control flow included)
+// run with the CPU kernels, reading the enclosing scope's values through `outer` (nullptr: not
+// computed). The GPU executor runs control flow this way, with the values it downloads.
+std::vector<Tensor> run_control_flow_on_cpu(
+    const ir::Node& node, int64_t opset,
+    const std::function<const Tensor*(const std::string&)>& outer);
 
 class Session {
  public:

@@ -60,6 +60,7 @@ void register_nn_ops(OpRegistry& r);
 void register_tensor_ops(OpRegistry& r);
 void register_quant_ops(OpRegistry& r);
 void register_qlinear_ops(OpRegistry& r);  // com.trtutils::QConv, QGemm, QMatMul
+void register_index_ops(OpRegistry& r);    // GatherElements, ScatterElements, RoiAlign
 
 // Common shape helpers.
 // Numpy-style multidirectional broadcast; throws Error(kInvalidArgument) naming the node if the

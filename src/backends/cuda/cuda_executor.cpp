@@ -14,6 +14,7 @@
 #include "backends/cpu/elementwise_common.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cuda/cuda_ops.h"
+#include "engine/session.h"
 #include "ops/tensor_shapes.h"
 #include "trtutils/logging.h"
 
@@ -43,6 +44,11 @@ std::string make_gpu_op(const OpTable& table, const OpBuild& b, std::unique_ptr<
   }
   return "";
 }
+
+// If / Loop: the host drives the control flow and runs the subgraph on the CPU (a fallback node
+// that also reads the values its subgraphs name from the enclosing scope).
+constexpr const char* kControlFlowReason =
+    "control flow: the host runs the branch / loop body on the CPU";
 
 bool has_cpu_kernel(const ir::Node& n) {
   return cpu::KernelRegistry::instance().find(n.domain, n.op_type) != nullptr;
@@ -178,6 +184,7 @@ struct Executor::Impl {
   std::string signature(const FeedSpecs& feeds) const;
   void destroy_graph();
   void run_host_node(size_t i, RunContext& ctx);
+  void store_host_outputs(size_t i, std::vector<Tensor>& outs, bool narrow);
   void check_feeds(const FeedSpecs& feeds) const;
   void reset_activations();
   Value& in_layout(RunContext& ctx, Value& v, bool nhwc);
@@ -245,6 +252,16 @@ void Executor::Impl::build() {
       all_host = all_host && (is_constant[id] || is_host(id));
     }
     for (const auto& o : node.outputs) node_out[i].push_back(o.empty() ? SIZE_MAX : id_of(o));
+    if (is_control_flow(node)) {
+      for (const auto& v : node.implicit_inputs()) node_in[i].push_back(id_of(v));  // liveness
+      host_value.resize(values.size(), false);
+      if (options.allow_fallback)
+        placement[i] = Placement::kFallback;
+      else
+        unsupported.push_back(fmt::format("{} (op {}): {}", node.describe(), node.op_type,
+                                          kControlFlowReason));
+      continue;
+    }
     host_value.resize(values.size(), false);
     const bool shape_op = node.op_type == "Shape" || node.op_type == "Size";
     if (all_const && !shape_op) {
@@ -401,16 +418,32 @@ void Executor::Impl::run_host_node(size_t i, RunContext& ctx) {
     out.host = t;
     return;
   }
+  std::vector<Tensor> outs;
+  if (is_control_flow(node)) {
+    outs = run_control_flow_on_cpu(node, opset, [&](const std::string& name) -> const Tensor* {
+      auto f = ids.find(name);
+      if (f == ids.end() || !values[f->second].defined()) return nullptr;
+      return &ctx.host(values[f->second]);
+    });
+    store_host_outputs(i, outs, false);
+    return;
+  }
   std::vector<const Tensor*> ins;
   for (size_t id : node_in[i]) ins.push_back(id == SIZE_MAX ? nullptr : &ctx.host(values[id]));
   const bool fallback = placement[i] == Placement::kFallback;
   const std::vector<Tensor> widened =
       fallback ? widen_half_inputs(node, ins) : std::vector<Tensor>{};
-  const bool halves = !widened.empty();
-  std::vector<Tensor> outs = cpu::run_node(node, opset, ins);
+  outs = cpu::run_node(node, opset, ins);
+  store_host_outputs(i, outs, !widened.empty());
+}
+
+// A host-run node's outputs become host values (uploaded when a GPU node reads them); after
+// float16 inputs were widened, float32 outputs go back to the model's float16.
+void Executor::Impl::store_host_outputs(size_t i, std::vector<Tensor>& outs, bool narrow) {
+  const ir::Node& node = model.graph.nodes[i];
   for (size_t k = 0; k < node_out[i].size() && k < outs.size(); ++k) {
     if (node_out[i][k] == SIZE_MAX) continue;
-    if (halves && outs[k].dtype() == DataType::kFloat32)  // back to the model's float16
+    if (narrow && outs[k].dtype() == DataType::kFloat32)
       outs[k] = cpu::ew::cast_tensor(outs[k], DataType::kFloat16, true, node);
     Value& v = values[node_out[i][k]];
     v = Value{};
@@ -745,6 +778,10 @@ GpuCoverage gpu_coverage(const ir::Model& model) {
       if (in.empty()) continue;
       all_const = all_const && constant.count(in);
       all_host = all_host && (constant.count(in) || host.count(in));
+    }
+    if (is_control_flow(node)) {
+      cov.fallback.push_back({node.name, node.op_type, kControlFlowReason});
+      continue;
     }
     const bool shape_op = node.op_type == "Shape" || node.op_type == "Size";
     if (!shape_op && (all_const || all_host) && !has_cpu_kernel(node)) {
