@@ -21,6 +21,7 @@ OpRegistry& OpRegistry::instance() {
     register_tensor_ops(*reg);
     register_quant_ops(*reg);
     register_qlinear_ops(*reg);
+    register_detection_ops(*reg);
     return reg;
   }();
   return *r;

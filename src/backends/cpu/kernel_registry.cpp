@@ -32,6 +32,7 @@ KernelRegistry& KernelRegistry::instance() {
     register_tensor_kernels(*reg);
     register_quant_kernels(*reg);
     register_qlinear_kernels(*reg);
+    register_nms_kernels(*reg);
     return reg;
   }();
   return *r;
