@@ -135,8 +135,8 @@ Tensor stack_iterations(const ir::Node& node, const std::vector<Tensor>& parts, 
   Shape shape = parts[0].shape();
   for (const Tensor& t : parts)
     TRT_CHECK_ARG(t.shape() == shape && t.dtype() == parts[0].dtype(),
-                  "{}: a scan output changes shape between iterations ({} and {})",
-                  node.describe(), shape_str(shape), shape_str(t.shape()));
+                  "{}: a scan output changes shape between iterations ({} and {})", node.describe(),
+                  shape_str(shape), shape_str(t.shape()));
   shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
   Tensor out = Tensor::uninitialized(parts[0].dtype(), shape);
   auto* dst = static_cast<uint8_t*>(out.raw());
@@ -166,7 +166,8 @@ std::vector<Tensor> run_loop(const ir::Node& node, int64_t opset, bool reference
     return t;
   };
   const size_t carried = node.inputs.size() >= 2 ? node.inputs.size() - 2 : 0;
-  TRT_CHECK_ARG(body.inputs.size() == carried + 2 && body.outputs.size() == node.outputs.size() + 1 &&
+  TRT_CHECK_ARG(body.inputs.size() == carried + 2 &&
+                    body.outputs.size() == node.outputs.size() + 1 &&
                     node.outputs.size() >= carried,
                 "{}: the body's {} inputs and {} outputs do not match {} loop-carried values",
                 node.describe(), body.inputs.size(), body.outputs.size(), carried);
@@ -371,13 +372,14 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     const auto t0 = options_.profile ? std::chrono::steady_clock::now()
                                      : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs =
-        is_control_flow(node) ? run_control_flow(node, opset_, options_.use_reference,
-                             [&](const std::string& name) -> const Tensor* {
-                               if (const Tensor* t = g.initializer(name)) return t;
-                               auto it = env.find(name);
-                               return it == env.end() ? nullptr : &it->second;
-                             })
-                    : cpu::run_node(node, opset_, inputs, options_.use_reference, constant);
+        is_control_flow(node)
+            ? run_control_flow(node, opset_, options_.use_reference,
+                               [&](const std::string& name) -> const Tensor* {
+                                 if (const Tensor* t = g.initializer(name)) return t;
+                                 auto it = env.find(name);
+                                 return it == env.end() ? nullptr : &it->second;
+                               })
+            : cpu::run_node(node, opset_, inputs, options_.use_reference, constant);
     if (options_.profile) {
       profile_[i].total_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

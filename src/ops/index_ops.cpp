@@ -34,7 +34,8 @@ void infer_scatter_elements(InferContext& ctx) {
 void infer_roi_align(InferContext& ctx) {
   TRT_CHECK_ARG(ctx.num_inputs() == 3, "{}: needs X, rois and batch_indices", ctx.node.describe());
   require_indices(ctx, 2);
-  const int64_t oh = ctx.node.attr_int("output_height", 1), ow = ctx.node.attr_int("output_width", 1);
+  const int64_t oh = ctx.node.attr_int("output_height", 1),
+                ow = ctx.node.attr_int("output_width", 1);
   TRT_CHECK_ARG(oh >= 1 && ow >= 1, "{}: output_height {} and output_width {} must be positive",
                 ctx.node.describe(), oh, ow);
   const auto& xs = ctx.input_shape(0);
@@ -53,8 +54,8 @@ void infer_loop(InferContext& ctx) {
                 "{}: the body graph attribute is missing", ctx.node.describe());
   const size_t carried = ctx.num_inputs() >= 2 ? ctx.num_inputs() - 2 : 0;
   const ir::Graph& body = *b->g;
-  TRT_CHECK_ARG(body.inputs.size() == carried + 2 && body.outputs.size() == 1 + ctx.outputs.size() &&
-                    ctx.outputs.size() >= carried,
+  TRT_CHECK_ARG(body.inputs.size() == carried + 2 &&
+                    body.outputs.size() == 1 + ctx.outputs.size() && ctx.outputs.size() >= carried,
                 "{}: the body has {} inputs and {} outputs for {} loop-carried values and {} node "
                 "outputs",
                 ctx.node.describe(), body.inputs.size(), body.outputs.size(), carried,

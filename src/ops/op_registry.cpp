@@ -22,6 +22,7 @@ OpRegistry& OpRegistry::instance() {
     register_quant_ops(*reg);
     register_qlinear_ops(*reg);
     register_index_ops(*reg);
+    register_detection_ops(*reg);
     return reg;
   }();
   return *r;

@@ -59,8 +59,9 @@ void register_elementwise_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
 void register_tensor_ops(OpRegistry& r);
 void register_quant_ops(OpRegistry& r);
-void register_qlinear_ops(OpRegistry& r);  // com.trtutils::QConv, QGemm, QMatMul
-void register_index_ops(OpRegistry& r);    // GatherElements, ScatterElements, RoiAlign
+void register_qlinear_ops(OpRegistry& r);    // com.trtutils::QConv, QGemm, QMatMul
+void register_index_ops(OpRegistry& r);      // GatherElements, ScatterElements, RoiAlign, Loop
+void register_detection_ops(OpRegistry& r);  // com.trtutils::EfficientNMS
 
 // Common shape helpers.
 // Numpy-style multidirectional broadcast; throws Error(kInvalidArgument) naming the node if the

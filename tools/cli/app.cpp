@@ -37,6 +37,7 @@ std::unique_ptr<CLI::App> make_app(bool run_commands) {
   add_generate_calibration_command(*app);
   add_quantize_command(*app);
   add_build_command(*app);
+  add_build_yolo_command(*app);
   add_inspect_command(*app);
   add_can_run_on_dla_command(*app);
   add_build_dla_command(*app);

@@ -24,6 +24,7 @@ void add_info_command(CLI::App& app);
 void add_generate_calibration_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_build_command(CLI::App& app);
+void add_build_yolo_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_can_run_on_dla_command(CLI::App& app);
 void add_build_dla_command(CLI::App& app);

@@ -33,6 +33,7 @@ KernelRegistry& KernelRegistry::instance() {
     register_quant_kernels(*reg);
     register_qlinear_kernels(*reg);
     register_index_kernels(*reg);
+    register_nms_kernels(*reg);
     return reg;
   }();
   return *r;

@@ -58,6 +58,7 @@ void register_tensor_kernels(KernelRegistry& r);
 void register_quant_kernels(KernelRegistry& r);
 void register_qlinear_kernels(KernelRegistry& r);  // com.trtutils::QConv, QGemm, QMatMul
 void register_index_kernels(KernelRegistry& r);    // GatherElements, ScatterElements, RoiAlign
+void register_nms_kernels(KernelRegistry& r);      // com.trtutils::EfficientNMS
 
 // Runs one node on the CPU: looks up the kernel (Error(kNotSupported) naming node and op if
 // none) and executes it. Errors from the kernel are rethrown with the node named.

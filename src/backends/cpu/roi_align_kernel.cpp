@@ -67,8 +67,8 @@ RoiAttrs roi_attrs(const KernelContext& ctx) {
   a.sampling = n.attr_int("sampling_ratio", 0);
   a.scale = n.attr_float("spatial_scale", 1.0f);
   const std::string mode = n.attr_string("mode", "avg");
-  TRT_CHECK_ARG(mode == "avg" || mode == "max", "{}: mode '{}' (expected avg or max)",
-                n.describe(), mode);
+  TRT_CHECK_ARG(mode == "avg" || mode == "max", "{}: mode '{}' (expected avg or max)", n.describe(),
+                mode);
   a.max_mode = mode == "max";
   const std::string ctm = ctx.opset >= 16
                               ? n.attr_string("coordinate_transformation_mode", "half_pixel")
@@ -134,16 +134,16 @@ void roi_align_kernel(KernelContext& ctx) {
   TRT_CHECK_ARG(xt.rank() == 4 && rt.rank() == 2 && rt.dim(1) == 4 && bt.rank() == 1 &&
                     bt.dim(0) == rt.dim(0),
                 "{}: X {} must be [N, C, H, W], rois {} [R, 4] and batch_indices {} [R]",
-                n.describe(), shape_str(xt.shape()), shape_str(rt.shape()),
-                shape_str(bt.shape()));
+                n.describe(), shape_str(xt.shape()), shape_str(rt.shape()), shape_str(bt.shape()));
   const RoiAttrs a = roi_attrs(ctx);
   const int64_t N = xt.dim(0), C = xt.dim(1), H = xt.dim(2), W = xt.dim(3), R = rt.dim(0);
   const std::vector<float> x = xt.to_float_vector(), rois = rt.to_float_vector();
   const std::vector<int64_t> batch = bt.to_int64_vector();
   std::vector<float> out(static_cast<size_t>(R * C * a.oh * a.ow), 0.0f);
   for (int64_t r = 0; r < R; ++r) {
-    TRT_CHECK_ARG(batch[r] >= 0 && batch[r] < N, "{}: batch index {} of region {} is not in [0, {})",
-                  n.describe(), batch[r], r, N);
+    TRT_CHECK_ARG(batch[r] >= 0 && batch[r] < N,
+                  "{}: batch index {} of region {} is not in [0, {})", n.describe(), batch[r], r,
+                  N);
     if (H == 0 || W == 0) continue;
     align_region(a, rois.data() + 4 * r, x.data() + batch[r] * C * H * W, C, H, W,
                  out.data() + r * C * a.oh * a.ow);

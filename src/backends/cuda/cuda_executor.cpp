@@ -258,8 +258,8 @@ void Executor::Impl::build() {
       if (options.allow_fallback)
         placement[i] = Placement::kFallback;
       else
-        unsupported.push_back(fmt::format("{} (op {}): {}", node.describe(), node.op_type,
-                                          kControlFlowReason));
+        unsupported.push_back(
+            fmt::format("{} (op {}): {}", node.describe(), node.op_type, kControlFlowReason));
       continue;
     }
     host_value.resize(values.size(), false);

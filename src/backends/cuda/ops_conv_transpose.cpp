@@ -25,8 +25,8 @@ Geometry geometry(const ir::Node& node, const Shape& x, const Shape& w) {
   TRT_CHECK_ARG(x.size() >= 3 && w.size() == x.size(), "{}: X {} and W {} must have one rank >= 3",
                 node.describe(), shape_str(x), shape_str(w));
   const size_t nsp = x.size() - 2;
-  TRT_CHECK(nsp <= 3, ErrorCode::kNotSupported, "{}: {}-D transposed convolution",
-            node.describe(), nsp);
+  TRT_CHECK(nsp <= 3, ErrorCode::kNotSupported, "{}: {}-D transposed convolution", node.describe(),
+            nsp);
   Geometry g;
   g.group = node.attr_int("group", 1);
   g.batch = x[0];
@@ -46,9 +46,9 @@ Geometry geometry(const ir::Node& node, const Shape& x, const Shape& w) {
   const auto pads = attr("pads", 0, 2 * nsp), out_pad = attr("output_padding", 0, nsp);
   for (size_t i = 0; i < nsp; ++i) {
     const int64_t k = w[2 + i], s = strides[i], d = dilations[i];
-    TRT_CHECK_ARG(s >= 1 && d >= 1 && pads[i] >= 0 && out_pad[i] >= 0 &&
-                      (out_pad[i] < s || out_pad[i] < d),
-                  "{}: invalid strides / dilations / pads / output_padding", node.describe());
+    TRT_CHECK_ARG(
+        s >= 1 && d >= 1 && pads[i] >= 0 && out_pad[i] >= 0 && (out_pad[i] < s || out_pad[i] < d),
+        "{}: invalid strides / dilations / pads / output_padding", node.describe());
     const int64_t o = s * (x[2 + i] - 1) + out_pad[i] + (k - 1) * d + 1 - 2 * pads[i];
     TRT_CHECK_ARG(o >= 1, "{}: the output would have {} elements on axis {}", node.describe(), o,
                   2 + i);
@@ -105,10 +105,10 @@ class ConvTransposeOp : public GpuOp {
     Value& w = *in.at(1);
     Value* b = in.size() > 2 ? in[2] : nullptr;
     const DataType dt = x.dtype;
-    TRT_CHECK(
-        (dt == DataType::kFloat32 || dt == DataType::kFloat16) && w.dtype == dt && (!b || b->dtype == dt),
-        ErrorCode::kNotSupported, "{}: ConvTranspose of {} x {} on the GPU", node.describe(),
-        dtype_name(dt), dtype_name(w.dtype));
+    TRT_CHECK((dt == DataType::kFloat32 || dt == DataType::kFloat16) && w.dtype == dt &&
+                  (!b || b->dtype == dt),
+              ErrorCode::kNotSupported, "{}: ConvTranspose of {} x {} on the GPU", node.describe(),
+              dtype_name(dt), dtype_name(w.dtype));
     const Geometry g = geometry(node, x.shape, w.shape);
     if (b)
       TRT_CHECK_ARG(b->shape.size() == 1 && b->shape[0] == g.out_channels,
@@ -119,9 +119,9 @@ class ConvTransposeOp : public GpuOp {
     if (shape_numel(p.y_shape) == 0) return;
     std::shared_ptr<void> ws = p.workspace ? ctx.scratch(p.workspace) : nullptr;
     const float one = 1.0f, zero = 0.0f;
-    TRT_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &one, p.w, ctx.dev(w), p.x,
-                                                 ctx.dev(x), p.conv, p.algo, ws.get(), p.workspace,
-                                                 &zero, p.y, py));
+    TRT_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &one, p.w, ctx.dev(w), p.x, ctx.dev(x),
+                                                 p.conv, p.algo, ws.get(), p.workspace, &zero, p.y,
+                                                 py));
     if (b) TRT_CUDNN_CHECK(cudnnAddTensor(ctx.cudnn, &one, p.bias, ctx.dev(*b), &one, p.y, py));
   }
 

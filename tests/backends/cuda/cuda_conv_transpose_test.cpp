@@ -25,21 +25,20 @@ NodeCase make_case(const TCase& t, DataType dt, uint32_t seed) {
   if (!t.dilations.empty()) attrs.push_back(ais("dilations", t.dilations));
   if (!t.pads.empty()) attrs.push_back(ais("pads", t.pads));
   if (!t.output_padding.empty()) attrs.push_back(ais("output_padding", t.output_padding));
-  std::vector<In> ins{feed(random_tensor(dt, t.x, seed)),
-                      weight(random_tensor(dt, t.w, seed + 1))};
+  std::vector<In> ins{feed(random_tensor(dt, t.x, seed)), weight(random_tensor(dt, t.w, seed + 1))};
   if (t.bias) ins.push_back(weight(random_tensor(dt, {t.w[1] * t.group}, seed + 2)));
   return NodeCase("ConvTranspose", ins, attrs);
 }
 
 const std::vector<TCase>& cases() {
   static const std::vector<TCase> v = {
-      {{2, 4, 5, 6}, {4, 3, 3, 3}, {}, {}, {}, {}},                          // plain
-      {{1, 8, 7, 7}, {8, 4, 2, 2}, {2, 2}, {}, {}, {}},                      // 2x upsampling
-      {{1, 8, 7, 9}, {8, 4, 4, 4}, {2, 2}, {}, {1, 1, 1, 1}, {}},            // DBNet-style
-      {{2, 6, 5, 5}, {6, 2, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, 3},     // groups, out pad
-      {{1, 4, 6, 6}, {4, 4, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, {}, 1, false},  // dilated
-      {{1, 16, 4, 4}, {16, 1, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, 16},  // depthwise
-      {{3, 5, 11}, {5, 7, 5}, {3}, {}, {2, 2}, {2}},                         // 1-D
+      {{2, 4, 5, 6}, {4, 3, 3, 3}, {}, {}, {}, {}},                               // plain
+      {{1, 8, 7, 7}, {8, 4, 2, 2}, {2, 2}, {}, {}, {}},                           // 2x upsampling
+      {{1, 8, 7, 9}, {8, 4, 4, 4}, {2, 2}, {}, {1, 1, 1, 1}, {}},                 // DBNet-style
+      {{2, 6, 5, 5}, {6, 2, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, 3},          // groups, out pad
+      {{1, 4, 6, 6}, {4, 4, 3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, {}, 1, false},   // dilated
+      {{1, 16, 4, 4}, {16, 1, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}, 16},       // depthwise
+      {{3, 5, 11}, {5, 7, 5}, {3}, {}, {2, 2}, {2}},                              // 1-D
       {{1, 3, 3, 4, 5}, {3, 2, 2, 3, 3}, {2, 1, 2}, {}, {0, 1, 1, 0, 1, 1}, {}},  // 3-D
   };
   return v;
@@ -62,11 +61,14 @@ TEST(CudaConvTranspose, MatchesTheCpuReference) {
 TEST(CudaConvTranspose, OtherPaddingFormsFallBackToTheCpu) {
   TRT_REQUIRE_CUDA();
   std::vector<NodeCase> v;
-  v.push_back(make_case({{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {}, {0, 1, 1, 0}, {}}, DataType::kFloat32, 1));
-  NodeCase same = make_case({{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {}, {}, {}}, DataType::kFloat32, 2);
+  v.push_back(
+      make_case({{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {}, {0, 1, 1, 0}, {}}, DataType::kFloat32, 1));
+  NodeCase same =
+      make_case({{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {}, {}, {}}, DataType::kFloat32, 2);
   same.attrs.push_back(as("auto_pad", "SAME_UPPER"));
   v.push_back(same);
-  NodeCase shaped = make_case({{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {}, {}, {}}, DataType::kFloat32, 3);
+  NodeCase shaped =
+      make_case({{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {}, {}, {}}, DataType::kFloat32, 3);
   shaped.attrs.push_back(ais("output_shape", {10, 10}));
   v.push_back(shaped);
   for (size_t i = 0; i < v.size(); ++i) {

@@ -26,10 +26,12 @@ ir::Model topk_model() {
   ir::GraphBuilder b("fallback");
   const std::string x = b.input("x", DataType::kFloat32, {1, 3, 8, 8});
   const std::string w = b.initializer("w", random_tensor(DataType::kFloat32, {4, 3, 3, 3}, 3));
-  const std::string y = b.node("Conv", {x, w}, {ir::attr_ints("pads", {1, 1, 1, 1})}, 1, "", "conv")[0];
+  const std::string y =
+      b.node("Conv", {x, w}, {ir::attr_ints("pads", {1, 1, 1, 1})}, 1, "", "conv")[0];
   const std::string r = b.node("Relu", {y}, {}, 1, "", "relu")[0];
   const std::string f = b.node("Flatten", {r}, {ir::attr_int("axis", 1)}, 1, "", "flatten")[0];
-  const std::string k = b.initializer("k", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {5}));
+  const std::string k =
+      b.initializer("k", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {5}));
   const auto topk = b.node("TopK", {f, k}, {ir::attr_int("axis", 1)}, 2, "", "topk");
   Tensor two(DataType::kFloat32, {});
   two.data<float>()[0] = 2.0f;

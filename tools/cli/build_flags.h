@@ -1,0 +1,31 @@
+// The engine builder's flags (builder::BuildConfig), shared by build and build_yolo: the names
+// are the Python original's build keyword arguments.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "batcher_flags.h"
+#include "trtutils/builder.h"
+
+namespace trtutils::cli {
+
+struct BuildFlags {
+  std::string onnx, output;  // declared by each command
+  builder::BuildConfig config;
+  std::string calibration_cache, calibration_data, timing_cache;
+  BatcherFlags batcher;
+  std::vector<std::string> layer_precision, input_formats, output_formats;
+  std::vector<std::string> shapes, min_shapes, opt_shapes, max_shapes;
+  uint64_t workspace_mib = 0;
+  bool dry_run = false;
+};
+
+// Registers every build flag on `sub` (--strongly_typed ... --target_sm, --dry_run; not --onnx
+// and --output, which each command declares itself).
+void add_build_flags(CLI::App* sub, BuildFlags& f);
+// Checks the parsed text flags (messages name the flag) and completes f.config with them.
+builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub);
+
+}  // namespace trtutils::cli
