@@ -4,7 +4,7 @@ the GPU, and matches the CPU backend running the same engine.
 
 Usage (on the GPU machine, torch + torchvision + numpy installed):
   python3 bench/cuda/zoo_gpu.py --trtutils /tmp/d/bin/trtutils --out /tmp/zoo [--json R.json]
-      [--precisions fp32,fp16] [NAME ...]        (default: every model of ZOO below)
+      [--precisions fp32,tf32,fp16] [NAME ...]        (default: every model of ZOO below)
 
 Per model: export with random weights (BatchNorm running statistics random, as
 tests/e2e/export_models.py gives them; detectors with a score threshold of 0 so they return
@@ -134,6 +134,17 @@ def compare(gpu_dir, cpu_dir):
     return res
 
 
+def ort_outputs(onnx_path, x, out_dir):
+    import onnxruntime as ort
+
+    os.makedirs(out_dir, exist_ok=True)
+    sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: x}
+    for meta, value in zip(sess.get_outputs(), sess.run(None, feed)):
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", meta.name)  # as `trtutils run` names its files
+        np.save(os.path.join(out_dir, name + ".npy"), value)
+
+
 def fallback_of(log_text):
     return re.findall(r"fallback: (.+)", log_text)
 
@@ -158,6 +169,8 @@ def run_model(args, name):
         cmd = [args.trtutils, "build", "--onnx", onnx_path, "--output", eng, "--backend", "cuda"]
         if prec == "fp16":
             cmd.append("--fp16")
+        elif prec == "fp32":  # exact float32 arithmetic; "tf32": the builder's default
+            cmd.append("--no_tf32")
         r, dt = sh(cmd, log)
         row["build_s"] = round(dt, 1)
         row["fallback"] = fallback_of(r.stdout + r.stderr)
@@ -178,6 +191,12 @@ def run_model(args, name):
             outs[be] = d
         if "error" not in row:
             row["outputs"] = compare(outs["cuda"], outs["cpu"])
+            if args.ort:  # the third opinion: ONNX Runtime (CPU) on the exported model
+                ort_dir = os.path.join(work, "ort")
+                if not os.path.isdir(ort_dir):
+                    ort_outputs(onnx_path, x, ort_dir)
+                row["cuda_vs_ort"] = compare(outs["cuda"], ort_dir)
+                row["cpu_vs_ort"] = compare(outs["cpu"], ort_dir)
         rows.append(row)
     return rows
 
@@ -187,7 +206,10 @@ def main():
     ap.add_argument("--trtutils", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--json")
-    ap.add_argument("--precisions", default="fp32,fp16")
+    ap.add_argument("--precisions", default="fp32,tf32,fp16",
+                    help="fp32 (--no_tf32), tf32 (the default float build), fp16 (--fp16)")
+    ap.add_argument("--ort", action="store_true",
+                    help="also compare both sides with ONNX Runtime (CPU) on the exported model")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -203,6 +225,10 @@ def main():
                 bad = [k for k, o in row["outputs"].items() if "rel" not in o]
                 worst = f"max rel {max(rels):.2e} min SQNR {min(sq):.1f} dB" + (
                     f" MISMATCH {bad}" if bad else "")
+            for side in ("cuda_vs_ort", "cpu_vs_ort"):
+                if side in row:
+                    sq = [o.get("sqnr", float("nan")) for o in row[side].values()]
+                    worst += f" | {side} min SQNR {min(sq):.1f} dB"
             print(f"[zoo] {row['model']} {row.get('precision', '')}: "
                   f"{row.get('error', worst)} fallback={len(row.get('fallback', []))}", flush=True)
             if args.json:

@@ -1,5 +1,5 @@
-// Schemas of the element-indexed ops, RoiAlign and Loop: GatherElements, ScatterElements (and
-// Scatter, its opset 9-10 name), RoiAlign, Loop (run by the CPU session, src/engine/session.cpp).
+// Schemas of the index ops, RoiAlign and Loop: ArgMax / ArgMin, GatherElements,
+// ScatterElements (and Scatter, its opset 9-10 name), RoiAlign, Loop (run by the CPU session, src/engine/session.cpp).
 // Two-stage detectors (torchvision Faster / Mask / Keypoint R-CNN) write all of them.
 #include "core/check.h"
 #include "ops/op_registry.h"
@@ -67,9 +67,27 @@ void infer_loop(InferContext& ctx) {
   }
 }
 
+// ArgMax / ArgMin: int64, the input's shape with the axis reduced (kept as 1 with keepdims).
+void infer_arg_reduce(InferContext& ctx) {
+  const auto& xs = ctx.input_shape(0);
+  if (!xs) return ctx.set_output(0, DataType::kInt64, std::nullopt);
+  const int64_t axis = normalize_axis(ctx.node.attr_int("axis", 0),
+                                      static_cast<int64_t>(xs->size()), ctx.node);
+  ir::SymShape out;
+  for (size_t d = 0; d < xs->size(); ++d) {
+    if (static_cast<int64_t>(d) != axis)
+      out.push_back((*xs)[d]);
+    else if (ctx.node.attr_int("keepdims", 1) != 0)
+      out.push_back(ir::Dim(1));
+  }
+  ctx.set_output(0, DataType::kInt64, out);
+}
+
 }  // namespace
 
 void register_index_ops(OpRegistry& r) {
+  r.add({"ArgMax", "", infer_arg_reduce});
+  r.add({"ArgMin", "", infer_arg_reduce});
   r.add({"Loop", "", infer_loop});
   r.add({"GatherElements", "", infer_gather_elements});
   r.add({"ScatterElements", "", infer_scatter_elements});

@@ -1,5 +1,6 @@
 // high_precision_dtype fp16: the un-quantized rest of a Q/DQ graph in fp16, graph IO kept fp32.
 // Needs opset >= 19 so that Q/DQ scales (and so DequantizeLinear outputs) can be fp16.
+#include <set>
 #include <unordered_map>
 
 #include "core/check.h"
@@ -72,6 +73,80 @@ void move_quantized_biases(ir::Graph& g) {
   g.remove_dead_nodes();
 }
 
+// Renames `from` to `to` wherever g and its nested subgraphs read it.
+void rename_reads(ir::Graph& g, const std::string& from, const std::string& to) {
+  for (auto& n : g.nodes) {
+    for (auto& x : n.inputs)
+      if (x == from) x = to;
+    for (auto& [name, a] : n.attributes)
+      if (a.kind == ir::Attribute::Kind::kGraph && a.g) rename_reads(*a.g, from, to);
+  }
+  for (auto& o : g.outputs)
+    if (o.name == from) o.name = to;
+}
+
+bool is_control_flow(const ir::Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && (n.op_type == "If" || n.op_type == "Loop");
+}
+
+// The dtype of a control-flow node's output k, as its subgraph declares it.
+DataType control_flow_output_dtype(const ir::Node& n, size_t k) {
+  const ir::Attribute* a = n.attr(n.op_type == "If" ? "then_branch" : "body");
+  if (!a || !a->g) return DataType::kUndefined;
+  const size_t at = n.op_type == "If" ? k : k + 1;  // a Loop body's output 0 is its condition
+  return at < a->g->outputs.size() ? a->g->outputs[at].dtype : DataType::kUndefined;
+}
+
+// If and Loop keep their subgraphs in float32 (as TensorRT keeps its conditional and loop layers
+// in FP32; the subgraphs' own constants and Casts stay as they are): the values they read that
+// became float16 are cast back to float32 before them, and their float32 outputs to float16
+// after them. `was_fp32`: the values that were float32 before the conversion.
+void keep_control_flow_fp32(ir::Graph& g, const std::set<std::string>& was_fp32) {
+  std::vector<ir::Node> out;
+  out.reserve(g.nodes.size());
+  for (auto& n : g.nodes) {
+    if (!is_control_flow(n)) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    std::vector<std::string> reads = n.implicit_inputs();
+    for (const auto& in : n.inputs)
+      if (!in.empty()) reads.push_back(in);
+    std::set<std::string> done;
+    for (const auto& r : reads) {
+      if (!was_fp32.count(r) || !done.insert(r).second) continue;
+      const std::string f = g.unique_name(r + "_fp32");
+      ir::Node c;
+      c.name = g.unique_name(r + "_cast_fp32");
+      c.op_type = "Cast";
+      c.inputs = {r};
+      c.outputs = {f};
+      c.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat32));
+      out.push_back(std::move(c));
+      for (auto& x : n.inputs)
+        if (x == r) x = f;
+      for (auto& [name, a] : n.attributes)
+        if (a.kind == ir::Attribute::Kind::kGraph && a.g) rename_reads(*a.g, r, f);
+    }
+    std::vector<ir::Node> after;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k].empty() || control_flow_output_dtype(n, k) != DataType::kFloat32) continue;
+      const std::string f = g.unique_name(n.outputs[k] + "_fp32");
+      ir::Node c;
+      c.name = g.unique_name(n.outputs[k] + "_cast_fp16");
+      c.op_type = "Cast";
+      c.inputs = {f};
+      c.outputs = {n.outputs[k]};
+      c.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat16));
+      n.outputs[k] = f;
+      after.push_back(std::move(c));
+    }
+    out.push_back(std::move(n));
+    for (auto& c : after) out.push_back(std::move(c));
+  }
+  g.nodes = std::move(out);
+}
+
 }  // namespace
 
 void convert_to_fp16(ir::Model& model) {
@@ -83,8 +158,14 @@ void convert_to_fp16(ir::Model& model) {
   for (const auto& n : g.nodes)
     if (n.op_type == "Resize")
       for (size_t i = 1; i < 3 && i < n.inputs.size(); ++i) keep.insert(n.inputs[i]);
+  // The float32 values before the conversion (for the control-flow nodes, below).
+  std::set<std::string> was_fp32;
+  for (const auto& v : g.inputs)
+    if (v.dtype == DataType::kFloat32) was_fp32.insert(v.name);
+  for (const auto& [name, vi] : g.value_info)
+    if (vi.dtype == DataType::kFloat32) was_fp32.insert(name);
   for (auto& [name, t] : g.initializers)
-    if (t.dtype() == DataType::kFloat32 && !keep.count(name)) t = to_fp16(t);
+    if (t.dtype() == DataType::kFloat32 && !keep.count(name)) t = to_fp16(t), was_fp32.insert(name);
   for (auto& n : g.nodes) {
     if (n.op_type == "Cast" && n.attr_int("to", 0) == static_cast<int64_t>(DataType::kFloat32))
       n.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat16));
@@ -92,6 +173,7 @@ void convert_to_fp16(ir::Model& model) {
         n.attributes["value"].t.dtype() == DataType::kFloat32)
       n.attributes["value"].t = to_fp16(n.attributes["value"].t);
   }
+  keep_control_flow_fp32(g, was_fp32);
   std::vector<ir::Node> casts;
   // Graph inputs: fp32 outside, cast to fp16 for their readers.
   for (const auto& in : g.inputs) {

@@ -103,6 +103,12 @@ const std::vector<ClaimedOp> kClaimedOps = {
     {"NonZero", {"nonzero"}},
     {"NonMaxSuppression", {"nonmaxsuppression"}},
     {"If", {"if"}},
+    {"Loop", {"loop"}},
+    {"GatherElements", {"gather_elements"}},
+    {"ArgMax", {"argmax"}},
+    {"ArgMin", {"argmin"}},
+    {"ScatterElements", {"scatter_elements", "scatter_with", "scatter_without"}},
+    {"RoiAlign", {"roialign"}},
     // Inference only: the training-mode tests (random masks) are refused as not supported.
     {"Dropout", {"dropout", "training_dropout"}},
     {"Reshape", {"reshape"}},

@@ -4,6 +4,7 @@ with NMS inside the engine and run with `trtutils run`, against torchvision.ops.
 the raw head output computed by PyTorch.
 
     /usr/bin/python3 tests/e2e/yolo_nms_e2e.py --trtutils build/bin/trtutils [--work DIR]
+        [--backend cpu|cuda]
 
 Models (input "images" [N, 3, 64, 64], 3 classes, strides 8/16/32):
   yolov8        YOLOv8-style anchor-free head: per level a box branch with DFL (softmax over 8
@@ -45,6 +46,7 @@ NUM_CLASSES = 3
 IMG = 64
 STRIDES = (8, 16, 32)
 REG_MAX = 8
+BACKEND = "cpu"  # --backend
 
 
 def conv_bn(cin, cout, k=3, s=1):
@@ -238,11 +240,13 @@ def check_case(name, trtutils, work, model, opset, dynamic, batch, coding, conf,
         print(f"{name}: FRAGILE reference (choose another seed): {'; '.join(fragile)}")
         return False
     np.save(os.path.join(d, "images.npy"), x.numpy())
-    cmd = [trtutils, "build_yolo", "--onnx", onnx_path, "--output", engine, "--backend", "cpu",
+    cmd = [trtutils, "build_yolo", "--onnx", onnx_path, "--output", engine, "--backend", BACKEND,
            "--num_classes", str(NUM_CLASSES), "--conf_threshold", str(conf), "--iou_threshold",
            str(iou), "--top_k", str(top_k), "--box_coding", coding]
     if agnostic:
         cmd.append("--class_agnostic")
+    if BACKEND == "cuda":  # float32 layers in exact float32 (the GPU default is TF32: ~1e-3)
+        cmd.append("--no_tf32")
     log = run(cmd)
     run([trtutils, "run", "--engine", engine, "--input", f"images={d}/images.npy",
          "--output_dir", os.path.join(d, "out")])
@@ -285,7 +289,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trtutils", default=os.environ.get("TRTUTILS_BIN", "build/bin/trtutils"))
     ap.add_argument("--work", default="", help="scratch folder (default: a fresh one, removed)")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
+                    help="engine backend (cuda: NMS on the GPU; needs a GPU)")
     args = ap.parse_args()
+    global BACKEND
+    BACKEND = args.backend
     if not os.access(args.trtutils, os.X_OK):
         print(f"yolo_nms_e2e.py: ERROR: trtutils CLI not found at {args.trtutils}")
         return 2

@@ -176,6 +176,43 @@ TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
   EXPECT_EQ(b.to_float_vector(), (std::vector<float>{1, -2, 3}));  // -x
 }
 
+// Loop (torchvision's Mask / Keypoint R-CNN paste their masks in one): M iterations, a value
+// carried from one to the next, an outer value read implicitly, a scan output stacked on a new
+// first axis.
+TEST(Session, LoopCarriesValuesAndStacksScanOutputs) {
+  ir::Model m;
+  m.opset_imports = {{"", 17}};
+  ir::Graph& g = m.graph;
+  g.inputs.push_back({"x", DataType::kFloat32, ir::SymShape{3}, {}});
+  g.initializers["m"] = Tensor::from_vector<int64_t>(DataType::kInt64, {}, {3});
+  g.initializers["acc0"] = Tensor::from_vector<float>(DataType::kFloat32, {3}, {0, 0, 0});
+  ir::Graph body;
+  body.inputs = {{"i", DataType::kInt64, ir::SymShape{}, {}},
+                 {"cond_in", DataType::kBool, ir::SymShape{}, {}},
+                 {"acc", DataType::kFloat32, std::nullopt, {}}};
+  body.nodes.push_back(make_node("Add", {"acc", "x"}, {"acc2"}));  // x: from the outer scope
+  ir::Node cast = make_node("Cast", {"i"}, {"fi"});
+  cast.attributes["to"] = ir::attr_int("to", static_cast<int64_t>(DataType::kFloat32));
+  body.nodes.push_back(cast);
+  body.nodes.push_back(make_node("Mul", {"acc2", "fi"}, {"scan"}));
+  body.nodes.push_back(make_node("Identity", {"cond_in"}, {"cond_out"}));
+  body.outputs = {{"cond_out", DataType::kBool, std::nullopt, {}},
+                  {"acc2", DataType::kFloat32, std::nullopt, {}},
+                  {"scan", DataType::kFloat32, std::nullopt, {}}};
+  ir::Node loop = make_node("Loop", {"m", "", "acc0"}, {"acc_final", "scans"});
+  loop.attributes["body"] = ir::attr_graph("body", body);
+  g.nodes.push_back(loop);
+  g.outputs = {{"acc_final", DataType::kFloat32, std::nullopt, {}},
+               {"scans", DataType::kFloat32, std::nullopt, {}}};
+  Session s(std::move(m));
+  const auto out =
+      s.run({{"x", Tensor::from_vector<float>(DataType::kFloat32, {3}, {1, -2, 0.5f})}});
+  EXPECT_EQ(out.at("acc_final").to_float_vector(), (std::vector<float>{3, -6, 1.5f}));
+  const Tensor& scans = out.at("scans");  // iteration k: (k + 1) * x * k
+  ASSERT_EQ(scans.shape(), (Shape{3, 3}));
+  EXPECT_EQ(scans.to_float_vector(), (std::vector<float>{0, 0, 0, 2, -4, 1, 6, -12, 3}));
+}
+
 // The bundled example against PyTorch's own output (examples/make_tiny_cnn.py).
 TEST(Session, TinyCnnExampleMatchesPyTorch) {
   const std::string dir = std::string(TRTUTILS_TEST_DATA_DIR) + "/../../examples/";

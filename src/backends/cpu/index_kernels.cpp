@@ -1,5 +1,5 @@
-// CPU kernels of the element-indexed ops: GatherElements, ScatterElements (Scatter: its opset
-// 9-10 name). Elements move by their byte size (every fixed-size dtype); a ScatterElements
+// CPU kernels of the index ops: ArgMax / ArgMin, GatherElements, ScatterElements (Scatter: its
+// opset 9-10 name). Elements move by their byte size (every fixed-size dtype); a ScatterElements
 // reduction (add, mul: opset 16; max, min: opset 18) combines in double and stores in the data's
 // dtype. Indices may be negative (counted from the end of the axis); out of range is an error.
 #include <algorithm>
@@ -98,11 +98,50 @@ void scatter_elements_kernel(KernelContext& ctx) {
   ctx.outputs.at(0) = y;
 }
 
+// ArgMax / ArgMin along `axis`: the first index of the extreme value (the last with
+// select_last_index); NaN compares as neither larger nor smaller (the first value stays).
+template <bool kMax>
+void arg_reduce_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  const int64_t axis = ops::normalize_axis(ctx.node.attr_int("axis", 0), rank, ctx.node);
+  const bool keep = ctx.node.attr_int("keepdims", 1) != 0;
+  const bool last = ctx.opset >= 12 && ctx.node.attr_int("select_last_index", 0) != 0;
+  const int64_t n = x.dim(axis);
+  TRT_CHECK_ARG(n > 0, "{}: the reduced axis {} is empty", ctx.node.describe(), axis);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+  Shape out;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis)
+      out.push_back(x.dim(d));
+    else if (keep)
+      out.push_back(1);
+  }
+  Tensor& y = ctx.make_output(0, DataType::kInt64, out);
+  int64_t* py = y.data<int64_t>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * n * inner + i;
+      int64_t best = 0;
+      double bv = x.at_double(base);
+      for (int64_t k = 1; k < n; ++k) {
+        const double v = x.at_double(base + k * inner);
+        const bool better = kMax ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
+        if (better) best = k, bv = v;
+      }
+      py[o * inner + i] = best;
+    }
+}
+
 }  // namespace
 
 void register_roi_align_kernel(KernelRegistry& r);  // roi_align_kernel.cpp
 
 void register_index_kernels(KernelRegistry& r) {
+  r.add({"ArgMax", "", arg_reduce_kernel<true>});
+  r.add({"ArgMin", "", arg_reduce_kernel<false>});
   r.add({"GatherElements", "", gather_elements_kernel});
   r.add({"ScatterElements", "", scatter_elements_kernel});
   r.add({"Scatter", "", scatter_elements_kernel});

@@ -376,6 +376,7 @@ const OpTable& op_table() {
     register_resize_ops(*table);
     register_attention_ops(*table);
     register_conv_transpose_ops(*table);
+    register_nms_ops(*table);
     return table;
   }();
   return *t;

@@ -246,6 +246,7 @@ void register_quant_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
 void register_attention_ops(OpTable& t);
 void register_conv_transpose_ops(OpTable& t);  // ops_conv_transpose.cpp
+void register_nms_ops(OpTable& t);             // ops_nms.cpp: com.trtutils::EfficientNMS
 
 // A switch from the environment for A/B measurements on the device: "0" / "off" / "false" turn
 // it off, any other value on; unset: `def`. Read once per process.

@@ -445,4 +445,26 @@ cudaError_t conv_small_c(const SmallCDesc& d, const float* x, const float* w_pac
 // a trivial launch otherwise).
 cudaError_t probe_kernels();
 
+// ---- detection -----------------------------------------------------------------------------
+// com.trtutils::EfficientNMS (ops/detection_ops.h), all images at once; boxes / scores float32
+// or float16 (half), outputs as the op defines them. batch * anchors * classes < 2^31.
+struct NmsArgs {
+  int64_t batch = 0, anchors = 0, classes = 0, max_out = 0, background_class = -1;
+  float score_threshold = 0, iou_threshold = 0;
+  bool center_size = false, class_agnostic = false, half = false;
+  const void* boxes = nullptr;   // [batch, anchors, 4]
+  const void* scores = nullptr;  // [batch, anchors, classes]
+  int* num_dets = nullptr;       // [batch]
+  float* det_boxes = nullptr;    // [batch, max_out, 4]
+  float* det_scores = nullptr;   // [batch, max_out]
+  int* det_classes = nullptr;    // [batch, max_out]
+};
+// Byte offsets of the parts of the scratch buffer efficient_nms needs (total bytes in all).
+struct NmsScratch {
+  size_t keys = 0, sorted = 0, offsets = 0, kept_boxes = 0, kept_classes = 0, cub_temp = 0,
+         cub_bytes = 0, total = 0;
+};
+NmsScratch nms_scratch_layout(const NmsArgs& a);
+cudaError_t efficient_nms(const NmsArgs& a, void* scratch, cudaStream_t stream);
+
 }  // namespace trtutils::cuda::k

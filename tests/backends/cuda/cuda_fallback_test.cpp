@@ -138,5 +138,64 @@ TEST_F(CudaFallback, EngineMatchesTheCpuEngine) {
   }
 }
 
+// If inside a GPU engine: the condition is computed on the GPU, the host picks the branch and
+// runs it on the CPU, reading outer values (computed on the GPU) implicitly; a GPU layer reads
+// the branch's output. Equal to the CPU session for both conditions.
+TEST(CudaControlFlow, IfRunsItsBranchOnTheHost) {
+  TRT_REQUIRE_CUDA();
+  ir::GraphBuilder b("if_model");
+  const std::string x = b.input("x", DataType::kFloat32, {2, 3});
+  const std::string r = b.node("Relu", {x}, {}, 1, "", "relu")[0];
+  const std::string s = b.node("ReduceSum", {x}, {ir::attr_int("keepdims", 0)}, 1, "", "sum")[0];
+  Tensor zero(DataType::kFloat32, {});
+  zero.data<float>()[0] = 0.0f;
+  const std::string c = b.node("Greater", {s, b.initializer("zero", zero)}, {}, 1, "", "gt")[0];
+  ir::Model m = b.build(17);
+  ir::Graph then_g, else_g;
+  ir::Node mul;
+  mul.name = "then_mul";
+  mul.op_type = "Mul";
+  mul.inputs = {r, r};
+  mul.outputs = {"t_out"};
+  then_g.nodes.push_back(mul);
+  then_g.outputs.push_back({"t_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Node neg;
+  neg.name = "else_neg";
+  neg.op_type = "Neg";
+  neg.inputs = {x};
+  neg.outputs = {"e_out"};
+  else_g.nodes.push_back(neg);
+  else_g.outputs.push_back({"e_out", DataType::kFloat32, std::nullopt, {}});
+  ir::Node if_node;
+  if_node.name = "if";
+  if_node.op_type = "If";
+  if_node.inputs = {c};
+  if_node.outputs = {"y"};
+  if_node.attributes["then_branch"] = ir::attr_graph("then_branch", then_g);
+  if_node.attributes["else_branch"] = ir::attr_graph("else_branch", else_g);
+  m.graph.nodes.push_back(if_node);
+  ir::Node abs;
+  abs.name = "abs";
+  abs.op_type = "Abs";
+  abs.inputs = {"y"};
+  abs.outputs = {"z"};
+  m.graph.nodes.push_back(abs);
+  m.graph.outputs.clear();
+  m.graph.outputs.push_back({"z", DataType::kFloat32, std::nullopt, {}});
+  const cuda::GpuCoverage cov = cuda::gpu_coverage(m);
+  ASSERT_EQ(cov.fallback.size(), 1u);
+  EXPECT_EQ(cov.fallback[0].op, "If");
+  Session cpu(m);
+  cuda::Executor gpu(m, {});
+  for (float sign : {1.0f, -1.0f}) {
+    Tensor xv = random_tensor(DataType::kFloat32, {2, 3}, 8, 0.1f, 1.0f);
+    for (int64_t i = 0; i < xv.numel(); ++i) xv.data<float>()[i] *= sign;
+    const Tensor want = cpu.run({{"x", xv}}).at("z");
+    const Tensor got = gpu.run({{"x", xv}}).at("z");
+    expect_close(got, want, {1e-6, 1e-6}, sign > 0 ? "then branch" : "else branch");
+  }
+  EXPECT_EQ(gpu.node_placement().at(3), "cpu (fallback)");
+}
+
 }  // namespace
 }  // namespace trtutils
