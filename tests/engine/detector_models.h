@@ -23,15 +23,23 @@ inline std::string zero_from(ir::GraphBuilder& b, const std::string& x) {
   return b.node("Mul", {m, z})[0];
 }
 
-// images [1, 3, H, W] -> boxes [1, A, 4] (the given corners, network pixels) and scores
-// [1, A, A]: anchor a is class a with score 0.9 - 0.01 a, every other class 0. Through
-// build_yolo (corner coding, conf 0.5): one detection per anchor, class a at boxes[a].
+// images [1, 3, H, W] float32 (or [batch, H, W, 3] uint8) -> boxes [1, A, 4] (the given corners,
+// network pixels) and scores [1, A, A]: anchor a is class a with score 0.9 - 0.01 a, every other
+// class 0. Through build_yolo (corner coding, conf 0.5): one detection per anchor, class a at
+// boxes[a].
 inline void build_fixed_box_detector(const std::filesystem::path& dir, const std::string& name,
                                      int64_t h, int64_t w,
-                                     const std::vector<std::array<float, 4>>& boxes) {
+                                     const std::vector<std::array<float, 4>>& boxes,
+                                     bool nhwc_uint8_dynamic_batch = false) {
   const auto a = static_cast<int64_t>(boxes.size());
   ir::GraphBuilder b("fixed_boxes");
-  auto x = b.input("images", DataType::kFloat32, {1, 3, h, w});
+  std::string x;
+  if (nhwc_uint8_dynamic_batch) {
+    x = b.input("images", DataType::kUInt8, {ir::Dim("batch"), h, w, 3});
+    x = b.node("Cast", {x}, {ir::attr_int("to", 1)})[0];
+  } else {
+    x = b.input("images", DataType::kFloat32, {1, 3, h, w});
+  }
   auto zero = zero_from(b, x);
   std::vector<float> bv, sv(static_cast<size_t>(a * a), 0.0f);
   for (int64_t i = 0; i < a; ++i) {

@@ -138,6 +138,28 @@ TEST_F(DetectorTest, MapsBoxesBackToTheOriginalImage) {
   }
 }
 
+TEST_F(DetectorTest, NhwcUint8InputWithADynamicBatch) {
+  // A 384 x 640 (H x W) uint8 NHWC input: 1000x700 -> r = min(384 / 700, 640 / 1000) = 0.5486,
+  // resized round(548.57) = 549 x 384, left (640 - 549) / 2 = 45; x scale 549 / 1000,
+  // y scale 384 / 700.
+  const std::array<float, 4> original = {123, 45, 678, 654};
+  const float sx = 549.0f / 1000, sy = 384.0f / 700;
+  test_models::build_fixed_box_detector(
+      *dir_, "nhwc", 384, 640,
+      {{45 + original[0] * sx, original[1] * sy, 45 + original[2] * sx, original[3] * sy}}, true);
+  Detector det(engine("nhwc"));
+  EXPECT_EQ(det.engine().inputs()[0].shape, (std::vector<int64_t>{-1, 384, 640, 3}));
+  EXPECT_EQ(det.engine().inputs()[0].dtype, DataType::kUInt8);
+  EXPECT_EQ(det.input_height(), 384);
+  EXPECT_EQ(det.input_width(), 640);
+  const auto dets = det.detect(solid(1000, 700, 3, {10, 20, 30}));
+  ASSERT_EQ(dets.size(), 1u);
+  EXPECT_NEAR(dets[0].x1, original[0], 0.01);
+  EXPECT_NEAR(dets[0].y1, original[1], 0.01);
+  EXPECT_NEAR(dets[0].x2, original[2], 0.01);
+  EXPECT_NEAR(dets[0].y2, original[3], 0.01);
+}
+
 TEST_F(DetectorTest, ConfThresholdAndChannelsAndErrors) {
   // 0.9 - 0.01 i >= 0.875 keeps i = 0, 1, 2; a gray image works as RGB.
   Detector det(engine("boxes"), {.conf_threshold = 0.875f});
