@@ -131,8 +131,8 @@ class Classifier {
   Classifier(Classifier&&) noexcept;
   Classifier& operator=(Classifier&&) noexcept;
 
-  // The top_k (>= 1; at most the number of classes) classes by descending score; equal scores
-  // keep the lower class id first.
+  // The top_k (>= 1; a top_k over the number of classes gives them all) classes by descending
+  // score; equal scores keep the lower class id first.
   std::vector<Classification> classify(const Image& image, int64_t top_k = 5);
   std::vector<Classification> classify(const std::filesystem::path& image, int64_t top_k = 5);
 
