@@ -356,6 +356,14 @@ Canvas::Canvas(int width, int height, Rgb background) : w_(width), h_(height) {
   }
 }
 
+Canvas Canvas::from_rgb(int width, int height, std::vector<uint8_t> rgb) {
+  Canvas c(width, height, colors::kBlack);
+  TRT_CHECK_ARG(rgb.size() == c.rgb_.size(), "{}x{} RGB canvas: {} bytes given, {} needed", width,
+                height, rgb.size(), c.rgb_.size());
+  c.rgb_ = std::move(rgb);
+  return c;
+}
+
 Rgb Canvas::pixel(int x, int y) const {
   TRT_CHECK(x >= 0 && y >= 0 && x < w_ && y < h_, ErrorCode::kOutOfRange,
             "pixel ({}, {}) outside the {}x{} canvas", x, y, w_, h_);

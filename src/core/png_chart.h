@@ -57,6 +57,9 @@ class Canvas {
  public:
   // Error(kInvalidArgument) when a side is < 1, kOutOfRange over 16384 per side or 2^25 pixels.
   Canvas(int width, int height, Rgb background = colors::kWhite);
+  // A canvas holding `rgb` (width * height * 3 bytes, interleaved RGB rows top to bottom), e.g.
+  // a photo to draw on: the same limits, and Error(kInvalidArgument) when rgb has another size.
+  static Canvas from_rgb(int width, int height, std::vector<uint8_t> rgb);
 
   int width() const { return w_; }
   int height() const { return h_; }

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "data/image.h"
 
@@ -42,5 +44,12 @@ Image apply_orientation(Image image, int orientation);
 Image decode_image(std::span<const uint8_t> bytes, std::string_view name);
 // Reads (files over 1 GiB are refused) and decodes.
 Image load_image(const std::filesystem::path& path);
+
+// The file names ImageBatcher takes: *.jpg *.jpeg *.png *.bmp *.webp (any case), not starting
+// with '.'.
+bool is_image_file_name(const std::string& name);
+// The regular files of `dir` with such names (not recursive), in byte order of their names.
+// Error(kIO) for a missing or unlistable folder, kInvalidArgument for a file or no images.
+std::vector<std::filesystem::path> list_image_files(const std::filesystem::path& dir);
 
 }  // namespace trtutils::data

@@ -37,47 +37,12 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-bool is_image_name(const std::string& name) {
-  if (name.empty() || name[0] == '.') return false;
-  const size_t dot = name.rfind('.');
-  if (dot == std::string::npos) return false;
-  const std::string ext = lower(std::string_view(name).substr(dot + 1));
-  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "bmp" || ext == "webp";
-}
-
 void validate(const ImageBatcherOptions& o) {
-  const auto [h, w, c] = o.shape;
-  TRT_CHECK_ARG(h >= 1 && w >= 1 && h <= 16384 && w <= 16384,
-                "image shape (H, W, C) = ({}, {}, {}): H and W must be in 1..16384", h, w, c);
-  TRT_CHECK_ARG(c == 1 || c == 3 || c == 4,
-                "image shape (H, W, C) = ({}, {}, {}): C must be 1, 3 or 4", h, w, c);
-  TRT_CHECK(o.dtype == DataType::kFloat32 || o.dtype == DataType::kFloat16 ||
-                o.dtype == DataType::kUInt8 || o.dtype == DataType::kInt8,
-            ErrorCode::kNotSupported,
-            "image data as {} is not supported: use float32, float16, uint8 or int8",
-            dtype_name(o.dtype));
+  data::check_render_options(o);
   TRT_CHECK_ARG(o.batch_size >= 1 && o.batch_size <= (1 << 20), "batch size {} must be in 1..{}",
                 o.batch_size, 1 << 20);
   TRT_CHECK_ARG(!o.max_images || *o.max_images >= 1, "max_images must be at least 1, got {}",
                 o.max_images.value_or(0));
-  if (o.input_scale) {
-    const auto [lo, hi] = *o.input_scale;
-    TRT_CHECK_ARG(std::isfinite(lo) && std::isfinite(hi) && lo < hi,
-                  "input_scale ({}, {}) must be two finite numbers LO < HI (pixels 0..255 map "
-                  "onto LO..HI)",
-                  lo, hi);
-  }
-  const size_t nc = static_cast<size_t>(c);
-  TRT_CHECK_ARG(o.mean.empty() || o.mean.size() == 1 || o.mean.size() == nc,
-                "mean has {} values; give 1 or C = {}", o.mean.size(), c);
-  TRT_CHECK_ARG(o.std.empty() || o.std.size() == 1 || o.std.size() == nc,
-                "std has {} values; give 1 or C = {}", o.std.size(), c);
-  for (float m : o.mean) TRT_CHECK_ARG(std::isfinite(m), "mean values must be finite, got {}", m);
-  for (float s : o.std)
-    TRT_CHECK_ARG(std::isfinite(s) && s != 0.0f, "std values must be finite and non-zero, got {}",
-                  s);
-  TRT_CHECK_ARG(o.pad_value >= 0.0f && o.pad_value <= 255.0f, "pad value {} must be in 0..255",
-                o.pad_value);
   check_thread_count(o.num_threads, "thread count");
   TRT_CHECK_ARG(o.prefetch_batches >= 1 && o.prefetch_batches <= 1024,
                 "prefetch of {} batches must be in 1..1024", o.prefetch_batches);
@@ -91,7 +56,19 @@ int usable_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::vector<fs::path> list_images(const fs::path& dir) {
+}  // namespace
+
+namespace data {
+
+bool is_image_file_name(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string ext = lower(std::string_view(name).substr(dot + 1));
+  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "bmp" || ext == "webp";
+}
+
+std::vector<fs::path> list_image_files(const fs::path& dir) {
   std::error_code ec;
   const fs::file_status st = fs::status(dir, ec);
   TRT_CHECK(fs::exists(st), ErrorCode::kIO, "image directory '{}' does not exist", dir.string());
@@ -104,7 +81,7 @@ std::vector<fs::path> list_images(const fs::path& dir) {
     TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
               ec.message());
     std::error_code fec;
-    if (is_image_name(it->path().filename().string()) && it->is_regular_file(fec))
+    if (is_image_file_name(it->path().filename().string()) && it->is_regular_file(fec))
       files.push_back(it->path());
   }
   TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
@@ -118,7 +95,7 @@ std::vector<fs::path> list_images(const fs::path& dir) {
   return files;
 }
 
-}  // namespace
+}  // namespace data
 
 std::optional<DataOrder> data_order_from_name(std::string_view name) {
   const std::string n = lower(name);
@@ -323,7 +300,7 @@ ImageBatcher::ImageBatcher(ImageBatcherOptions options) : impl_(std::make_unique
   validate(options);
   m.opt = std::move(options);
   m.spec = data::make_render_spec(m.opt);
-  std::vector<fs::path> files = list_images(m.opt.image_dir);
+  std::vector<fs::path> files = data::list_image_files(m.opt.image_dir);
   const int64_t found = static_cast<int64_t>(files.size());
   int64_t n = found;
   if (m.opt.max_images && *m.opt.max_images < n) n = *m.opt.max_images;

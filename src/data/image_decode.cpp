@@ -156,3 +156,11 @@ Image load_image(const std::filesystem::path& path) {
 }
 
 }  // namespace trtutils::data
+
+namespace trtutils {
+
+Image load_image(const std::filesystem::path& path) {
+  return data::load_image(path);
+}
+
+}  // namespace trtutils

@@ -123,6 +123,37 @@ LetterboxBox letterbox_box(int64_t src_h, int64_t src_w, int64_t dst_h, int64_t 
   return b;
 }
 
+void check_render_options(const ImageBatcherOptions& o) {
+  const auto [h, w, c] = o.shape;
+  TRT_CHECK_ARG(h >= 1 && w >= 1 && h <= 16384 && w <= 16384,
+                "image shape (H, W, C) = ({}, {}, {}): H and W must be in 1..16384", h, w, c);
+  TRT_CHECK_ARG(c == 1 || c == 3 || c == 4,
+                "image shape (H, W, C) = ({}, {}, {}): C must be 1, 3 or 4", h, w, c);
+  TRT_CHECK(o.dtype == DataType::kFloat32 || o.dtype == DataType::kFloat16 ||
+                o.dtype == DataType::kUInt8 || o.dtype == DataType::kInt8,
+            ErrorCode::kNotSupported,
+            "image data as {} is not supported: use float32, float16, uint8 or int8",
+            dtype_name(o.dtype));
+  if (o.input_scale) {
+    const auto [lo, hi] = *o.input_scale;
+    TRT_CHECK_ARG(std::isfinite(lo) && std::isfinite(hi) && lo < hi,
+                  "input_scale ({}, {}) must be two finite numbers LO < HI (pixels 0..255 map "
+                  "onto LO..HI)",
+                  lo, hi);
+  }
+  const size_t nc = static_cast<size_t>(c);
+  TRT_CHECK_ARG(o.mean.empty() || o.mean.size() == 1 || o.mean.size() == nc,
+                "mean has {} values; give 1 or C = {}", o.mean.size(), c);
+  TRT_CHECK_ARG(o.std.empty() || o.std.size() == 1 || o.std.size() == nc,
+                "std has {} values; give 1 or C = {}", o.std.size(), c);
+  for (float m : o.mean) TRT_CHECK_ARG(std::isfinite(m), "mean values must be finite, got {}", m);
+  for (float s : o.std)
+    TRT_CHECK_ARG(std::isfinite(s) && s != 0.0f, "std values must be finite and non-zero, got {}",
+                  s);
+  TRT_CHECK_ARG(o.pad_value >= 0.0f && o.pad_value <= 255.0f, "pad value {} must be in 0..255",
+                o.pad_value);
+}
+
 RenderSpec make_render_spec(const ImageBatcherOptions& o) {
   RenderSpec s;
   s.height = o.shape[0];

@@ -64,7 +64,12 @@ struct RenderSpec {
   float bias[4] = {0, 0, 0, 0};
   bool integer_output() const { return dtype == DataType::kUInt8 || dtype == DataType::kInt8; }
 };
-// Validated options -> spec (the options are checked by ImageBatcher).
+// Checks the fields of `options` that make_render_spec reads (shape, dtype, input_scale, mean,
+// std, pad_value; image_batcher.h has the rules): Error(kInvalidArgument) naming the field, or
+// kNotSupported for a dtype other than float32, float16, uint8, int8. ImageBatcher, Detector
+// and Classifier call it.
+void check_render_options(const ImageBatcherOptions& options);
+// Checked options -> spec.
 RenderSpec make_render_spec(const ImageBatcherOptions& options);
 
 // Writes one image (already converted to spec.channels) into `dst`: H * W * C elements of

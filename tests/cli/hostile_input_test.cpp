@@ -215,8 +215,9 @@ std::string case_name(const ::testing::TestParamInfo<HostileCase>& info) {
 INSTANTIATE_TEST_SUITE_P(Cli, HostileInputTest, ::testing::ValuesIn(kCases), case_name);
 
 std::vector<std::string> subcommands() {
-  return {"run",     "benchmark",      "info",      "generate_calibration", "quantize",  "build",
-          "inspect", "can_run_on_dla", "build_dla", "calib_to_qdq",         "build_yolo"};
+  return {"run",     "benchmark",      "info",      "generate_calibration", "quantize",   "build",
+          "inspect", "can_run_on_dla", "build_dla", "calib_to_qdq",         "build_yolo", "detect",
+          "classify"};
 }
 
 // Every numeric option of every subcommand's --help shows its range ("INT in [0 - 1024]"), and

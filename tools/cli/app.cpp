@@ -42,6 +42,8 @@ std::unique_ptr<CLI::App> make_app(bool run_commands) {
   add_can_run_on_dla_command(*app);
   add_build_dla_command(*app);
   add_calib_to_qdq_command(*app);
+  add_detect_command(*app);
+  add_classify_command(*app);
   return app;
 }
 

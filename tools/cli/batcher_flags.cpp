@@ -5,22 +5,7 @@
 
 namespace trtutils::cli {
 
-void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
-  auto* dir = sub->add_option(
-      "--calibration_dir", f.calibration_dir,
-      "folder of images (*.jpg *.jpeg *.png *.bmp *.webp), used in file-name order");
-  auto* shape = add_ranged(sub, "--input_shape", f.input_shape, "model input H W C (C: 1, 3 or 4)",
-                           int64_t{1}, int64_t{1} << 16);
-  if (required) {
-    dir->required();
-    shape->required();
-  }
-  sub->add_option("--input_dtype", f.input_dtype, "float32, float16, uint8 or int8")
-      ->capture_default_str();
-  add_ranged(sub, "--batch_size", f.batch_size, "images per batch", int64_t{1}, kMaxBatch);
-  sub->add_option("--data_order", f.data_order, "NCHW or NHWC")->capture_default_str();
-  sub->add_option("--max_images", f.max_images, "use only the first N images (by name)")
-      ->check(in_range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+void add_preprocess_flags(CLI::App* sub, BatcherFlags& f) {
   sub->add_option("--resize_method", f.resize_method,
                   "letterbox (keep aspect ratio, pad; YOLO) or linear (stretch to H x W)")
       ->capture_default_str();
@@ -38,9 +23,47 @@ void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
       ->capture_default_str();
   add_ranged(sub, "--pad_value", f.pad_value, "letterbox padding, in 0..255 pixel units", 0.0f,
              255.0f);
+}
+
+void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
+  auto* dir = sub->add_option(
+      "--calibration_dir", f.calibration_dir,
+      "folder of images (*.jpg *.jpeg *.png *.bmp *.webp), used in file-name order");
+  auto* shape = add_ranged(sub, "--input_shape", f.input_shape, "model input H W C (C: 1, 3 or 4)",
+                           int64_t{1}, int64_t{1} << 16);
+  if (required) {
+    dir->required();
+    shape->required();
+  }
+  sub->add_option("--input_dtype", f.input_dtype, "float32, float16, uint8 or int8")
+      ->capture_default_str();
+  add_ranged(sub, "--batch_size", f.batch_size, "images per batch", int64_t{1}, kMaxBatch);
+  sub->add_option("--data_order", f.data_order, "NCHW or NHWC")->capture_default_str();
+  sub->add_option("--max_images", f.max_images, "use only the first N images (by name)")
+      ->check(in_range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+  add_preprocess_flags(sub, f);
   sub->add_flag("--keep_partial", f.keep_partial,
                 "keep a last batch with fewer than --batch_size images");
   add_threads_flag(sub, f.threads, "decode threads");
+}
+
+void apply_preprocess_flags(const BatcherFlags& f, ImageBatcherOptions& b) {
+  const auto resize = resize_method_from_name(f.resize_method);
+  TRT_CHECK_ARG(resize.has_value(), "--resize_method '{}' is not valid: use letterbox or linear",
+                f.resize_method);
+  b.resize_method = *resize;
+  if (!f.input_scale.empty()) {
+    TRT_CHECK_ARG(f.input_scale.size() == 2, "--input_scale takes 2 values LO HI, got {}",
+                  f.input_scale.size());
+    b.input_scale = std::pair<float, float>{f.input_scale[0], f.input_scale[1]};
+  }
+  b.mean = f.mean;
+  b.std = f.std;
+  const auto color = color_order_from_name(f.color_order);
+  TRT_CHECK_ARG(color.has_value(), "--color_order '{}' is not valid: use RGB or BGR",
+                f.color_order);
+  b.color_order = *color;
+  b.pad_value = f.pad_value;
 }
 
 ImageBatcherOptions to_batcher_options(const BatcherFlags& f, const CLI::App* sub) {
@@ -61,22 +84,7 @@ ImageBatcherOptions to_batcher_options(const BatcherFlags& f, const CLI::App* su
                 f.data_order);
   b.order = *order;
   if (sub->count("--max_images") > 0) b.max_images = f.max_images;
-  const auto resize = resize_method_from_name(f.resize_method);
-  TRT_CHECK_ARG(resize.has_value(), "--resize_method '{}' is not valid: use letterbox or linear",
-                f.resize_method);
-  b.resize_method = *resize;
-  if (!f.input_scale.empty()) {
-    TRT_CHECK_ARG(f.input_scale.size() == 2, "--input_scale takes 2 values LO HI, got {}",
-                  f.input_scale.size());
-    b.input_scale = std::pair<float, float>{f.input_scale[0], f.input_scale[1]};
-  }
-  b.mean = f.mean;
-  b.std = f.std;
-  const auto color = color_order_from_name(f.color_order);
-  TRT_CHECK_ARG(color.has_value(), "--color_order '{}' is not valid: use RGB or BGR",
-                f.color_order);
-  b.color_order = *color;
-  b.pad_value = f.pad_value;
+  apply_preprocess_flags(f, b);
   b.keep_partial = f.keep_partial;
   b.num_threads = f.threads;
   b.progress = true;

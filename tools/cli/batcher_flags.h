@@ -29,6 +29,11 @@ struct BatcherFlags {
 // Registers --calibration_dir, --input_shape, ... on `sub`; `required`: the directory and the
 // shape are required options (generate_calibration) rather than optional (build).
 void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required);
+// The preprocessing flags alone (also used by detect and classify): --resize_method,
+// --input_scale, --mean, --std, --color_order, --pad_value. add_batcher_flags adds them too.
+void add_preprocess_flags(CLI::App* sub, BatcherFlags& f);
+// Checks those flags (messages name the flag) into the matching fields of `b`.
+void apply_preprocess_flags(const BatcherFlags& f, ImageBatcherOptions& b);
 // Validates the flags (messages name the flag) into ImageBatcher options.
 ImageBatcherOptions to_batcher_options(const BatcherFlags& f, const CLI::App* sub);
 

@@ -29,6 +29,8 @@ void add_inspect_command(CLI::App& app);
 void add_can_run_on_dla_command(CLI::App& app);
 void add_build_dla_command(CLI::App& app);
 void add_calib_to_qdq_command(CLI::App& app);
+void add_detect_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
 
 }  // namespace trtutils::cli
 

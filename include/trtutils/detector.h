@@ -1,0 +1,150 @@
+// Detector and Classifier: an engine plus the preprocessing of ImageBatcher (the same code that
+// generate_calibration runs), image in, results in the image's own pixel coordinates out.
+//
+//   trtutils::Detector det("yolov8n.engine", {.conf_threshold = 0.3f});
+//   for (const trtutils::Detection& d : det.detect("street.jpg"))
+//     fmt::print("{} {:.2f} at ({}, {}) - ({}, {})\n", d.class_id, d.score, d.x1, d.y1, d.x2,
+//     d.y2);
+//
+//   trtutils::Classifier cls("resnet50.engine", {.mean = {0.485f, 0.456f, 0.406f},
+//                                                .std = {0.229f, 0.224f, 0.225f}});
+//   std::vector<trtutils::Classification> top5 = cls.classify("cat.png", 5);
+//
+// The model input: the engine's only input, rank 4, float32 / float16 / uint8 / int8. Its
+// layout is NCHW when dimension 1 is 1, 3 or 4, else NHWC when dimension 3 is; H and W must be
+// static (or fixed by the engine's profile: its opt shape is used); a dynamic batch runs 1
+// image, a static batch N > 1 runs the image in slot 0 (the others zero).
+//
+// Preprocessing (image_batcher.h has the exact rules): the image's channels converted to the
+// model's, resized to H x W (letterbox: aspect kept, centred, pad_value around; linear:
+// stretched), scaled to input_scale, (x - mean) / std per colour, color_order applied.
+//
+// Detector: the engine must have the EfficientNMS outputs num_dets [N, 1] int32, det_boxes
+// [N, K, 4] float32 (x1, y1, x2, y2 in the network input's pixels), det_scores [N, K] float32
+// and det_classes [N, K] int32, which `trtutils build_yolo` (builder::build_yolo_engine) gives a
+// YOLO model; an engine without them (a raw YOLO head) is refused naming build_yolo. Boxes are
+// mapped back to the original image exactly: letterbox offsets subtracted and the resize's
+// per-axis scale (resized size / original size, after rounding) divided out; for linear each
+// axis by W / width and H / height. Coordinates are pixel edges (0 .. width, 0 .. height; a box
+// covering the whole image is (0, 0, width, height)), clamped to the image.
+//
+// Classifier: the engine's first output, [N, classes] (trailing 1s allowed: [N, C, 1, 1]), holds
+// one score per class. Softmax is applied unless the row already is a probability
+// distribution: every value in [0, 1] and the sum within 1e-3 of 1 (a model ending in Softmax);
+// softmax_applied() says which happened for the last image.
+//
+// Errors (Error, never an abort): kInvalidArgument for an engine whose input or outputs do not
+// fit (the message names the engine, the tensors and what is expected), options out of range
+// (conf_threshold outside [0, 1], top_k < 1, bad mean / std / input_scale / pad_value), and what
+// Engine::load and load_image throw.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trtutils/engine.h"
+#include "trtutils/image.h"
+#include "trtutils/image_batcher.h"
+
+namespace trtutils {
+
+// Wall-clock milliseconds of the last image, per stage. decode_ms is 0 when the caller passed
+// an Image.
+struct ImageLatency {
+  double decode_ms = 0;
+  double preprocess_ms = 0;  // channel conversion, resize, scale / normalise into the input
+  double inference_ms = 0;   // ExecutionContext::execute
+  double postprocess_ms = 0;
+  double total_ms() const { return decode_ms + preprocess_ms + inference_ms + postprocess_ms; }
+};
+
+// Field names are those of ImageBatcherOptions (and of the CLI flags).
+struct DetectorOptions {
+  float conf_threshold = 0.25f;  // kept: score >= conf_threshold (on top of the engine's own)
+  ResizeMethod resize_method = ResizeMethod::kLetterbox;
+  std::optional<std::pair<float, float>> input_scale{};  // default (0, 1) for float inputs
+  std::vector<float> mean{};  // empty: 0; else 1 or C values, R G B order
+  std::vector<float> std{};   // empty: 1; else 1 or C values
+  ColorOrder color_order = ColorOrder::kRGB;
+  float pad_value = 114.0f;      // letterbox padding, 0..255
+  std::string backend = "auto";  // Engine::load: "auto" | "cpu" | "cuda"
+  int num_threads = 0;           // CPU threads of the context; 0: all cores
+};
+
+// A box in the original image's pixel coordinates (x1 <= x2, y1 <= y2).
+struct Detection {
+  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+  float score = 0;
+  int64_t class_id = 0;
+};
+
+class Detector {
+ public:
+  explicit Detector(const std::filesystem::path& engine, DetectorOptions options = {});
+  // An already loaded engine (options.backend is then ignored).
+  explicit Detector(std::shared_ptr<const Engine> engine, DetectorOptions options = {});
+  ~Detector();
+  Detector(Detector&&) noexcept;
+  Detector& operator=(Detector&&) noexcept;
+
+  // Detections by descending score (the engine's order). One call at a time per Detector.
+  std::vector<Detection> detect(const Image& image);
+  std::vector<Detection> detect(const std::filesystem::path& image);
+
+  const ImageLatency& last_latency() const;
+  const DetectorOptions& options() const;
+  const Engine& engine() const;
+  int64_t input_height() const;
+  int64_t input_width() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ClassifierOptions {
+  ResizeMethod resize_method = ResizeMethod::kLinear;
+  std::optional<std::pair<float, float>> input_scale{};
+  std::vector<float> mean{};
+  std::vector<float> std{};
+  ColorOrder color_order = ColorOrder::kRGB;
+  float pad_value = 114.0f;
+  std::string backend = "auto";
+  int num_threads = 0;
+};
+
+struct Classification {
+  int64_t class_id = 0;
+  float score = 0;  // probability (after softmax when one was applied)
+};
+
+class Classifier {
+ public:
+  explicit Classifier(const std::filesystem::path& engine, ClassifierOptions options = {});
+  explicit Classifier(std::shared_ptr<const Engine> engine, ClassifierOptions options = {});
+  ~Classifier();
+  Classifier(Classifier&&) noexcept;
+  Classifier& operator=(Classifier&&) noexcept;
+
+  // The top_k (>= 1; a top_k over the number of classes gives them all) classes by descending
+  // score; equal scores keep the lower class id first.
+  std::vector<Classification> classify(const Image& image, int64_t top_k = 5);
+  std::vector<Classification> classify(const std::filesystem::path& image, int64_t top_k = 5);
+
+  int64_t num_classes() const;
+  bool softmax_applied() const;  // for the last image
+  const ImageLatency& last_latency() const;
+  const ClassifierOptions& options() const;
+  const Engine& engine() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trtutils

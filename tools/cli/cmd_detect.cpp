@@ -1,0 +1,172 @@
+// trtutils detect --engine ENGINE --input IMAGE_OR_DIR... --output DIR [--conf_threshold 0.25]
+//   [--labels FILE] [--backend auto|cpu|cuda] [--threads N] [--resize_method letterbox|linear]
+//   [--input_scale LO HI] [--mean R G B] [--std R G B] [--color_order RGB|BGR] [--pad_value 114]
+// Per image: DIR/<name>.json (boxes in the image's pixel coordinates, classes, labels, scores,
+// latency) and DIR/<name>.png (the image with the boxes drawn and labelled). The engine needs
+// the EfficientNMS outputs of build_yolo (include/trtutils/detector.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "batcher_flags.h"
+#include "commands.h"
+#include "core/check.h"
+#include "core/png_chart.h"
+#include "data/preprocess.h"
+#include "flag_ranges.h"
+#include "image_inputs.h"
+#include "trtutils/detector.h"
+#include "trtutils/logging.h"
+
+namespace trtutils::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DetectFlags {
+  std::string engine;
+  std::vector<std::string> inputs;
+  std::string output;
+  float conf_threshold = 0.25f;
+  std::string labels;
+  std::string backend = "auto";
+  int threads = 0;
+  BatcherFlags pre;
+};
+
+// Box colours by class id (cycled): distinct hues that read on photos.
+constexpr chart::Rgb kPalette[] = {
+    {255, 56, 56},  {255, 157, 151}, {255, 112, 31}, {255, 178, 29}, {207, 210, 49},
+    {72, 249, 10},  {26, 147, 52},   {0, 212, 187},  {44, 153, 168}, {0, 194, 255},
+    {52, 69, 147},  {100, 115, 255}, {0, 24, 236},   {132, 56, 255}, {82, 0, 133},
+    {203, 56, 255}, {255, 149, 200}, {255, 55, 199}};
+
+chart::Rgb class_color(int64_t class_id) {
+  constexpr int64_t n = sizeof(kPalette) / sizeof(kPalette[0]);
+  return kPalette[((class_id % n) + n) % n];
+}
+
+std::string display_label(const std::vector<std::string>& labels, int64_t class_id) {
+  const auto l = label_of(labels, class_id);
+  return l ? *l : fmt::format("class {}", class_id);
+}
+
+// The image (as RGB) with each box outlined in its class colour, `thick` pixels inside the box's
+// pixel extent, and a filled label tag above it (inside when there is no room above).
+chart::Canvas draw_detections(const Image& img, const std::vector<Detection>& dets,
+                              const std::vector<std::string>& labels) {
+  Image rgb = data::convert_channels(img, 3);
+  chart::Canvas c = chart::Canvas::from_rgb(static_cast<int>(img.width),
+                                            static_cast<int>(img.height), std::move(rgb.pixels));
+  const int side = std::min(c.width(), c.height());
+  const int thick = std::max(1, side / 300);
+  const int scale = std::max(1, side / 360);
+  // Lowest score first, so that the best boxes end on top.
+  for (auto it = dets.rbegin(); it != dets.rend(); ++it) {
+    const Detection& d = *it;
+    const chart::Rgb color = class_color(d.class_id);
+    const int x1 = std::clamp(static_cast<int>(std::floor(d.x1)), 0, c.width() - 1);
+    const int y1 = std::clamp(static_cast<int>(std::floor(d.y1)), 0, c.height() - 1);
+    const int x2 = std::clamp(static_cast<int>(std::ceil(d.x2)) - 1, x1, c.width() - 1);
+    const int y2 = std::clamp(static_cast<int>(std::ceil(d.y2)) - 1, y1, c.height() - 1);
+    for (int t = 0; t < thick && x1 + t <= x2 - t && y1 + t <= y2 - t; ++t)
+      c.rect(x1 + t, y1 + t, x2 - t, y2 - t, color);
+    const std::string text = fmt::format("{} {:.2f}", display_label(labels, d.class_id), d.score);
+    const int tw = chart::text_width(text, scale) + 2 * scale;
+    const int th = (chart::kGlyphH + chart::kDescent + 2) * scale;
+    const int ty = y1 - th >= 0 ? y1 - th : y1;
+    c.fill_rect(x1, ty, x1 + tw - 1, ty + th - 1, color);
+    const bool light = color.r * 299 + color.g * 587 + color.b * 114 > 140'000;
+    c.text(x1 + scale, ty + scale, text, light ? chart::colors::kBlack : chart::colors::kWhite,
+           scale);
+  }
+  return c;
+}
+
+void detect(const DetectFlags& f) {
+  ImageBatcherOptions pre;
+  apply_preprocess_flags(f.pre, pre);
+  const fs::path out_dir = f.output;
+  const std::vector<ImageJob> jobs = image_jobs(f.inputs, out_dir, {".json", ".png"});
+  const std::vector<std::string> labels = read_labels(f.labels);
+  Detector det(f.engine, {.conf_threshold = f.conf_threshold,
+                          .resize_method = pre.resize_method,
+                          .input_scale = pre.input_scale,
+                          .mean = pre.mean,
+                          .std = pre.std,
+                          .color_order = pre.color_order,
+                          .pad_value = pre.pad_value,
+                          .backend = f.backend,
+                          .num_threads = f.threads});
+  std::error_code ec;
+  TRT_CHECK_ARG(fs::is_directory(out_dir, ec) || fs::create_directories(out_dir, ec),
+                "--output '{}' cannot be created: {}", f.output, ec.message());
+  double inference_sum = 0;
+  for (const ImageJob& job : jobs) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Image img = load_image(job.image);
+    const double decode_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const std::vector<Detection> dets = det.detect(img);
+    ImageLatency lat = det.last_latency();
+    lat.decode_ms = decode_ms;
+    inference_sum += lat.inference_ms;
+
+    nlohmann::json list = nlohmann::json::array();
+    for (const Detection& d : dets) {
+      const chart::Rgb col = class_color(d.class_id);
+      nlohmann::json e = {{"class_id", d.class_id},
+                          {"score", d.score},
+                          {"box", {d.x1, d.y1, d.x2, d.y2}},
+                          {"color", {col.r, col.g, col.b}}};
+      if (const auto l = label_of(labels, d.class_id)) e["label"] = *l;
+      list.push_back(std::move(e));
+    }
+    const fs::path json_path = out_dir / (job.stem + ".json");
+    const fs::path png_path = out_dir / (job.stem + ".png");
+    write_json(json_path, {{"image", job.image.string()},
+                           {"width", img.width},
+                           {"height", img.height},
+                           {"engine", f.engine},
+                           {"box_format", "x1 y1 x2 y2, image pixels"},
+                           {"detections", std::move(list)},
+                           {"latency_ms", latency_json(lat)}});
+    chart::write_png(png_path, draw_detections(img, dets, labels));
+    fmt::print(
+        "{}: {} detection{} in {:.1f} ms (decode {:.1f}, preprocess {:.1f}, inference "
+        "{:.1f}, postprocess {:.1f}) -> {}, {}\n",
+        job.image.string(), dets.size(), dets.size() == 1 ? "" : "s", lat.total_ms(), lat.decode_ms,
+        lat.preprocess_ms, lat.inference_ms, lat.postprocess_ms, json_path.string(),
+        png_path.string());
+  }
+  fmt::print("{} image{} on {}, mean inference {:.2f} ms\n", jobs.size(),
+             jobs.size() == 1 ? "" : "s", det.engine().runtime_backend(),
+             inference_sum / static_cast<double>(jobs.size()));
+}
+
+}  // namespace
+
+void add_detect_command(CLI::App& app) {
+  auto f = std::make_shared<DetectFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "detect",
+      "Detect objects in images with a build_yolo engine: JSON and an annotated PNG each");
+  sub->add_option("--engine", f->engine, "engine with EfficientNMS outputs (from build_yolo)")
+      ->required();
+  sub->add_option("--input", f->inputs, "image files and/or folders of images")->required();
+  sub->add_option("--output", f->output, "folder for <name>.json and <name>.png")->required();
+  add_ranged(sub, "--conf_threshold", f->conf_threshold, "keep detections with a score >= this",
+             0.0f, 1.0f);
+  sub->add_option("--labels", f->labels, "class names, one per line (line 1: class 0)");
+  sub->add_option("--backend", f->backend, "engine runtime: auto, cpu, cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  add_threads_flag(sub, f->threads, "CPU threads");
+  add_preprocess_flags(sub, f->pre);
+  sub->callback([f] { detect(*f); });
+}
+
+}  // namespace trtutils::cli
