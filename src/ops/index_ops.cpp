@@ -1,6 +1,7 @@
 // Schemas of the index ops, RoiAlign and Loop: ArgMax / ArgMin, GatherElements,
-// ScatterElements (and Scatter, its opset 9-10 name), RoiAlign, Loop (run by the CPU session, src/engine/session.cpp).
-// Two-stage detectors (torchvision Faster / Mask / Keypoint R-CNN) write all of them.
+// ScatterElements (and Scatter, its opset 9-10 name), RoiAlign, Loop (run by the CPU session,
+// src/engine/session.cpp). Two-stage detectors (torchvision Faster / Mask / Keypoint R-CNN) write
+// all of them.
 #include "core/check.h"
 #include "ops/op_registry.h"
 
@@ -71,8 +72,8 @@ void infer_loop(InferContext& ctx) {
 void infer_arg_reduce(InferContext& ctx) {
   const auto& xs = ctx.input_shape(0);
   if (!xs) return ctx.set_output(0, DataType::kInt64, std::nullopt);
-  const int64_t axis = normalize_axis(ctx.node.attr_int("axis", 0),
-                                      static_cast<int64_t>(xs->size()), ctx.node);
+  const int64_t axis =
+      normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(xs->size()), ctx.node);
   ir::SymShape out;
   for (size_t d = 0; d < xs->size(); ++d) {
     if (static_cast<int64_t>(d) != axis)
@@ -85,7 +86,10 @@ void infer_arg_reduce(InferContext& ctx) {
 
 }  // namespace
 
+void register_einsum_op(OpRegistry& r);  // einsum.cpp
+
 void register_index_ops(OpRegistry& r) {
+  register_einsum_op(r);
   r.add({"ArgMax", "", infer_arg_reduce});
   r.add({"ArgMin", "", infer_arg_reduce});
   r.add({"Loop", "", infer_loop});

@@ -109,6 +109,7 @@ const std::vector<ClaimedOp> kClaimedOps = {
     {"ArgMin", {"argmin"}},
     {"ScatterElements", {"scatter_elements", "scatter_with", "scatter_without"}},
     {"RoiAlign", {"roialign"}},
+    {"Einsum", {"einsum"}},
     // Inference only: the training-mode tests (random masks) are refused as not supported.
     {"Dropout", {"dropout", "training_dropout"}},
     {"Reshape", {"reshape"}},

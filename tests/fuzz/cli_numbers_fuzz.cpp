@@ -43,7 +43,10 @@ std::vector<NumericFlag> list_numeric_flags() {
       const bool numeric =
           type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0;
       if (!numeric || opt->get_expected_min() == 0) continue;  // flags (-v) count, take no value
-      NumericFlag f{sub->get_name(), opt->get_name(false, true), type.substr(0, type.find(':'))};
+      NumericFlag f;
+      f.subcommand = sub->get_name();
+      f.flag = opt->get_name(false, true);
+      f.type = type.substr(0, type.find(':'));
       std::smatch m;
       if (!std::regex_search(type, m, range))
         fuzz::fuzz_fail("numeric option without a range:", (f.subcommand + " " + f.flag).c_str());

@@ -138,6 +138,7 @@ void arg_reduce_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_roi_align_kernel(KernelRegistry& r);  // roi_align_kernel.cpp
+void register_einsum_kernel(KernelRegistry& r);     // einsum_kernel.cpp
 
 void register_index_kernels(KernelRegistry& r) {
   r.add({"ArgMax", "", arg_reduce_kernel<true>});
@@ -146,6 +147,7 @@ void register_index_kernels(KernelRegistry& r) {
   r.add({"ScatterElements", "", scatter_elements_kernel});
   r.add({"Scatter", "", scatter_elements_kernel});
   register_roi_align_kernel(r);
+  register_einsum_kernel(r);
 }
 
 }  // namespace trtutils::cpu

@@ -22,8 +22,12 @@ namespace {
 constexpr int kChunk = 256;  // candidates per step = threads per block
 constexpr uint64_t kNone = ~uint64_t{0};
 
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load(const float* p, int64_t i) {
+  return p[i];
+}
+__device__ __forceinline__ float load(const __half* p, int64_t i) {
+  return __half2float(p[i]);
+}
 
 // Descending float order as ascending unsigned order.
 __device__ __forceinline__ uint32_t descending_bits(float f) {
@@ -68,10 +72,26 @@ __device__ __forceinline__ float area(float x1, float y1, float x2, float y2) {
 }
 
 __device__ float iou(Box a, Box b) {
-  if (a.x1 > a.x2) { const float t = a.x1; a.x1 = a.x2; a.x2 = t; }
-  if (a.y1 > a.y2) { const float t = a.y1; a.y1 = a.y2; a.y2 = t; }
-  if (b.x1 > b.x2) { const float t = b.x1; b.x1 = b.x2; b.x2 = t; }
-  if (b.y1 > b.y2) { const float t = b.y1; b.y1 = b.y2; b.y2 = t; }
+  if (a.x1 > a.x2) {
+    const float t = a.x1;
+    a.x1 = a.x2;
+    a.x2 = t;
+  }
+  if (a.y1 > a.y2) {
+    const float t = a.y1;
+    a.y1 = a.y2;
+    a.y2 = t;
+  }
+  if (b.x1 > b.x2) {
+    const float t = b.x1;
+    b.x1 = b.x2;
+    b.x2 = t;
+  }
+  if (b.y1 > b.y2) {
+    const float t = b.y1;
+    b.y1 = b.y2;
+    b.y2 = t;
+  }
   const float ia = area(fmaxf(a.x1, b.x1), fmaxf(a.y1, b.y1), fminf(a.x2, b.x2), fminf(a.y2, b.y2));
   if (ia <= 0.0f) return 0.0f;
   const float ua =
@@ -80,9 +100,9 @@ __device__ float iou(Box a, Box b) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kChunk) suppress(const NmsArgs args, const T* boxes_all,
-                                                   const T* scores_all, const uint64_t* sorted,
-                                                   Box* kept_boxes, int* kept_classes) {
+__global__ void __launch_bounds__(kChunk)
+    suppress(const NmsArgs args, const T* boxes_all, const T* scores_all, const uint64_t* sorted,
+             Box* kept_boxes, int* kept_classes) {
   const int img = blockIdx.x;
   const int64_t per_image = args.anchors * args.classes;
   const T* boxes = boxes_all + img * args.anchors * 4;
@@ -185,7 +205,9 @@ cudaError_t run(const NmsArgs& a, void* scratch, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-size_t align256(size_t v) { return (v + 255) / 256 * 256; }
+size_t align256(size_t v) {
+  return (v + 255) / 256 * 256;
+}
 
 }  // namespace
 
@@ -205,10 +227,10 @@ NmsScratch nms_scratch_layout(const NmsArgs& a) {
   at += align256(static_cast<size_t>(a.batch * a.max_out) * sizeof(int));
   s.cub_temp = at;
   size_t cub_bytes = 0;
-  cub::DeviceSegmentedRadixSort::SortKeys(nullptr, cub_bytes, static_cast<const uint64_t*>(nullptr),
-                                          static_cast<uint64_t*>(nullptr), static_cast<int>(total),
-                                          static_cast<int>(a.batch), static_cast<const int*>(nullptr),
-                                          static_cast<const int*>(nullptr), 0, 64);
+  cub::DeviceSegmentedRadixSort::SortKeys(
+      nullptr, cub_bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
+      static_cast<int>(total), static_cast<int>(a.batch), static_cast<const int*>(nullptr),
+      static_cast<const int*>(nullptr), 0, 64);
   s.cub_bytes = cub_bytes;
   s.total = at + align256(cub_bytes);
   return s;

@@ -114,9 +114,15 @@ class ConvTransposeOp : public GpuOp {
       TRT_CHECK_ARG(b->shape.size() == 1 && b->shape[0] == g.out_channels,
                     "{}: bias B {} must be 1-D with {} elements", node.describe(),
                     shape_str(b->shape), g.out_channels);
+    Shape ys{g.batch, g.out_channels};
+    ys.insert(ys.end(), g.out.begin(), g.out.end());
+    if (shape_numel(ys) == 0 || x.numel() == 0) {  // no regions (a detector's empty batch)
+      void* py = ctx.make(*out.at(0), dt, ys);
+      if (shape_numel(ys)) TRT_CUDA_CHECK(cudaMemsetAsync(py, 0, out[0]->nbytes(), ctx.stream));
+      return;
+    }
     Plan& p = plan(ctx, g, dt, b != nullptr);
     void* py = ctx.make(*out.at(0), dt, p.y_shape);
-    if (shape_numel(p.y_shape) == 0) return;
     std::shared_ptr<void> ws = p.workspace ? ctx.scratch(p.workspace) : nullptr;
     const float one = 1.0f, zero = 0.0f;
     TRT_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.cudnn, &one, p.w, ctx.dev(w), p.x, ctx.dev(x),

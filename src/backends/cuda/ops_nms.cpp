@@ -52,8 +52,7 @@ class EfficientNmsOp : public GpuOp {
         static_cast<float*>(ctx.make(*out.at(1), DataType::kFloat32, {a.batch, a.max_out, 4}));
     a.det_scores =
         static_cast<float*>(ctx.make(*out.at(2), DataType::kFloat32, {a.batch, a.max_out}));
-    a.det_classes =
-        static_cast<int*>(ctx.make(*out.at(3), DataType::kInt32, {a.batch, a.max_out}));
+    a.det_classes = static_cast<int*>(ctx.make(*out.at(3), DataType::kInt32, {a.batch, a.max_out}));
     const k::NmsScratch s = k::nms_scratch_layout(a);
     std::shared_ptr<void> scratch = ctx.scratch(s.total);
     ctx.check(k::efficient_nms(a, scratch.get(), ctx.stream), "EfficientNMS");

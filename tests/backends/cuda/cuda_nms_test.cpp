@@ -51,8 +51,8 @@ Tensor as_half(const Tensor& t) {
   return h;
 }
 
-NodeCase nms_case(Tensor boxes, Tensor scores, float score_th, float iou_th, int64_t k,
-                  bool center, bool agnostic, int64_t background = -1) {
+NodeCase nms_case(Tensor boxes, Tensor scores, float score_th, float iou_th, int64_t k, bool center,
+                  bool agnostic, int64_t background = -1) {
   NodeCase c("EfficientNMS", {feed(std::move(boxes)), feed(std::move(scores))},
              {af("score_threshold", score_th), af("iou_threshold", iou_th),
               ai("max_output_boxes", k), ai("box_coding", center ? 1 : 0),
@@ -69,11 +69,12 @@ TEST(CudaEfficientNms, MatchesTheCpuReference) {
       for (float score_th : {0.0f, 0.05f, 0.25f, 0.5f})
         for (float iou_th : {0.0f, 0.45f, 0.7f}) {
           const std::string what = "center " + std::to_string(center) + " agnostic " +
-                                   std::to_string(agnostic) + " score " +
-                                   std::to_string(score_th) + " iou " + std::to_string(iou_th);
-          check_case(nms_case(clustered_boxes(3, 300, seed, center), grid_scores(3, 300, 4, seed, 20),
-                              score_th, iou_th, 50, center, agnostic),
-                     {0, 0}, what);
+                                   std::to_string(agnostic) + " score " + std::to_string(score_th) +
+                                   " iou " + std::to_string(iou_th);
+          check_case(
+              nms_case(clustered_boxes(3, 300, seed, center), grid_scores(3, 300, 4, seed, 20),
+                       score_th, iou_th, 50, center, agnostic),
+              {0, 0}, what);
           ++seed;
         }
 }
@@ -96,8 +97,8 @@ TEST(CudaEfficientNms, YoloSizedHead) {
   check_case(nms_case(clustered_boxes(2, 8400, 11, true), grid_scores(2, 8400, 80, 11, 1000),
                       0.001f, 0.65f, 300, true, false),
              {0, 0}, "8400 x 80, per class");
-  check_case(nms_case(clustered_boxes(1, 8400, 12, true), grid_scores(1, 8400, 80, 12, 1000),
-                      0.25f, 0.45f, 100, true, true),
+  check_case(nms_case(clustered_boxes(1, 8400, 12, true), grid_scores(1, 8400, 80, 12, 1000), 0.25f,
+                      0.45f, 100, true, true),
              {0, 0}, "8400 x 80, agnostic");
 }
 
