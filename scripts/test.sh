@@ -22,11 +22,13 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRTUTILS_W
   -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF -DTRTUTILS_CUDA_ARCHS=90a-virtual
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE e2e)
+echo "[test.sh] sanitizer build and tests done at ${SECONDS} s"
 
 # One CUDA architecture in both builds keeps CI within its time (every .cu is compiled once per
 # architecture); the default list is for users' builds (scripts/setup.sh).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRTUTILS_WERROR=ON \
   -DTRTUTILS_CUDA_ARCHS="${TRTUTILS_CUDA_ARCHS:-90a-real}"
 cmake --build build -j"$jobs"
+echo "[test.sh] release build done at ${SECONDS} s"
 cd build
 ctest --output-on-failure -j"$jobs" --timeout 1800 "$@"
