@@ -61,7 +61,8 @@ Equation parse(const ir::Node& node, const std::vector<size_t>& ranks) {
   size_t ell = 0;
   for (size_t i = 0; i < terms.size(); ++i) ell = std::max(ell, ellipsis_dims(terms[i], ranks[i]));
   TRT_CHECK_ARG(ell <= 10, "{}: at most 10 ellipsis dimensions", node.describe());
-  for (size_t i = 0; i < terms.size(); ++i) e.inputs.push_back(expand(node, terms[i], ranks[i], ell));
+  for (size_t i = 0; i < terms.size(); ++i)
+    e.inputs.push_back(expand(node, terms[i], ranks[i], ell));
   if (arrow != std::string::npos) {
     const std::string rhs = eq.substr(arrow + 2);
     const bool dots = rhs.find("...") != std::string::npos;

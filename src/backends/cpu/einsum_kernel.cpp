@@ -48,8 +48,7 @@ void einsum_kernel(KernelContext& ctx) {
     const Tensor& t = ctx.input(i);
     const std::vector<int64_t> st = strides_of(t.shape());
     for (size_t d = 0; d < e.inputs[i].size(); ++d)
-      if (t.dim(static_cast<int64_t>(d)) != 1)
-        stride[i][letters.find(e.inputs[i][d])] += st[d];
+      if (t.dim(static_cast<int64_t>(d)) != 1) stride[i][letters.find(e.inputs[i][d])] += st[d];
     std::vector<double> v(static_cast<size_t>(t.numel()));
     for (int64_t k = 0; k < t.numel(); ++k) v[static_cast<size_t>(k)] = t.at_double(k);
     data.push_back(std::move(v));
