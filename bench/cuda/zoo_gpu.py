@@ -26,6 +26,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+import export_models as e2e  # noqa: E402  (the model maker: random weights, BatchNorm statistics)
 
 # name -> (torchvision constructor, kind, input shape, constructor kwargs)
 ZOO = {
@@ -57,29 +58,6 @@ ZOO = {
 }
 
 
-def make_model(ctor_name, kwargs):
-    import torch
-    import torchvision
-
-    torch.manual_seed(0)
-    ctor = torchvision.models
-    for part in ctor_name.split("."):
-        ctor = getattr(ctor, part)
-    extra = {"weights_backbone": None} if "." in ctor_name else {}
-    model = ctor(weights=None, **extra, **kwargs)
-    gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-                n = m.num_features
-                m.running_mean.copy_(0.1 * torch.randn(n, generator=gen))
-                m.running_var.copy_(0.5 + torch.rand(n, generator=gen))
-                if m.affine:
-                    m.weight.copy_(0.75 + 0.5 * torch.rand(n, generator=gen))
-                    m.bias.copy_(0.1 * torch.randn(n, generator=gen))
-    return model.eval()
-
-
 def export(name, out):
     import torch
 
@@ -87,7 +65,7 @@ def export(name, out):
     path = os.path.join(out, name + ".onnx")
     if os.path.exists(path):
         return path
-    model = make_model(ctor, kwargs)
+    model = e2e.make_model(ctor, **kwargs)
     x = torch.rand(*shape, generator=torch.Generator().manual_seed(2))
     args = ([x],) if kind == "det" else (x,)
     outputs = None if kind != "seg" else ["out"]

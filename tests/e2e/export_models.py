@@ -61,7 +61,9 @@ def default_cache():
     return os.path.join(os.path.expanduser("~"), ".cache", "trtutils", "models")
 
 
-def make_model(ctor_name):
+def make_model(ctor_name, **extra):
+    """A torchvision model with random weights and BatchNorm statistics; `extra` goes to its
+    constructor (e.g. a detector's score_thresh)."""
     import torch
     import torchvision
 
@@ -72,7 +74,7 @@ def make_model(ctor_name):
     kwargs = {"weights_backbone": None} if "." in ctor_name else {}
     if ctor_name in ("googlenet", "inception_v3"):
         kwargs = {"aux_logits": False, "init_weights": True}
-    model = ctor(weights=None, **kwargs)
+    model = ctor(weights=None, **kwargs, **extra)
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for module in model.modules():
