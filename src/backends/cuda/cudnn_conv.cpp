@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/cudnn_util.h"
 #include "ops/nn_geometry.h"
 #include "trtutils/logging.h"
 
@@ -68,9 +69,10 @@ cudnnDataType_t cudnn_type(DataType dt) {
   return CUDNN_DATA_FLOAT;
 }
 
-// dims in logical order [N, C, spatial...]; strides of NCHW, or of NHWC when channels_last.
-void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, const std::vector<int>& dims,
-                bool channels_last) {
+}  // namespace
+
+void cudnn_set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, const std::vector<int>& dims,
+                      bool channels_last) {
   std::vector<int> strides(dims.size());
   if (channels_last) {
     strides[1] = 1;
@@ -91,13 +93,11 @@ void set_tensor(cudnnTensorDescriptor_t d, cudnnDataType_t t, const std::vector<
       cudnnSetTensorNdDescriptor(d, t, static_cast<int>(dims.size()), dims.data(), strides.data()));
 }
 
-int as_int(const ir::Node& node, int64_t v) {
+int cudnn_dim(const ir::Node& node, int64_t v) {
   TRT_CHECK(v >= 0 && v < (int64_t{1} << 31), ErrorCode::kNotSupported,
             "{}: dimension {} is too large for cuDNN", node.describe(), v);
   return static_cast<int>(v);
 }
-
-}  // namespace
 
 struct CudnnConv::Plan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
@@ -182,24 +182,24 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const C
     for (size_t i = 0; i < g.nspatial; ++i) pad[lead + i] = g.pad_begin[i];
   }
   const cudnnDataType_t xt = cudnn_type(c.x_t), yt = cudnn_type(c.y_t);
-  std::vector<int> xd{as_int(node, g.batch), as_int(node, g.in_channels)};
-  std::vector<int> yd{as_int(node, g.batch), as_int(node, g.out_channels)};
-  std::vector<int> wd{as_int(node, g.out_channels), as_int(node, g.in_channels / g.group)};
+  std::vector<int> xd{cudnn_dim(node, g.batch), cudnn_dim(node, g.in_channels)};
+  std::vector<int> yd{cudnn_dim(node, g.batch), cudnn_dim(node, g.out_channels)};
+  std::vector<int> wd{cudnn_dim(node, g.out_channels), cudnn_dim(node, g.in_channels / g.group)};
   std::vector<int> pads, strides, dils;
   for (size_t i = 0; i < ns; ++i) {
-    xd.push_back(as_int(node, in[i]));
-    yd.push_back(as_int(node, out[i]));
-    wd.push_back(as_int(node, kern[i]));
-    pads.push_back(as_int(node, pad[i]));
-    strides.push_back(as_int(node, stride[i]));
-    dils.push_back(as_int(node, dil[i]));
+    xd.push_back(cudnn_dim(node, in[i]));
+    yd.push_back(cudnn_dim(node, out[i]));
+    wd.push_back(cudnn_dim(node, kern[i]));
+    pads.push_back(cudnn_dim(node, pad[i]));
+    strides.push_back(cudnn_dim(node, stride[i]));
+    dils.push_back(cudnn_dim(node, dil[i]));
   }
   TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
   TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
   TRT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
   TRT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-  set_tensor(p->x, xt, xd, c.channels_last);
-  set_tensor(p->y, yt, yd, c.channels_last);
+  cudnn_set_tensor(p->x, xt, xd, c.channels_last);
+  cudnn_set_tensor(p->y, yt, yd, c.channels_last);
   TRT_CUDNN_CHECK(
       cudnnSetFilterNdDescriptor(p->w, xt, c.channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
                                  static_cast<int>(wd.size()), wd.data()));
@@ -273,7 +273,7 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const C
     TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias));
     std::vector<int> bd(yd.size(), 1);
     bd[1] = yd[1];
-    set_tensor(p->bias, yt, bd, false);
+    cudnn_set_tensor(p->bias, yt, bd, false);
     TRT_CUDNN_CHECK(cudnnCreateActivationDescriptor(&p->act));
     TRT_CUDNN_CHECK(cudnnSetActivationDescriptor(
         p->act, fuse == kFuseRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,

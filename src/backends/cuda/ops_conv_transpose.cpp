@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/cudnn_util.h"
 #include "ops/nn_geometry.h"
 
 namespace trtutils::cuda {
@@ -60,23 +61,6 @@ Geometry geometry(const ir::Node& node, const Shape& x, const Shape& w) {
     g.pad.push_back(pads[i]);
   }
   return g;
-}
-
-int as_int(const ir::Node& node, int64_t v) {
-  TRT_CHECK(v >= 0 && v < (int64_t{1} << 31), ErrorCode::kNotSupported,
-            "{}: dimension {} is too large for cuDNN", node.describe(), v);
-  return static_cast<int>(v);
-}
-
-void set_nchw(cudnnTensorDescriptor_t d, cudnnDataType_t t, const std::vector<int>& dims) {
-  std::vector<int> strides(dims.size());
-  int acc = 1;
-  for (size_t i = dims.size(); i-- > 0;) {
-    strides[i] = acc;
-    acc *= dims[i];
-  }
-  TRT_CUDNN_CHECK(
-      cudnnSetTensorNdDescriptor(d, t, static_cast<int>(dims.size()), dims.data(), strides.data()));
 }
 
 struct Plan {
@@ -145,9 +129,9 @@ class ConvTransposeOp : public GpuOp {
     // 1-D runs as 2-D with a unit height.
     const size_t ns = std::max<size_t>(g.in.size(), 2), lead = ns - g.in.size();
     const cudnnDataType_t t = dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    std::vector<int> xd{as_int(node, g.batch), as_int(node, g.in_channels)};
-    std::vector<int> yd{as_int(node, g.batch), as_int(node, g.out_channels)};
-    std::vector<int> wd{as_int(node, g.in_channels), as_int(node, g.out_channels / g.group)};
+    std::vector<int> xd{cudnn_dim(node, g.batch), cudnn_dim(node, g.in_channels)};
+    std::vector<int> yd{cudnn_dim(node, g.batch), cudnn_dim(node, g.out_channels)};
+    std::vector<int> wd{cudnn_dim(node, g.in_channels), cudnn_dim(node, g.out_channels / g.group)};
     std::vector<int> pads(ns, 0), strides(ns, 1), dils(ns, 1);
     for (size_t i = 0; i < lead; ++i) {
       xd.push_back(1);
@@ -156,20 +140,20 @@ class ConvTransposeOp : public GpuOp {
     }
     p->y_shape = {g.batch, g.out_channels};
     for (size_t i = 0; i < g.in.size(); ++i) {
-      xd.push_back(as_int(node, g.in[i]));
-      yd.push_back(as_int(node, g.out[i]));
-      wd.push_back(as_int(node, g.kernel[i]));
-      pads[lead + i] = as_int(node, g.pad[i]);
-      strides[lead + i] = as_int(node, g.stride[i]);
-      dils[lead + i] = as_int(node, g.dilation[i]);
+      xd.push_back(cudnn_dim(node, g.in[i]));
+      yd.push_back(cudnn_dim(node, g.out[i]));
+      wd.push_back(cudnn_dim(node, g.kernel[i]));
+      pads[lead + i] = cudnn_dim(node, g.pad[i]);
+      strides[lead + i] = cudnn_dim(node, g.stride[i]);
+      dils[lead + i] = cudnn_dim(node, g.dilation[i]);
       p->y_shape.push_back(g.out[i]);
     }
     TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
     TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
     TRT_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
     TRT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-    set_nchw(p->x, t, xd);
-    set_nchw(p->y, t, yd);
+    cudnn_set_tensor(p->x, t, xd, false);
+    cudnn_set_tensor(p->y, t, yd, false);
     TRT_CUDNN_CHECK(cudnnSetFilterNdDescriptor(p->w, t, CUDNN_TENSOR_NCHW,
                                                static_cast<int>(wd.size()), wd.data()));
     TRT_CUDNN_CHECK(cudnnSetConvolutionNdDescriptor(p->conv, static_cast<int>(ns), pads.data(),
@@ -207,7 +191,7 @@ class ConvTransposeOp : public GpuOp {
       TRT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias));
       std::vector<int> bd(yd.size(), 1);
       bd[1] = yd[1];
-      set_nchw(p->bias, t, bd);
+      cudnn_set_tensor(p->bias, t, bd, false);
     }
     Plan* raw = p.get();
     plans_.emplace(key, std::move(p));
