@@ -4,7 +4,19 @@ inside our engine (`build_yolo --backend cuda`) against PyTorch eager FP16 + tor
 batched_nms in the same run, on the GPU machine.
 
 Usage: python3 bench/cuda/yolo_bench.py --trtutils dist/bin/trtutils --out /tmp/yolo
-           [--batches 1,32] [--precisions fp16,int8] [--iterations 100]
+           [--batches 1,32] [--precisions fp16,int8,int8_qdq] [--iterations 100]
+
+Precisions: fp16 (build_yolo --fp16), int8 (weakly typed: --int8 --fp16 with calibration on
+16 random images), int8_qdq (`trtutils quantize` to a Q/DQ ONNX, the head's decode kept in
+float, then build_yolo --strongly_typed).
+
+Two measurements per engine:
+  engine  `trtutils benchmark` (host float32 images in, the NMS outputs out; copies + compute),
+          against PyTorch fed the same float32 tensor;
+  e2e     from decoded images to boxes: `trtutils detect --iterations` on 32 decoded 1280x720
+          photos-sized images (8-bit, letterboxed to 640 on the GPU, engine, NMS, results on the
+          host; decoding excluded), against PyTorch doing the same from the same uint8 images in
+          pinned memory (upload, bilinear resize to 640x360, pad with 114, scale, model, NMS).
 
 The model (random weights, BatchNorm statistics from a few random batches): a CSP-style backbone
 (Conv-BN-SiLU, residual bottleneck blocks, an SPPF-like pooling block) with YOLOv8n's widths
@@ -166,12 +178,106 @@ def torch_bench(model, batch, iterations, conf=0.25, iou=0.5, top_k=100):
     return float(np.median(ms)), float(np.percentile(ms, 99))
 
 
+def torch_bench_e2e(model, batch, iterations, images, conf=0.25, iou=0.5, top_k=100):
+    """From uint8 HWC images (pinned host memory) to boxes, preprocessing on the GPU."""
+    import torch.nn.functional as F
+    dev = torch.device("cuda")
+    m = model.to(dev).half()
+    h0, w0 = images.shape[1], images.shape[2]
+    r = min(IMG / h0, IMG / w0)
+    nh, nw = round(h0 * r), round(w0 * r)
+    top, left = (IMG - nh) // 2, (IMG - nw) // 2
+    host = torch.from_numpy(images[:batch]).pin_memory()
+
+    def step():
+        x = host.to(dev, non_blocking=True).permute(0, 3, 1, 2).float()
+        x = F.interpolate(x, size=(nh, nw), mode="bilinear", align_corners=False)
+        x = F.pad(x, (left, IMG - nw - left, top, IMG - nh - top), value=114.0)
+        out = m((x / 255.0).half()).float().transpose(1, 2)
+        res = []
+        for img in range(batch):
+            o = out[img]
+            boxes, scores = o[:, :4], o[:, 4:]
+            xyxy = torch.cat([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], 1)
+            idx, cls = (scores >= conf).nonzero(as_tuple=True)
+            keep = torchvision.ops.batched_nms(xyxy[idx], scores[idx, cls], cls, iou)[:top_k]
+            b = xyxy[idx][keep]
+            b[:, [0, 2]] = (b[:, [0, 2]] - left) / r
+            b[:, [1, 3]] = (b[:, [1, 3]] - top) / r
+            res.append((b.cpu(), scores[idx, cls][keep].cpu(), cls[keep].cpu()))
+        return res
+
+    with torch.no_grad():
+        for _ in range(10):
+            step()
+        torch.cuda.synchronize()
+        ms = []
+        for _ in range(iterations):
+            t = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            ms.append((time.perf_counter() - t) * 1e3)
+    return float(np.median(ms)), float(np.percentile(ms, 99))
+
+
+def write_images(folder, count, h=720, w=1280):
+    """Photo-sized images: smooth random colour fields plus noise, as PNG (via torchvision)."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(3)
+    arr = np.empty((count, h, w, 3), np.uint8)
+    for i in range(count):
+        small = torch.from_numpy(rng.random((1, 3, h // 40, w // 40), dtype=np.float32))
+        big = torch.nn.functional.interpolate(small, size=(h, w), mode="bilinear")[0]
+        img = (big * 200 + torch.from_numpy(rng.random((3, h, w), dtype=np.float32)) * 55)
+        chw = img.clamp(0, 255).to(torch.uint8)
+        torchvision.io.write_png(chw, os.path.join(folder, f"img{i:03d}.png"))
+        arr[i] = chw.permute(1, 2, 0).numpy()
+    return arr
+
+
+def build_engine(args, onnx_path, calib, batch, prec):
+    eng = os.path.join(args.out, f"b{batch}_{prec}.engine")
+    shape = f"images:{batch},3,{IMG},{IMG}"
+    base = [args.trtutils, "build_yolo", "--output", eng, "--backend", "cuda", "--num_classes",
+            "80", "--shape", shape]
+    if prec == "int8_qdq":
+        qdq = os.path.join(args.out, "yolov8n_like_qdq.onnx")
+        if not os.path.exists(qdq):
+            r = subprocess.run([args.trtutils, "quantize", "--onnx", onnx_path, "--output", qdq,
+                                "--calibration_data", calib, "--quantize_mode", "int8",
+                                "--calibration_method", "max"], capture_output=True, text=True)
+            if r.returncode:
+                return None, (r.stderr.strip().splitlines() or ["?"])[-1]
+            print("\n".join(l for l in r.stdout.splitlines() if "detection head" in l), flush=True)
+        cmd = base + ["--onnx", qdq, "--strongly_typed"]
+    else:
+        cmd = base + ["--onnx", onnx_path, "--fp16"]
+        if prec == "int8":
+            cmd += ["--int8", "--calibration_data", calib]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return None, (r.stderr.strip().splitlines() or ["?"])[-1]
+    return eng, None
+
+
+def measure_e2e(args, eng, images_dir, batch, count):
+    passes = max(3, args.iterations * batch // count)
+    out = os.path.join(args.out, f"detect_{os.path.basename(eng)}")
+    r = subprocess.run([args.trtutils, "detect", "--engine", eng, "--input", images_dir,
+                        "--output", out, "--iterations", str(passes), "--warmup", "3"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+    t = json.load(open(os.path.join(out, "timing.json")))
+    return {k: t[k] for k in ("median_ms", "p99_ms", "images_per_s", "gpu_preprocessing")}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trtutils", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--batches", default="1,32")
-    ap.add_argument("--precisions", default="fp16,int8")
+    ap.add_argument("--precisions", default="fp16,int8,int8_qdq")
     ap.add_argument("--iterations", type=int, default=100)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -185,21 +291,21 @@ def main():
         torch.onnx.export(model, torch.rand(1, 3, IMG, IMG), onnx_path, **kw)
     calib = os.path.join(args.out, "calib.npy")
     np.save(calib, np.random.default_rng(1).random((16, 3, IMG, IMG), dtype=np.float32))
+    count = 32
+    images = write_images(os.path.join(args.out, "images"), count)
     rows = []
     for batch in [int(b) for b in args.batches.split(",")]:
         t_med, t_p99 = torch_bench(make_model(), batch, args.iterations)
-        row = {"batch": batch, "torch_eager_fp16_nms": {"median_ms": t_med, "p99_ms": t_p99,
-                                                        "images_per_s": batch * 1e3 / t_med}}
+        e_med, e_p99 = torch_bench_e2e(make_model(), batch, args.iterations, images)
+        row = {"batch": batch,
+               "torch_eager_fp16_nms": {"median_ms": t_med, "p99_ms": t_p99,
+                                        "images_per_s": batch * 1e3 / t_med},
+               "torch_eager_fp16_e2e": {"median_ms": e_med, "p99_ms": e_p99,
+                                        "images_per_s": batch * 1e3 / e_med}}
         for prec in args.precisions.split(","):
-            eng = os.path.join(args.out, f"b{batch}_{prec}.engine")
-            cmd = [args.trtutils, "build_yolo", "--onnx", onnx_path, "--output", eng, "--backend",
-                   "cuda", "--num_classes", "80", "--shape", f"images:{batch},3,{IMG},{IMG}",
-                   "--fp16"]
-            if prec == "int8":
-                cmd += ["--int8", "--calibration_data", calib]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode:
-                row[prec] = {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+            eng, err = build_engine(args, onnx_path, calib, batch, prec)
+            if err:
+                row[prec] = {"error": err}
                 continue
             js = os.path.join(args.out, f"b{batch}_{prec}.json")
             r = subprocess.run([args.trtutils, "benchmark", "--engine", eng, "--iterations",
@@ -212,6 +318,10 @@ def main():
             row[prec] = {k: b[k] for k in ("median_ms", "p99_ms", "compute_ms", "h2d_ms", "d2h_ms")}
             row[prec]["images_per_s"] = batch * 1e3 / b["median_ms"]
             row[prec]["vs_torch"] = t_med / b["median_ms"]
+            e2e = measure_e2e(args, eng, os.path.join(args.out, "images"), batch, count)
+            if "median_ms" in e2e:
+                e2e["vs_torch_e2e"] = e_med / e2e["median_ms"]
+            row[prec + "_e2e"] = e2e
         rows.append(row)
         print(json.dumps(row), flush=True)
     return 0

@@ -64,11 +64,15 @@ struct QuantizeOptions {
   std::vector<std::string> op_types_to_exclude;
   std::vector<std::string> nodes_to_exclude;  // ECMAScript regexes matched against node names
   std::string high_precision_dtype = "fp32";  // "fp32" | "fp16": the unquantized rest
-  int64_t block_size = 128;                   // int4: block length along K
-  int64_t eval_batches = 1;                   // held-out batches for the accuracy report
-  bool report_per_tensor = false;             // also SQNR of every quantized tensor
-  std::optional<double> min_sqnr;             // dB; sensitivity fallback target
-  int64_t max_calibration_batches = 0;        // 0: all
+  // A detection head's decode (after the last feature layers: anchor-list reshapes, Concat,
+  // Sigmoid, DFL, box arithmetic; quantize/detection_head.h has the rule) stays in
+  // high_precision_dtype; QuantizeResult::excluded_detection_head lists its nodes.
+  bool keep_detection_head_float = true;
+  int64_t block_size = 128;             // int4: block length along K
+  int64_t eval_batches = 1;             // held-out batches for the accuracy report
+  bool report_per_tensor = false;       // also SQNR of every quantized tensor
+  std::optional<double> min_sqnr;       // dB; sensitivity fallback target
+  int64_t max_calibration_batches = 0;  // 0: all
   // Calibrate node by node: each calibrated activation is measured as soon as its producer ran
   // and freed after its last reader, instead of being kept until the whole batch has run; the
   // peak memory is that of plain inference. Same statistics, same scales.
@@ -113,9 +117,10 @@ struct QuantizeResult {
   int64_t calibration_samples = 0;
   int64_t eval_samples = 0;
   std::vector<QuantizeOutputMetrics> outputs;
-  std::vector<QuantizeTensorMetrics> tensors;     // filled with report_per_tensor
-  std::vector<std::string> excluded_by_fallback;  // nodes left in high precision by min_sqnr
-  std::vector<std::string> skipped;               // "node: reason" for candidates not quantized
+  std::vector<QuantizeTensorMetrics> tensors;        // filled with report_per_tensor
+  std::vector<std::string> excluded_by_fallback;     // nodes left in high precision by min_sqnr
+  std::vector<std::string> excluded_detection_head;  // keep_detection_head_float's nodes
+  std::vector<std::string> skipped;                  // "node: reason" for candidates not quantized
   // Tensors whose calibration_method threshold failed the guard (its quantization error on the
   // calibration histogram over 2x absmax's): they keep absmax. "tensor: error ratio".
   std::vector<std::string> calibration_rejected;

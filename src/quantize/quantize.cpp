@@ -21,6 +21,7 @@
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
 #include "quantize/calibration.h"
+#include "quantize/detection_head.h"
 #include "quantize/qdq.h"
 #include "quantize/report.h"
 #include "trtutils/file_util.h"
@@ -495,6 +496,16 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   const int64_t eval_count = have_data ? std::min(o.eval_batches, data->num_batches()) : 0;
 
   // Placement and calibration (the scale table).
+  if (o.keep_detection_head_float) {
+    result.excluded_detection_head = detection_head_decode_nodes(model.graph);
+    po.nodes_excluded_exact.insert(result.excluded_detection_head.begin(),
+                                   result.excluded_detection_head.end());
+    if (!result.excluded_detection_head.empty())
+      TRT_LOG_INFO("kept a detection head's decode in {}: {} node(s) ({}{})",
+                   o.high_precision_dtype, result.excluded_detection_head.size(),
+                   result.excluded_detection_head.front(),
+                   result.excluded_detection_head.size() > 1 ? ", ..." : "");
+  }
   Placement placement = place_qdq(model.graph, po);
   ScaleTable table;
   // Bias correction: the per-channel mean of each quantized layer's activation input, measured
@@ -720,7 +731,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     TRT_LOG_INFO("min_sqnr: sensitivity of {} node(s) measured in {:.1f} s", order.size(),
                  seconds(t0, std::chrono::steady_clock::now()));
-    std::set<std::string> excluded;
+    std::set<std::string> excluded = po.nodes_excluded_exact;
     for (const auto& [alone, worst] : order) {
       excluded.insert(worst);
       result.excluded_by_fallback.push_back(worst);

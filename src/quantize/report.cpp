@@ -188,6 +188,9 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
   s += "  \"excluded_by_fallback\": [";
   for (size_t i = 0; i < r.excluded_by_fallback.size(); ++i)
     s += (i ? ", " : "") + js(r.excluded_by_fallback[i]);
+  s += "],\n  \"excluded_detection_head\": [";
+  for (size_t i = 0; i < r.excluded_detection_head.size(); ++i)
+    s += (i ? ", " : "") + js(r.excluded_detection_head[i]);
   s += "],\n  \"calibration_rejected\": [";
   for (size_t i = 0; i < r.calibration_rejected.size(); ++i)
     s += (i ? ", " : "") + js(r.calibration_rejected[i]);

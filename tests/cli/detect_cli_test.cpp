@@ -100,6 +100,17 @@ TEST_F(DetectCli, WritesJsonAndAnAnnotatedPng) {
   EXPECT_TRUE(json(dir_ / "none" / "street.json")["detections"].empty());
   const data::Image plain = data::load_image(dir_ / "none" / "street.png");
   EXPECT_EQ(plain.pixels, std::vector<uint8_t>(1280 * 720 * 3, 40));
+
+  // --iterations: the timing line and timing.json (2 images, batch 1: 3 x 2 executions).
+  r = cli("detect --engine boxes.engine --input street.png more --output timed --iterations 3 "
+          "--warmup 1 --preprocess cpu");
+  ASSERT_EQ(r.code, 0) << r.report;
+  EXPECT_NE(r.out.find("timing: 6 executions of up to 1 image"), std::string::npos) << r.report;
+  const nlohmann::json tj = json(dir_ / "timed" / "timing.json");
+  EXPECT_EQ(tj["executions"], 6);
+  EXPECT_EQ(tj["gpu_preprocessing"], false);
+  EXPECT_GT(tj["images_per_s"].get<double>(), 0.0);
+  EXPECT_LE(tj["median_ms"].get<double>(), tj["p99_ms"].get<double>());
 }
 
 TEST_F(DetectCli, Classify) {

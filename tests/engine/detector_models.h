@@ -30,7 +30,8 @@ inline std::string zero_from(ir::GraphBuilder& b, const std::string& x) {
 inline void build_fixed_box_detector(const std::filesystem::path& dir, const std::string& name,
                                      int64_t h, int64_t w,
                                      const std::vector<std::array<float, 4>>& boxes,
-                                     bool nhwc_uint8_dynamic_batch = false) {
+                                     bool nhwc_uint8_dynamic_batch = false,
+                                     const std::string& backend = "cpu") {
   const auto a = static_cast<int64_t>(boxes.size());
   ir::GraphBuilder b("fixed_boxes");
   std::string x;
@@ -59,7 +60,74 @@ inline void build_fixed_box_detector(const std::filesystem::path& dir, const std
   builder::build_yolo_engine(
       onnx, dir / (name + ".engine"),
       {.num_classes = a, .conf_threshold = 0.5f, .top_k = 16, .box_coding = "corner"},
-      {.backend = "cpu"});
+      {.backend = backend});
+}
+
+// images [1, 3, h, w] float32 -> one box around the pixels whose channel mean is over 0.5 (pixel
+// edges: bright columns xa..xb give x1 = xa, x2 = xb + 1), score 0.9, class 0: a detector whose
+// output comes from the pixels, to check the geometry of the whole path (resize, letterbox,
+// mapping back) on drawn images.
+inline void build_bright_box_detector(const std::filesystem::path& dir, const std::string& name,
+                                      int64_t h, int64_t w, const std::string& backend = "cpu") {
+  ir::GraphBuilder b("bright_box");
+  auto x = b.input("images", DataType::kFloat32, {1, 3, h, w});
+  auto g = b.node("ReduceMean", {x}, {ir::attr_ints("axes", {1}), ir::attr_int("keepdims", 0)})[0];
+  auto half = b.initializer("half", Tensor::from_vector<float>(DataType::kFloat32, {1}, {0.5f}));
+  auto mask = b.node("Cast", {b.node("Greater", {g, half})[0]}, {ir::attr_int("to", 1)})[0];
+  // Edges along one axis: mask [1, h, w] reduced over the other axis, then max of (i + 1) and of
+  // (n - i) over the set positions.
+  auto edges = [&](int64_t axis, int64_t n, const std::string& tag) {
+    auto line = b.node(
+        "ReduceMax", {mask},
+        {ir::attr_ints("axes", {axis == 2 ? 1 : 2}), ir::attr_int("keepdims", 0)})[0];  // [1, n]
+    std::vector<float> up(static_cast<size_t>(n)), down(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      up[i] = static_cast<float>(i + 1), down[i] = static_cast<float>(n - i);
+    auto hi = b.node(
+        "ReduceMax",
+        {b.node("Mul", {line, b.initializer(tag + "_up", Tensor::from_vector<float>(
+                                                             DataType::kFloat32, {n}, up))})[0]},
+        {ir::attr_ints("axes", {1}), ir::attr_int("keepdims", 1)})[0];  // [1, 1]
+    auto lo_rev = b.node(
+        "ReduceMax",
+        {b.node("Mul",
+                {line, b.initializer(tag + "_down", Tensor::from_vector<float>(DataType::kFloat32,
+                                                                               {n}, down))})[0]},
+        {ir::attr_ints("axes", {1}), ir::attr_int("keepdims", 1)})[0];
+    auto nn = b.initializer(
+        tag + "_n", Tensor::from_vector<float>(DataType::kFloat32, {1}, {static_cast<float>(n)}));
+    return std::pair{b.node("Sub", {nn, lo_rev})[0], hi};
+  };
+  auto [x1, x2] = edges(2, w, "x");
+  auto [y1, y2] = edges(1, h, "y");
+  auto box = b.node("Concat", {x1, y1, x2, y2}, {ir::attr_int("axis", 1)})[0];  // [1, 4]
+  auto shape =
+      b.initializer("box_shape", Tensor::from_vector<int64_t>(DataType::kInt64, {3}, {1, 1, 4}));
+  auto ob = b.node_with_outputs("Reshape", {box, shape}, {"boxes"})[0];
+  auto sc =
+      b.initializer("score", Tensor::from_vector<float>(DataType::kFloat32, {1, 1, 1}, {0.9f}));
+  auto os = b.node_with_outputs("Add", {sc, zero_from(b, x)}, {"scores"})[0];
+  b.output(ob, DataType::kFloat32, ir::SymShape{1, 1, 4});
+  b.output(os, DataType::kFloat32, ir::SymShape{1, 1, 1});
+  const auto onnx = dir / (name + ".onnx");
+  onnx_io::save_model(b.build(17), onnx);
+  builder::build_yolo_engine(
+      onnx, dir / (name + ".engine"),
+      {.num_classes = 1, .conf_threshold = 0.5f, .top_k = 4, .box_coding = "corner"},
+      {.backend = backend});
+}
+
+// An image of w x h black pixels with a white rectangle at x0..x1, y0..y1 (pixel edges).
+inline Image image_with_box(int64_t w, int64_t h, int64_t x0, int64_t y0, int64_t x1, int64_t y1) {
+  Image img;
+  img.width = w;
+  img.height = h;
+  img.channels = 3;
+  img.pixels.assign(static_cast<size_t>(w * h * 3), 0);
+  for (int64_t y = y0; y < y1; ++y)
+    for (int64_t x = x0; x < x1; ++x)
+      for (int c = 0; c < 3; ++c) img.pixels[static_cast<size_t>((y * w + x) * 3 + c)] = 255;
+  return img;
 }
 
 // images [1, 3, 8, 8] -> logits [1, C] = the given constants (softmax: Softmax over them).

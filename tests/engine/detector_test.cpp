@@ -99,6 +99,7 @@ class DetectorTest : public ::testing::Test {
     test_models::build_fixed_logits_classifier(*dir_, "probs", {0.5f, 3.0f, 1.0f, -2.0f, 2.5f},
                                                true);
     test_models::build_channel_mean_classifier(*dir_, "means");
+    test_models::build_bright_box_detector(*dir_, "bright", 640, 640);
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
@@ -219,6 +220,32 @@ TEST_F(DetectorTest, ClassifierSeesThePreprocessedImage) {
   EXPECT_EQ(bgr.classify(img, 1)[0].class_id, 2);
   Classifier norm(engine("means"), {.mean = {0.5f, 0.0f, -10.0f}});
   EXPECT_EQ(norm.classify(img, 1)[0].class_id, 2);  // (0 - (-10)) / 1 = 10 is the largest
+}
+
+TEST_F(DetectorTest, FindsADrawnBoxWhereItWasDrawn) {
+  // The model finds the bright pixels in its 640 x 640 input; the box must come back where it
+  // was drawn in the original image, through the letterbox (exact at scale 0.5: 1280x720) or
+  // within a pixel of the source at a fractional scale (1000x700: 0.64), and through linear.
+  Detector det(engine("bright"), {.conf_threshold = 0.5f});
+  Detector lin(engine("bright"), {.conf_threshold = 0.5f, .resize_method = ResizeMethod::kLinear});
+  struct Case {
+    int64_t w, h, x0, y0, x1, y1;
+    float tol;
+  };
+  for (const Case& c :
+       {Case{1280, 720, 300, 200, 500, 400, 0.0f}, Case{1000, 700, 123, 45, 678, 654, 1.6f},
+        Case{333, 999, 40, 100, 300, 900, 1.6f}}) {
+    const Image img = test_models::image_with_box(c.w, c.h, c.x0, c.y0, c.x1, c.y1);
+    for (Detector* d : {&det, &lin}) {
+      const auto dets = d->detect(img);
+      ASSERT_EQ(dets.size(), 1u) << c.w << "x" << c.h;
+      const float tol = d == &lin ? std::max(c.tol, 2.0f * c.h / 640.0f) : c.tol;
+      EXPECT_NEAR(dets[0].x1, c.x0, tol) << c.w << "x" << c.h;
+      EXPECT_NEAR(dets[0].y1, c.y0, tol) << c.w << "x" << c.h;
+      EXPECT_NEAR(dets[0].x2, c.x1, tol) << c.w << "x" << c.h;
+      EXPECT_NEAR(dets[0].y2, c.y1, tol) << c.w << "x" << c.h;
+    }
+  }
 }
 
 TEST_F(DetectorTest, LoadsImageFiles) {

@@ -1,5 +1,6 @@
 // trtutils classify --engine ENGINE --input IMAGE_OR_DIR... --output DIR [--top_k 5]
-//   [--labels FILE] [--backend auto|cpu|cuda] [--threads N] [--resize_method linear|letterbox]
+//   [--labels FILE] [--backend auto|cpu|cuda] [--preprocess auto|cpu|gpu] [--threads N]
+//   [--resize_method linear|letterbox]
 //   [--input_scale LO HI] [--mean R G B] [--std R G B] [--color_order RGB|BGR] [--pad_value 114]
 // Per image: DIR/<name>.json with the top-k classes (softmax applied unless the model's output
 // already is a distribution; include/trtutils/detector.h) and the latency.
@@ -27,6 +28,7 @@ struct ClassifyFlags {
   int64_t top_k = 5;
   std::string labels;
   std::string backend = "auto";
+  std::string preprocess = "auto";
   int threads = 0;
   BatcherFlags pre;
 };
@@ -44,7 +46,8 @@ void classify(const ClassifyFlags& f) {
                             .color_order = pre.color_order,
                             .pad_value = pre.pad_value,
                             .backend = f.backend,
-                            .num_threads = f.threads});
+                            .num_threads = f.threads,
+                            .preprocess = f.preprocess});
   std::error_code ec;
   TRT_CHECK_ARG(fs::is_directory(out_dir, ec) || fs::create_directories(out_dir, ec),
                 "--output '{}' cannot be created: {}", f.output, ec.message());
@@ -96,6 +99,11 @@ void add_classify_command(CLI::App& app) {
   sub->add_option("--labels", f->labels, "class names, one per line (line 1: class 0)");
   sub->add_option("--backend", f->backend, "engine runtime: auto, cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  sub->add_option("--preprocess", f->preprocess,
+                  "where images are resized and normalised: auto (the GPU for a GPU engine), "
+                  "cpu, gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
       ->capture_default_str();
   add_threads_flag(sub, f->threads, "CPU threads");
   add_preprocess_flags(sub, f->pre);

@@ -65,6 +65,14 @@ void run(QuantizeCliOptions o) {
     for (const auto& m : r.tensors)
       fmt::print("{:<48} {:>10} {:>12.6g}\n", m.name, fmt_db(m.sqnr_db), m.scale);
   }
+  if (!r.excluded_detection_head.empty()) {
+    fmt::print(
+        "kept the detection head's decode in {} ({} node(s); --quantize_detection_head "
+        "quantizes it):",
+        o.q.high_precision_dtype, r.excluded_detection_head.size());
+    for (const auto& n : r.excluded_detection_head) fmt::print(" {}", n);
+    fmt::print("\n");
+  }
   if (!r.excluded_by_fallback.empty()) {
     fmt::print("left in high precision by --min_sqnr:");
     for (const auto& n : r.excluded_by_fallback) fmt::print(" {}", n);
@@ -100,6 +108,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--nodes_to_exclude", o->q.nodes_to_exclude, "node name regexes left in float");
   sub->add_option("--high_precision_dtype", o->q.high_precision_dtype, "fp32 | fp16")
       ->capture_default_str();
+  sub->add_flag(
+      "--quantize_detection_head{false}", o->q.keep_detection_head_float,
+      "also quantize a detection head's decode (by default it stays in "
+      "high_precision_dtype: anchor-list reshapes, Concat, Sigmoid, DFL, box arithmetic)");
   add_ranged(sub, "--block_size", o->q.block_size, "int4 block length along K", int64_t{2},
              int64_t{1} << 16);
   add_ranged(sub, "--eval_batches", o->q.eval_batches, "held-out batches for the accuracy report",

@@ -1,6 +1,7 @@
 // The CUDA backend in a build without the CUDA toolkit: no device is ever usable and an
 // Executor cannot be made (compiled instead of the real backend; see CMakeLists.txt).
 #include "backends/cuda/cuda_executor.h"
+#include "backends/cuda/image_runner.h"
 #include "core/check.h"
 
 namespace trtutils::cuda {
@@ -60,6 +61,21 @@ std::vector<std::string> Executor::node_kernels() const {
 }
 int64_t Executor::layout_conversions() const {
   return 0;
+}
+
+struct ImageRunner::Impl {};
+bool ImageRunner::usable(const Engine&) {
+  return false;
+}
+ImageRunner::ImageRunner(ExecutionContext&, const Engine&, std::string, Shape, data::RenderSpec) {
+  TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
+}
+ImageRunner::~ImageRunner() = default;
+std::map<std::string, Tensor> ImageRunner::run(const std::vector<const Image*>&, Times&) {
+  TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
+}
+void render_on_device(const Image&, const data::RenderSpec&, void*) {
+  TRT_THROW(ErrorCode::kNotSupported, "the CUDA backend cannot run here: {}", device_status().why);
 }
 
 }  // namespace trtutils::cuda
