@@ -16,7 +16,7 @@ namespace trtutils::python {
 namespace {
 
 int run(const std::vector<std::string>& args) {
-  std::vector<const char*> argv{"trtutils"};
+  std::vector<const char*> argv{"python -m trtutils"};  // usage lines name it
   for (const auto& a : args) argv.push_back(a.c_str());
   argv.push_back(nullptr);
   return cli::run_cli(static_cast<int>(argv.size() - 1), argv.data());

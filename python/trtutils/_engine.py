@@ -133,15 +133,18 @@ class TRTEngine:
     # ---- running ----------------------------------------------------------------------------
     def execute(
         self,
-        data: Sequence[np.ndarray] | Mapping[str, np.ndarray],
+        data: Sequence[np.ndarray] | Mapping[str, np.ndarray] | np.ndarray,
         *,
         verbose: bool | None = None,
     ) -> list[np.ndarray]:
-        """Run the engine: one array per input (or {name: array}) -> one array per output.
+        """Run the engine: one array per input (or {name: array}, or one array for a
+        one-input engine) -> one array per output.
 
         Raises InvalidArgumentError naming an input of the wrong dtype or shape, ValueError for
         the wrong number of inputs.
         """
+        if isinstance(data, np.ndarray):
+            data = [data]
         if isinstance(data, Mapping):
             feeds = dict(data)
         else:
