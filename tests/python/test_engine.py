@@ -107,3 +107,32 @@ def test_can_run_on_dla_chunks(workdir: Path) -> None:
 def test_flags() -> None:
     assert trtutils.FLAGS.STRONGLY_TYPED_SUPPORTED is True
     assert trtutils.FLAGS.IS_BLACKWELL == trtutils.platform_info().is_blackwell
+
+
+def test_gil_released_while_building_and_running(workdir: Path) -> None:
+    """Another Python thread runs while the library builds and executes."""
+    import threading
+
+    ticks = 0
+    stop = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    try:
+        before = ticks
+        build_engine("model.onnx", "gil.engine", optimization_level=1)
+        during_build = ticks - before
+        engine = trtutils.TRTEngine("gil.engine")
+        before = ticks
+        for _ in range(5):
+            engine.execute(engine.get_random_input())
+        during_run = ticks - before
+    finally:
+        stop.set()
+        thread.join()
+    assert during_build > 0 and during_run > 0
