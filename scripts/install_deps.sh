@@ -16,6 +16,8 @@ pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # independent oracles: ONNX's backend test data, PyTorch/torchvision exporters
   libonnx-testdata python3-torch python3-torchvision python3-numpy python3-onnx
+  # the Python package (python/): bindings and their pytest suite
+  pybind11-dev python3-dev python3-pytest
   # image decoding for calibration data; Pillow writes the photos of bench/calibration_bench.sh
   libjpeg62-turbo-dev libpng-dev libwebp-dev python3-pil
   # fuzzing (tests/fuzz): clang with libFuzzer + sanitizer runtimes, and its OpenMP runtime
