@@ -102,7 +102,8 @@ TEST_F(DetectCli, WritesJsonAndAnAnnotatedPng) {
   EXPECT_EQ(plain.pixels, std::vector<uint8_t>(1280 * 720 * 3, 40));
 
   // --iterations: the timing line and timing.json (2 images, batch 1: 3 x 2 executions).
-  r = cli("detect --engine boxes.engine --input street.png more --output timed --iterations 3 "
+  r =
+      cli("detect --engine boxes.engine --input street.png more --output timed --iterations 3 "
           "--warmup 1 --preprocess cpu");
   ASSERT_EQ(r.code, 0) << r.report;
   EXPECT_NE(r.out.find("timing: 6 executions of up to 1 image"), std::string::npos) << r.report;
