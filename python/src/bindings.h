@@ -17,5 +17,6 @@ void bind_builder(pybind11::module_& m);        // builder.cpp: BuildConfig, bui
 void bind_dla(pybind11::module_& m);            // dla.cpp: can_run_on_dla, build_dla_engine
 void bind_engine(pybind11::module_& m);         // engine.cpp: Engine, ExecutionContext
 void bind_cli(pybind11::module_& m);            // cli.cpp: the C++ CLI, in-process
+void bind_console(pybind11::module_& m);        // console.cpp: logs and progress to sys.stderr
 
 }  // namespace trtutils::python

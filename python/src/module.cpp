@@ -14,4 +14,5 @@ PYBIND11_MODULE(_trtutils, m) {
   trtutils::python::bind_dla(m);
   trtutils::python::bind_engine(m);
   trtutils::python::bind_cli(m);
+  trtutils::python::bind_console(m);
 }

@@ -15,6 +15,9 @@ the matching built-in (``InvalidArgumentError`` a ``ValueError``, ``MissingFileE
 
 from __future__ import annotations
 
+import atexit as _atexit
+import sys as _sys
+
 from . import _trtutils
 from ._benchmark import BenchmarkResult, Metric, benchmark_engine
 from ._engine import TRTEngine
@@ -34,6 +37,21 @@ from ._trtutils import (
 from . import builder  # noqa: E402  (after the names builder's modules import)
 
 __version__: str = _trtutils.__version__
+
+
+def _console_is_terminal() -> bool:
+    """Progress bars redraw in place on a terminal and in Jupyter (which renders '\\r')."""
+    if "ipykernel" in _sys.modules:
+        return True
+    try:
+        return bool(_sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+# The library's log lines and progress go through sys.stderr (notebooks, redirections).
+_trtutils._console_to_python(_console_is_terminal())
+_atexit.register(_trtutils._console_to_stderr)
 
 
 def run_cli(args: list[str]) -> int:

@@ -383,3 +383,10 @@ def run_cli(args: list[str]) -> int:
     rejected option combinations)."""
 
 def install_interrupt_cleanup() -> None: ...
+
+def _console_to_python(terminal: bool) -> None:
+    """Route the library's log lines and progress to sys.stderr (trtutils/console.h);
+    terminal: redraw progress bars in place ('\\r')."""
+
+def _console_to_stderr() -> None:
+    """Back to file descriptor 2 (registered with atexit)."""

@@ -2,15 +2,14 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <mutex>
+#include <string>
 
+#include "trtutils/console.h"
 #include "trtutils/status.h"
 
 namespace trtutils {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kWarning)};
-std::mutex g_mutex;
 }  // namespace
 
 void set_log_level(LogLevel level) {
@@ -22,9 +21,8 @@ LogLevel log_level() {
 
 void log_message(LogLevel level, std::string_view message) {
   static constexpr const char* kNames[] = {"error", "warning", "info", "verbose"};
-  std::lock_guard<std::mutex> lock(g_mutex);
   const std::string line = escape_control_characters(message);
-  std::fprintf(stderr, "[trtutils] [%s] %s\n", kNames[static_cast<int>(level)], line.c_str());
+  console_write(std::string("[trtutils] [") + kNames[static_cast<int>(level)] + "] " + line + "\n");
 }
 
 bool is_valid_utf8(std::string_view text) {

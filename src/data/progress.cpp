@@ -1,10 +1,8 @@
 #include "data/progress.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cstdio>
-
+#include "trtutils/console.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::data {
@@ -15,11 +13,11 @@ Progress::Progress(std::string label, int64_t total, bool enabled)
       enabled_(enabled && total > 0 && log_level() != LogLevel::kError),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {
-  tty_ = enabled_ && ::isatty(::fileno(stderr)) == 1;
+  tty_ = enabled_ && console_is_terminal();
 }
 
 Progress::~Progress() {
-  if (open_line_) std::fputc('\n', stderr);
+  if (open_line_) console_write("\n");
 }
 
 void Progress::update(int64_t done) {
@@ -50,15 +48,12 @@ void Progress::draw(int64_t done, bool last) {
     if (!last && rate > 0)
       line += fmt::format(", {:.0f} s left ", static_cast<double>(total_ - done) / rate);
     if (last) line += fmt::format(", {:.1f} s          \n", secs);
-    std::fputs(line.c_str(), stderr);
-    std::fflush(stderr);
+    console_write(line);
     open_line_ = !last;
     return;
   }
-  std::fputs(fmt::format("[trtutils] {}: {}/{} images ({}%), {:.0f} img/s\n", label_, done, total_,
-                         done * 100 / total_, rate)
-                 .c_str(),
-             stderr);
+  console_write(fmt::format("[trtutils] {}: {}/{} images ({}%), {:.0f} img/s\n", label_, done,
+                            total_, done * 100 / total_, rate));
 }
 
 }  // namespace trtutils::data

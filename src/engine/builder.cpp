@@ -166,6 +166,25 @@ std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g
     int64_t bs = c.calibration_batch_size;
     if (in.shape && !in.shape->empty() && (*in.shape)[0].is_static()) bs = (*in.shape)[0].value;
     const int64_t n = all.dim(0);
+    if (n < bs && in.shape && (*in.shape)[0].is_static()) {
+      // A fixed batch larger than the data (an engine built for batch 32, 16 calibration
+      // images): one batch with the samples repeated in order. Ranges (max) are unchanged;
+      // histograms (entropy) weight the repeated samples more.
+      TRT_LOG_WARN(
+          "calibration data {} has {} sample(s), fewer than the input '{}' batch of {}: the "
+          "samples are repeated to fill one batch; give at least {} for calibration that sees "
+          "each sample once",
+          c.calibration_data.string(), n, in.name, bs, bs);
+      Shape s = all.shape();
+      s[0] = bs;
+      Tensor t(all.dtype(), s);
+      const size_t bytes = all.nbytes();
+      for (int64_t b = 0; b < bs; b += n)
+        std::memcpy(static_cast<uint8_t*>(t.raw()) + bytes / static_cast<size_t>(n) * b, all.raw(),
+                    bytes / static_cast<size_t>(n) * static_cast<size_t>(std::min(n, bs - b)));
+      quantize::check_calibration_values(t, c.calibration_data.string(), 0);
+      batches.push_back(std::move(t));
+    }
     const size_t row = all.nbytes() / static_cast<size_t>(n);
     for (int64_t b = 0; b + bs <= n || (b < n && !(in.shape && (*in.shape)[0].is_static()));
          b += bs) {

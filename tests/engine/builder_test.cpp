@@ -436,6 +436,32 @@ TEST_F(BuilderTest, WeakInt8CalibratesWritesCacheAndReproducesFromIt) {
   EXPECT_GE(10 * std::log10(sig / std::max(err, 1e-30)), 20.0);
 }
 
+TEST_F(BuilderTest, WeakInt8WithABatchLargerThanTheDataRepeatsTheSamples) {
+  // Batch 32 fixed by --shape, 12 calibration samples: one batch of the samples repeated, and
+  // the ranges (max) equal those of the 12 samples alone at a dynamic batch.
+  const fs::path calib = write_calibration(12);
+  BuildConfig big{.int8 = true,
+                  .calibration_cache = path("b32.cache"),
+                  .calibration_data = calib,
+                  .calibration_algorithm = "minmax",
+                  .shapes = {{"input", {32, 3, 16, 16}}}};
+  const auto r = build_engine(onnx_, path("b32.engine"), big);
+  ASSERT_TRUE(r.layers_per_precision.count("int8")) << "no int8 layers";
+  BuildConfig dyn{.int8 = true,
+                  .calibration_cache = path("dyn.cache"),
+                  .calibration_data = calib,
+                  .calibration_batch_size = 12,
+                  .calibration_algorithm = "minmax"};
+  build_engine(onnx_, path("dyn.engine"), dyn);
+  const auto a = precision::read_calibration_cache(path("b32.cache"));
+  const auto b = precision::read_calibration_cache(path("dyn.cache"));
+  ASSERT_EQ(a.scales.size(), b.scales.size());
+  for (size_t i = 0; i < a.scales.size(); ++i) {
+    EXPECT_EQ(a.scales[i].first, b.scales[i].first);
+    EXPECT_EQ(a.scales[i].second, b.scales[i].second) << a.scales[i].first;
+  }
+}
+
 TEST_F(BuilderTest, MissingCalibrationCacheWithoutDataIsAnError) {
   try {
     build_engine(onnx_, path("x.engine"), {.int8 = true, .calibration_cache = path("none.cache")});

@@ -120,26 +120,28 @@ ImageRunner::~ImageRunner() = default;
 
 namespace {
 
-// Copies the image and its resize taps to `s` (one copy on `stream`) and returns the kernel's
-// arguments for them (dst unset).
-k::RenderArgs upload_image(const Image& img, const data::RenderSpec& spec, Staging& s,
-                           cudaStream_t stream) {
-  data::LetterboxBox box{spec.height, spec.width, 0, 0};
-  if (spec.method == ResizeMethod::kLetterbox)
-    box = data::letterbox_box(img.height, img.width, spec.height, spec.width);
-  const SlotLayout l = slot_layout(box.width, box.height, img.pixels.size());
-  s.reserve(l.bytes);
-  put_axis(s.host.get() + l.x_taps, data::linear_axis(img.width, box.width));
-  put_axis(s.host.get() + l.y_taps, data::linear_axis(img.height, box.height));
-  std::memcpy(s.host.get() + l.pixels, img.pixels.data(), img.pixels.size());
-  TRT_CUDA_CHECK(
-      cudaMemcpyAsync(s.dev.get(), s.host.get(), l.bytes, cudaMemcpyHostToDevice, stream));
+// An image ready to go: its taps and pixels in `s`'s page-locked buffer, and the kernel's
+// arguments for them once copied (dst unset).
+struct Staged {
+  SlotLayout layout;
+  data::LetterboxBox box;
+  k::RenderArgs args;
+};
 
+// Sizes `s` for `img` and fills in the arguments (no copying yet: allocation stays serial).
+Staged plan_image(const Image& img, const data::RenderSpec& spec, Staging& s) {
+  Staged st;
+  st.box = {spec.height, spec.width, 0, 0};
+  if (spec.method == ResizeMethod::kLetterbox)
+    st.box = data::letterbox_box(img.height, img.width, spec.height, spec.width);
+  const data::LetterboxBox& box = st.box;
+  st.layout = slot_layout(box.width, box.height, img.pixels.size());
+  s.reserve(st.layout.bytes);
   const auto* base = static_cast<const uint8_t*>(s.dev.get());
-  const auto* xt = reinterpret_cast<const int32_t*>(base + l.x_taps);
-  const auto* yt = reinterpret_cast<const int32_t*>(base + l.y_taps);
-  k::RenderArgs a;
-  a.src = base + l.pixels;
+  const auto* xt = reinterpret_cast<const int32_t*>(base + st.layout.x_taps);
+  const auto* yt = reinterpret_cast<const int32_t*>(base + st.layout.y_taps);
+  k::RenderArgs& a = st.args;
+  a.src = base + st.layout.pixels;
   a.src_w = img.width;
   a.channels = spec.channels;
   a.x0 = xt, a.x1 = xt + box.width, a.wx = reinterpret_cast<const float*>(xt + 2 * box.width);
@@ -154,7 +156,20 @@ k::RenderArgs upload_image(const Image& img, const data::RenderSpec& spec, Stagi
     a.bias[c] = spec.bias[c];
   }
   a.pad_value = spec.pad_value;
-  return a;
+  return st;
+}
+
+// The host half: taps and pixels into the page-locked buffer (safe to run for several images
+// at once, each with its own Staging).
+void fill_staging(const Image& img, const Staged& st, Staging& s) {
+  put_axis(s.host.get() + st.layout.x_taps, data::linear_axis(img.width, st.box.width));
+  put_axis(s.host.get() + st.layout.y_taps, data::linear_axis(img.height, st.box.height));
+  std::memcpy(s.host.get() + st.layout.pixels, img.pixels.data(), img.pixels.size());
+}
+
+void upload(const Staged& st, const Staging& s, cudaStream_t stream) {
+  TRT_CUDA_CHECK(
+      cudaMemcpyAsync(s.dev.get(), s.host.get(), st.layout.bytes, cudaMemcpyHostToDevice, stream));
 }
 
 }  // namespace
@@ -163,9 +178,11 @@ void render_on_device(const Image& img, const data::RenderSpec& spec, void* dst)
   TRT_CHECK_ARG(img.channels == spec.channels, "image has {} channels, not {}", img.channels,
                 spec.channels);
   Staging s;
-  k::RenderArgs a = upload_image(img, spec, s, nullptr);
-  a.dst = dst;
-  TRT_CUDA_CHECK(k::render_image(a, nullptr));
+  Staged st = plan_image(img, spec, s);
+  fill_staging(img, st, s);
+  upload(st, s, nullptr);
+  st.args.dst = dst;
+  TRT_CUDA_CHECK(k::render_image(st.args, nullptr));
   TRT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
@@ -177,12 +194,21 @@ std::map<std::string, Tensor> ImageRunner::run(const std::vector<const Image*>& 
                 images.size(), n);
   const auto t0 = std::chrono::steady_clock::now();
   TRT_CUDA_CHECK(cudaEventRecord(m.ev[0], m.stream));
+  std::vector<Staged> staged;
   for (size_t i = 0; i < images.size(); ++i) {
     TRT_CHECK_ARG(images[i]->channels == m.spec.channels, "image {} has {} channels, not {}", i,
                   images[i]->channels, m.spec.channels);
-    k::RenderArgs a = upload_image(*images[i], m.spec, m.slots[i], m.stream);
-    a.dst = static_cast<uint8_t*>(m.input_dev.get()) + i * m.slot_bytes;
-    TRT_CUDA_CHECK(k::render_image(a, m.stream));
+    staged.push_back(plan_image(*images[i], m.spec, m.slots[i]));
+  }
+  // The host copies in parallel (a 1280x720 RGB image is 2.7 MB: one thread copies a batch of
+  // 32 in about 13 ms); then the uploads and renders in order on the stream.
+  const auto count = static_cast<int64_t>(images.size());
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1)
+  for (int64_t i = 0; i < count; ++i) fill_staging(*images[i], staged[i], m.slots[i]);
+  for (size_t i = 0; i < images.size(); ++i) {
+    upload(staged[i], m.slots[i], m.stream);
+    staged[i].args.dst = static_cast<uint8_t*>(m.input_dev.get()) + i * m.slot_bytes;
+    TRT_CUDA_CHECK(k::render_image(staged[i].args, m.stream));
   }
   if (images.size() < n) {
     uint8_t* rest = static_cast<uint8_t*>(m.input_dev.get()) + images.size() * m.slot_bytes;
