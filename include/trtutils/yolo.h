@@ -22,8 +22,12 @@
 //
 // Errors: what build_engine throws; Error(kInvalidArgument) for a config value out of range
 // (num_classes < 1, thresholds outside [0, 1], top_k < 1, box_coding not "center_size" or
-// "corner") or an output path that is the input model; Error(kNotSupported) for
-// backend "tensorrt" (TensorRT would need its plugin node; not written yet).
+// "corner") or an output path that is the input model.
+//
+// backend "tensorrt": the model is written beside the engine as <output stem>_nms.onnx with
+// TensorRT's own EfficientNMS_TRT plugin node (the same attributes and outputs) instead of ours,
+// and trtexec builds it (build_with_trtexec; TensorRT's EfficientNMS orders equal scores its own
+// way, so ties may come out in another order than ours).
 #pragma once
 
 #include <cstdint>

@@ -3,11 +3,12 @@
 // follow contextlib.redirect_stderr. The sink takes the GIL itself: it is called from threads
 // that run with the GIL released (build, calibration). Before the interpreter finalizes,
 // trtutils/__init__.py's atexit hook puts stderr back.
+#include "trtutils/console.h"
+
 #include <cstdio>
 #include <string>
 
 #include "bindings.h"
-#include "trtutils/console.h"
 
 namespace py = pybind11;
 
@@ -40,7 +41,9 @@ void write_to_sys_stderr(std::string_view text) {
 void bind_console(py::module_& m) {
   m.def(
       "_console_to_python",
-      [](bool terminal) { set_console_sink(ConsoleSink{write_to_sys_stderr, terminal}); },
+      [](bool terminal) {
+        set_console_sink(ConsoleSink{write_to_sys_stderr, terminal});
+      },
       py::arg("terminal"),
       "Route log lines and progress to sys.stderr; terminal: redraw progress bars in place.");
   m.def(

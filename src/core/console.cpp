@@ -29,8 +29,8 @@ std::shared_ptr<const ConsoleSink> current_sink() {
 
 void set_console_sink(std::optional<ConsoleSink> sink) {
   std::lock_guard<std::mutex> lock(console_mutex());
-  console_sink() = sink && sink->write ? std::make_shared<const ConsoleSink>(std::move(*sink))
-                                       : nullptr;
+  console_sink() =
+      sink && sink->write ? std::make_shared<const ConsoleSink>(std::move(*sink)) : nullptr;
 }
 
 void console_write(std::string_view text) {

@@ -13,6 +13,7 @@
 #include "onnx/onnx_io.h"
 #include "ops/detection_ops.h"
 #include "passes/passes.h"
+#include "tensorrt/trtexec.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 #include "trtutils/yolo.h"
@@ -278,13 +279,69 @@ YoloHead add_yolo_nms(ir::Model& model, const YoloConfig& config, const std::str
   return head;
 }
 
+namespace {
+
+// TensorRT's EfficientNMS plugin in place of our node: the same inputs, outputs and attribute
+// names (TensorRT's ONNX parser looks the op up in the plugin registry), plus the plugin's own
+// background_class = -1 (none), score_activation = 0 (the head's scores are probabilities) and
+// plugin_version "1".
+void use_tensorrt_plugin(ir::Model& model) {
+  for (auto& n : model.graph.nodes) {
+    if (n.domain != ops::detection::kDomain || n.op_type != ops::detection::kEfficientNMS) continue;
+    n.op_type = "EfficientNMS_TRT";
+    n.domain.clear();
+    for (ir::Attribute a :
+         {ir::attr_int("background_class", -1), ir::attr_int("score_activation", 0),
+          ir::attr_string("plugin_version", "1")})
+      n.attributes[a.name] = a;
+  }
+  auto& imports = model.opset_imports;
+  imports.erase(std::remove_if(imports.begin(), imports.end(),
+                               [](const auto& o) { return o.domain == ops::detection::kDomain; }),
+                imports.end());
+}
+
+}  // namespace
+
+YoloHead write_yolo_nms_onnx(const fs::path& onnx, const fs::path& out, const YoloConfig& yolo,
+                             bool tensorrt_plugin) {
+  check_output_is_not_input("--output", out, {{"--onnx", onnx}});
+  validate_yolo_config(yolo);
+  require_regular_file(onnx, "ONNX model");
+  ir::Model model = onnx_io::load_model(onnx);
+  const YoloHead head = add_yolo_nms(model, yolo, onnx.string());
+  if (tensorrt_plugin) use_tensorrt_plugin(model);
+  onnx_io::save_model(model, out);
+  return head;
+}
+
+fs::path tensorrt_nms_onnx_path(const fs::path& output) {
+  return output.parent_path() / (output.stem().string() + "_nms.onnx");
+}
+
 YoloBuildResult build_yolo_engine(const fs::path& onnx, const fs::path& output,
                                   const YoloConfig& yolo, const BuildConfig& build) {
   check_output_is_not_input("--output", output, {{"--onnx", onnx}});
   validate_yolo_config(yolo);
-  TRT_CHECK(build.backend != "tensorrt", ErrorCode::kNotSupported,
-            "build_yolo: --backend tensorrt is not supported yet (TensorRT needs its "
-            "EfficientNMS_TRT plugin node in the model); use --backend auto, cpu or cuda");
+  if (build.backend == "tensorrt") {
+    // trtexec builds from the model with TensorRT's plugin node, kept beside the engine.
+    const fs::path nms_onnx = tensorrt_nms_onnx_path(output);
+    YoloBuildResult result;
+    const YoloHead head = write_yolo_nms_onnx(onnx, nms_onnx, yolo, /*tensorrt_plugin=*/true);
+    result.layout = yolo_layout_name(head.layout);
+    result.description = head.description;
+    TRT_LOG_INFO("build_yolo: {}; EfficientNMS_TRT model written to {}", head.description,
+                 nms_onnx.string());
+    try {
+      result.build = build_with_trtexec(head.layout == YoloLayout::kEndToEnd ? onnx : nms_onnx,
+                                        output, build, /*dry_run=*/false);
+    } catch (...) {
+      std::error_code ec;
+      fs::remove(nms_onnx, ec);  // nothing left behind by a failed build
+      throw;
+    }
+    return result;
+  }
   require_regular_file(onnx, "ONNX model");
   ir::Model model = onnx_io::load_model(onnx);
   YoloBuildResult result;

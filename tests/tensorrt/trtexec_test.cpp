@@ -16,6 +16,7 @@
 #include "onnx/onnx_io.h"
 #include "trtutils/file_util.h"
 #include "trtutils/status.h"
+#include "trtutils/yolo.h"
 
 namespace trtutils::tensorrt {
 namespace {
@@ -383,6 +384,69 @@ TEST(TrtexecIntegration, BuildsWithRealTrtexec) {
   const auto r = builder::build_with_trtexec(dir / "m.onnx", dir / "m.engine", c, false);
   EXPECT_GT(fs::file_size(r.engine_path), 0u);
   fs::remove_all(dir);
+}
+
+// build_yolo --backend tensorrt: the model handed to trtexec carries TensorRT's EfficientNMS_TRT
+// plugin node (kept beside the engine), and --dry_run prints the command.
+class FakeTrtexecYolo : public FakeTrtexec {
+ protected:
+  fs::path boxes_scores_model() {
+    ir::GraphBuilder b("yolo_pair");
+    auto x = b.input("images", DataType::kFloat32, {1, 3, 8, 8});
+    auto m = b.node("ReduceMean", {x}, {ir::attr_int("keepdims", 0)})[0];
+    auto bx = b.initializer("bx", Tensor(DataType::kFloat32, {1, 6, 4}));
+    auto sc = b.initializer("sc", Tensor(DataType::kFloat32, {1, 6, 2}));
+    b.output(b.node_with_outputs("Add", {bx, m}, {"boxes"})[0], DataType::kFloat32,
+             ir::SymShape{1, 6, 4});
+    b.output(b.node_with_outputs("Add", {sc, m}, {"scores"})[0], DataType::kFloat32,
+             ir::SymShape{1, 6, 2});
+    const fs::path p = dir_ / "yolo.onnx";
+    onnx_io::save_model(b.build(17), p);
+    return p;
+  }
+};
+
+TEST_F(FakeTrtexecYolo, WritesThePluginModelAndBuilds) {
+  install("100300");
+  const fs::path onnx = boxes_scores_model();
+  const fs::path out = dir_ / "det.engine";
+  const auto r = builder::build_yolo_engine(
+      onnx, out, {.num_classes = 2, .conf_threshold = 0.3f, .top_k = 5, .box_coding = "corner"},
+      {.fp16 = true, .backend = "tensorrt"});
+  EXPECT_EQ(r.layout, "boxes_scores");
+  EXPECT_EQ(read_file(out), "plan");
+  const fs::path nms = dir_ / "det_nms.onnx";
+  EXPECT_NE(recorded().find("--onnx=" + nms.string()), std::string::npos) << recorded();
+  const ir::Model m = onnx_io::load_model(nms);
+  const ir::Node* plugin = nullptr;
+  for (const auto& n : m.graph.nodes)
+    if (n.op_type == "EfficientNMS_TRT") plugin = &n;
+  ASSERT_NE(plugin, nullptr);
+  EXPECT_EQ(plugin->domain, "");
+  EXPECT_EQ(plugin->attr_int("max_output_boxes", 0), 5);
+  EXPECT_EQ(plugin->attr_int("background_class", 0), -1);
+  EXPECT_EQ(plugin->attr_int("box_coding", -1), 0);
+  EXPECT_FLOAT_EQ(plugin->attr_float("score_threshold", 0), 0.3f);
+  EXPECT_EQ(plugin->attr_string("plugin_version", ""), "1");
+  for (const auto& o : m.opset_imports) EXPECT_NE(o.domain, "com.trtutils");
+  ASSERT_EQ(m.graph.outputs.size(), 4u);
+  EXPECT_EQ(m.graph.outputs[0].name, "num_dets");
+}
+
+TEST_F(FakeTrtexecYolo, CliDryRunPrintsTheCommand) {
+  install("100300");
+  const fs::path onnx = boxes_scores_model();
+  const auto r =
+      test_util::run_command(std::string(TRTUTILS_CLI) + " build_yolo --onnx " + onnx.string() +
+                             " --output " + (dir_ / "d.engine").string() +
+                             " --num_classes 2 --box_coding corner --backend tensorrt "
+                             "--dry_run --fp16");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("trtexec --onnx=" + (dir_ / "d_nms.onnx").string()), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("--fp16"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "d_nms.onnx"));
+  EXPECT_FALSE(fs::exists(dir_ / "d.engine"));
 }
 
 }  // namespace

@@ -2,13 +2,17 @@
 //   [--iou_threshold 0.5] [--top_k 100] [--box_coding center_size|corner] [--class_agnostic]
 //   [every build flag: --fp16, --int8, --calibration_data, --shape, --backend, ...]
 // A YOLO detector with EfficientNMS inside the engine (include/trtutils/yolo.h); the engine's
-// outputs are num_dets, det_boxes, det_scores, det_classes. Exit codes as build's.
+// outputs are num_dets, det_boxes, det_scores, det_classes. --backend tensorrt writes
+// <output stem>_nms.onnx with TensorRT's EfficientNMS_TRT plugin node and hands it to trtexec
+// (--dry_run: prints the command). Exit codes as build's.
 #include <fmt/format.h>
 
 #include "build_flags.h"
 #include "commands.h"
 #include "core/check.h"
+#include "engine/yolo_head.h"
 #include "flag_ranges.h"
+#include "tensorrt/trtexec.h"
 #include "trtutils/logging.h"
 #include "trtutils/yolo.h"
 
@@ -23,6 +27,13 @@ struct BuildYoloFlags {
 
 void build_yolo(BuildYoloFlags& f, const CLI::App* sub) {
   const builder::BuildConfig& c = resolve_build_flags(f.build, sub);
+  if (c.backend == "tensorrt" && f.build.dry_run) {
+    const auto nms_onnx = builder::tensorrt_nms_onnx_path(f.build.output);
+    const auto head = builder::write_yolo_nms_onnx(f.build.onnx, nms_onnx, f.yolo, true);
+    fmt::print("{}\nEfficientNMS_TRT model written to {}\n", head.description, nms_onnx.string());
+    (void)builder::build_with_trtexec(nms_onnx, f.build.output, c, /*dry_run=*/true);
+    return;
+  }
   TRT_CHECK_ARG(!f.build.dry_run, "--dry_run applies to --backend tensorrt only");
   const builder::YoloBuildResult r =
       builder::build_yolo_engine(f.build.onnx, f.build.output, f.yolo, c);
