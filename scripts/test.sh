@@ -5,7 +5,8 @@
 #      scripts/fuzz.sh builds them with clang's libFuzzer for fuzzing sessions);
 #   2. the release build runs everything: unit tests, ONNX backend conformance, and the
 #      end-to-end comparisons with ONNX Runtime on torchvision models (plain and quantized).
-# Extra arguments go to the final ctest (e.g. -L unit). Prints ctest's summary last.
+# Extra arguments go to the final ctest (e.g. -L unit). Prints ctest's summary, then pytest's (the
+# Python package's suite, ctest test python_api).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -32,4 +33,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRTUTILS_WERROR=ON \
 cmake --build build -j"$jobs"
 echo "[test.sh] release build done at ${SECONDS} s"
 cd build
-ctest --output-on-failure -j"$jobs" --timeout 1800 "$@"
+status=0
+ctest --output-on-failure -j"$jobs" --timeout 1800 "$@" || status=$?
+# The Python package's pytest summary (ctest test python_api), after ctest's own.
+pytest_line=$(grep -E "^=* ?[0-9]+ (passed|failed)|^[0-9]+ (passed|failed)" Testing/Temporary/LastTest.log | tail -1 || true)
+[ -n "$pytest_line" ] && echo "[test.sh] pytest (python_api): ${pytest_line}"
+echo "[test.sh] done at ${SECONDS} s"
+exit "$status"

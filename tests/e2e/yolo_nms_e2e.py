@@ -308,6 +308,7 @@ def main():
     cases = [
         ("yolov8", v8, 13, True, 2, "center_size", 0.25, 0.45, 100, False, 11),
         ("yolov8_agnostic_top5", v8, 17, False, 1, "center_size", 0.1, 0.3, 5, True, 12),
+        ("yolov8_conf0.01", v8, 13, False, 1, "center_size", 0.01, 0.6, 200, False, 15),
         ("yolov5", v5, 11, False, 2, "center_size", 0.3, 0.5, 50, False, 13),
         ("boxes_scores", pair, 13, True, 2, "corner", 0.5, 0.5, 100, False, 14),
     ]

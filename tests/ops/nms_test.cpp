@@ -374,5 +374,74 @@ std::vector<RandomCase> random_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Nms, EfficientNmsRandom, ::testing::ValuesIn(random_cases()));
 
+// Against ONNX's own NonMaxSuppression (whose CPU kernel passes ONNX's backend tests), run per
+// class with no per-class limit, its selections merged by score and cut at max_output_boxes:
+// the same detections. Scores and boxes are continuous, so that ONNX's strict thresholds
+// (score > t, IoU > t) and EfficientNMS's inclusive ones (>=) decide alike.
+TEST(EfficientNms, MatchesOnnxNonMaxSuppressionMergedAcrossClasses) {
+  const int64_t n = 2, a = 200, c = 5;
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  for (int64_t coding : {0, 1}) {
+    for (float iou : {0.3f, 0.6f}) {
+      std::vector<float> boxes(static_cast<size_t>(n * a * 4)),
+          scores(static_cast<size_t>(n * a * c));
+      for (int64_t i = 0; i < n * a; ++i) {
+        const float cx = 40.0f * u(rng), cy = 40.0f * u(rng);
+        const float w = 3.0f + 10.0f * u(rng), h = 3.0f + 10.0f * u(rng);
+        float* b = &boxes[static_cast<size_t>(i * 4)];
+        if (coding == 1) {
+          b[0] = cx, b[1] = cy, b[2] = w, b[3] = h;
+        } else {
+          b[0] = cx - w / 2, b[1] = cy - h / 2, b[2] = cx + w / 2, b[3] = cy + h / 2;
+        }
+      }
+      for (auto& v : scores) v = u(rng);
+      NmsOptions o;
+      o.score_threshold = 0.2f;
+      o.iou_threshold = iou;
+      o.max_output_boxes = 60;
+      o.box_coding = coding;
+      const Tensor tb = Tensor::from_vector(DataType::kFloat32, {n, a, 4}, boxes);
+      const auto ours = run_nms(o, tb, Tensor::from_vector(DataType::kFloat32, {n, a, c}, scores));
+      // ONNX wants scores [N, C, A].
+      std::vector<float> sca(scores.size());
+      for (int64_t img = 0; img < n; ++img)
+        for (int64_t an = 0; an < a; ++an)
+          for (int64_t cl = 0; cl < c; ++cl)
+            sca[static_cast<size_t>((img * c + cl) * a + an)] =
+                scores[static_cast<size_t>((img * a + an) * c + cl)];
+      const auto sel = run(node("NonMaxSuppression", {ai("center_point_box", coding)}), 11,
+                           {tb, Tensor::from_vector(DataType::kFloat32, {n, c, a}, sca),
+                            Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {a}),
+                            Tensor::from_vector<float>(DataType::kFloat32, {1}, {iou}),
+                            Tensor::from_vector<float>(DataType::kFloat32, {1}, {0.2f})})[0];
+      for (int64_t img = 0; img < n; ++img) {
+        struct Pick {
+          float score;
+          int64_t anchor, cls;
+        };
+        std::vector<Pick> picks;
+        for (int64_t r = 0; r < sel.dim(0); ++r) {
+          const int64_t* t = sel.data<int64_t>() + r * 3;
+          if (t[0] != img) continue;
+          picks.push_back({scores[static_cast<size_t>((img * a + t[2]) * c + t[1])], t[2], t[1]});
+        }
+        std::sort(picks.begin(), picks.end(), [](const Pick& x, const Pick& y) {
+          return x.score != y.score ? x.score > y.score : x.anchor < y.anchor;
+        });
+        if (picks.size() > 60) picks.resize(60);
+        const auto got = detections(ours, img);
+        ASSERT_EQ(got.size(), picks.size()) << "coding " << coding << " iou " << iou;
+        ASSERT_GT(got.size(), 10u);
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(got[i].score, picks[i].score) << i;
+          EXPECT_EQ(got[i].cls, picks[i].cls) << i;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trtutils
