@@ -90,6 +90,11 @@ struct BuildConfig {
   // GPU engines: a layer without a GPU kernel runs on the CPU backend inside the engine (named
   // in a build warning, `cpu (fallback)` in inspect). no_fallback: such a model is refused.
   bool no_fallback = false;
+  // GPU engines: kernel switches recorded in the engine (NAME or TRTUTILS_CUDA_NAME -> value,
+  // e.g. {"FUSION", "0"}, {"IGEMM", "force"}), on top of the TRTUTILS_CUDA_* variables set when
+  // building; the engine then runs with exactly these wherever it is loaded (the environment at
+  // run time changes nothing). Unknown names: Error(kInvalidArgument) listing the known ones.
+  std::map<std::string, std::string> gpu_switches{};
   int num_threads = 0;  // CPU threads for calibration and timing; 0: all cores
 };
 

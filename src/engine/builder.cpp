@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backends/cuda/cuda_executor.h"
+#include "backends/cuda/kernel_switches.h"
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
@@ -90,7 +91,8 @@ json config_json(const BuildConfig& c) {
          {"max_shapes", shapes(c.max_shapes)},
          {"workspace", c.workspace},
          {"optimization_level", c.optimization_level},
-         {"no_fallback", c.no_fallback}};
+         {"no_fallback", c.no_fallback},
+         {"gpu_switches", c.gpu_switches}};
   if (c.data_batcher) {
     const auto& b = *c.data_batcher;
     j["data_batcher"] = {{"image_dir", b.image_dir.string()},
@@ -139,6 +141,41 @@ void apply_fixed_shapes(ir::Graph& g, const std::map<std::string, Shape>& shapes
       TRT_CHECK_ARG(d >= 1, "{}: input '{}': dimensions must be >= 1, got {}", flag, name,
                     shape_str(shape));
   }
+}
+
+// ---- GPU kernel switches ----
+
+// The switches a GPU engine records (backends/cuda/kernel_switches.h): TRTUTILS_CUDA_* set now,
+// then config.gpu_switches (NAME or TRTUTILS_CUDA_NAME), which win. Unknown names from the
+// config are errors, from the environment warnings.
+cuda::KernelSwitches recorded_gpu_switches(const BuildConfig& c, BuildResult& result) {
+  const auto& known = cuda::known_switches();
+  const auto is_known = [&](const std::string& n) {
+    return std::binary_search(known.begin(), known.end(), n);
+  };
+  cuda::KernelSwitches s;
+  s.use_environment = false;
+  for (const auto& [name, value] : cuda::switches_from_environment().values) {
+    if (is_known(name)) {
+      s.values[name] = value;
+      continue;
+    }
+    result.warnings.push_back(fmt::format("{} is set but is no kernel switch: ignored", name));
+    TRT_LOG_WARN("{}", result.warnings.back());
+  }
+  for (const auto& [key, value] : c.gpu_switches) {
+    const std::string name = key.rfind("TRTUTILS_CUDA_", 0) == 0 ? key : "TRTUTILS_CUDA_" + key;
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k.substr(14);
+    TRT_CHECK_ARG(is_known(name), "gpu switch '{}' is unknown; the switches are: {}", key, names);
+    s.values[name] = value;
+  }
+  if (!s.values.empty()) {
+    std::string list;
+    for (const auto& [n, v] : s.values) list += fmt::format(" {}={}", n, v);
+    TRT_LOG_INFO("GPU kernel switches recorded in the engine:{}", list);
+  }
+  return s;
 }
 
 // ---- calibration ----
@@ -511,6 +548,12 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
               dev.why);
   }
 
+  // GPU engines run with the kernel switches of their build wherever they are loaded; the
+  // builder's own GPU planning (coverage, fusions) sees the same ones.
+  const cuda::KernelSwitches switches =
+      backend == "cuda" ? recorded_gpu_switches(c, result) : cuda::KernelSwitches{{}, false};
+  const cuda::SwitchScope switch_scope(&switches);
+
   std::error_code ec;
   require_regular_file(onnx, "ONNX model");
   TRT_CHECK_ARG(!output.empty(), "the output engine path is empty");
@@ -526,8 +569,9 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     if (!c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec))
       calib_bytes = read_file(c.calibration_cache);
     const std::string key_text = cfg_json.dump(-1, ' ', false, json::error_handler_t::replace) +
-                                 "|" + backend + "|" + std::to_string(target_sm) + "|" +
-                                 TRTUTILS_VERSION + "|" + p.cpu_model;
+                                 "|" + backend + "|" + json(switches.values).dump() + "|" +
+                                 std::to_string(target_sm) + "|" + TRTUTILS_VERSION + "|" +
+                                 p.cpu_model;
     uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     h = engine::checksum64(reinterpret_cast<const uint8_t*>(key_text.data()), key_text.size(), h);
     h = engine::checksum64(reinterpret_cast<const uint8_t*>(calib_bytes.data()), calib_bytes.size(),
@@ -815,6 +859,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
              {"target_sm", backend == "cuda" ? engine_sm : 0},
              {"tf32", c.tf32},
              {"no_fallback", c.no_fallback},
+             {"gpu_switches", switches.values},
              {"fallback_layers", result.fallback_layers},
              {"strongly_typed", c.strongly_typed},
              {"explicit_quantization", explicit_qdq},

@@ -196,6 +196,10 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     eo.profile = options.profile;
     eo.allow_tf32 = impl_->data.info.value("tf32", false);
     eo.allow_fallback = !impl_->data.info.value("no_fallback", false);
+    // Exactly the kernel switches the builder recorded: the environment changes nothing.
+    eo.switches.use_environment = false;
+    if (auto it = impl_->data.info.find("gpu_switches"); it != impl_->data.info.end())
+      eo.switches.values = it->get<std::map<std::string, std::string>>();
     bool static_inputs = true;
     for (const auto& in : impl_->inputs)
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;

@@ -4,15 +4,19 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "backends/cuda/resnet_block.h"
+#include "engine/attention_model.h"
 #include "engine/engine_file.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
 #include "trtutils/builder.h"
+#include "trtutils/status.h"
 
 namespace trtutils {
 namespace {
@@ -129,20 +133,7 @@ TEST(GpuEngineLayers, KernelColumnNamesTheExecutorsFusions) {
   const fs::path dir =
       fs::temp_directory_path() / ("trtutils_gpu_layers_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  ir::GraphBuilder b("attention");
-  const std::string q = b.input("q", DataType::kFloat32, {2, 4, 10, 8});
-  const std::string k = b.input("k", DataType::kFloat32, {2, 4, 8, 10});
-  const std::string v = b.input("v", DataType::kFloat32, {2, 4, 10, 8});
-  Tensor c(DataType::kFloat32, {});
-  c.data<float>()[0] = 0.35f;
-  const std::string s = b.node("MatMul", {q, k}, {}, 1, "", "scores")[0];
-  const std::string ss = b.node("Mul", {s, b.initializer("c", c)}, {}, 1, "", "scale")[0];
-  const std::string p = b.node("Softmax", {ss}, {ir::attr_int("axis", -1)}, 1, "", "softmax")[0];
-  const std::string o = b.node("MatMul", {p, v}, {}, 1, "", "context")[0];
-  Tensor w(DataType::kFloat32, {8, 6}), bias(DataType::kFloat32, {6});
-  const std::string h = b.node("MatMul", {o, b.initializer("w", w)}, {}, 1, "", "proj")[0];
-  b.output(b.node("Add", {h, b.initializer("bias", bias)}, {}, 1, "", "proj_bias")[0]);
-  onnx_io::save_model(b.build(17), dir / "attention.onnx");
+  testing_models::save_attention_model(dir / "attention.onnx");
   builder::BuildConfig cfg;
   cfg.backend = "cuda";
   cfg.target_sm = 90;
@@ -155,6 +146,59 @@ TEST(GpuEngineLayers, KernelColumnNamesTheExecutorsFusions) {
     EXPECT_EQ(kernel[n], "fused: cuda.Attention (context)") << n;
   EXPECT_EQ(kernel["proj"], "fused: cuda.MatMulBias (proj)");
   EXPECT_EQ(kernel["proj_bias"], "fused: cuda.MatMulBias (proj)");
+  fs::remove_all(dir);
+}
+
+// GPU engines record their kernel switches (backends/cuda/kernel_switches.h): given with
+// BuildConfig::gpu_switches or set as TRTUTILS_CUDA_* while building; the builder's fusion plan
+// follows them; unknown names are an error (config) or a warning (environment).
+TEST(GpuEngineSwitches, RecordedFromTheConfigAndTheEnvironment) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("trtutils_gpu_switches_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  testing_models::save_attention_model(dir / "attention.onnx");
+  const auto build = [&](builder::BuildConfig cfg, const std::string& name) {
+    cfg.backend = "cuda";
+    cfg.target_sm = 90;
+    const builder::BuildResult r = builder::build_engine(dir / "attention.onnx", dir / name, cfg);
+    const engine::EngineData e = engine::read_engine_file(dir / name);
+    std::string scores_kernel;
+    for (size_t i = 0; i < e.layers.size(); ++i)
+      if (e.model.graph.nodes[i].name == "scores") scores_kernel = e.layers[i].kernel;
+    return std::tuple{r, e.info.at("gpu_switches"), scores_kernel};
+  };
+  ::unsetenv("TRTUTILS_CUDA_ATTENTION");
+  auto [r0, sw0, k0] = build({}, "default.engine");
+  EXPECT_TRUE(sw0.empty()) << sw0.dump();
+  EXPECT_EQ(k0, "fused: cuda.Attention (context)");
+
+  builder::BuildConfig off;
+  off.gpu_switches = {{"ATTENTION", "0"}};
+  auto [r1, sw1, k1] = build(off, "flag.engine");
+  EXPECT_EQ(sw1.at("TRTUTILS_CUDA_ATTENTION"), "0") << sw1.dump();
+  EXPECT_EQ(k1.find("Attention"), std::string::npos) << k1;
+
+  ::setenv("TRTUTILS_CUDA_ATTENTION", "0", 1);
+  ::setenv("TRTUTILS_CUDA_NOT_A_SWITCH", "1", 1);
+  auto [r2, sw2, k2] = build({}, "env.engine");
+  ::unsetenv("TRTUTILS_CUDA_ATTENTION");
+  ::unsetenv("TRTUTILS_CUDA_NOT_A_SWITCH");
+  EXPECT_EQ(sw2.at("TRTUTILS_CUDA_ATTENTION"), "0") << sw2.dump();
+  EXPECT_FALSE(sw2.contains("TRTUTILS_CUDA_NOT_A_SWITCH"));
+  EXPECT_EQ(k2.find("Attention"), std::string::npos) << k2;
+  bool warned = false;
+  for (const auto& w : r2.warnings) warned = warned || w.find("NOT_A_SWITCH") != std::string::npos;
+  EXPECT_TRUE(warned);
+
+  builder::BuildConfig bad;
+  bad.gpu_switches = {{"FUSIONN", "0"}};
+  try {
+    build(bad, "bad.engine");
+    ADD_FAILURE() << "an unknown switch was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("FUSION"), std::string::npos) << e.what();
+  }
   fs::remove_all(dir);
 }
 

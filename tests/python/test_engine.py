@@ -128,9 +128,16 @@ def test_gil_released_while_building_and_running(workdir: Path) -> None:
         build_engine("model.onnx", "gil.engine", optimization_level=1)
         during_build = ticks - before
         engine = trtutils.TRTEngine("gil.engine")
+        x = engine.get_random_input()
         before = ticks
-        for _ in range(5):
-            engine.execute(engine.get_random_input())
+        # At least 0.5 s of executions: one of a few milliseconds can end before the other
+        # thread is scheduled at all on a loaded machine (seen in CI: 0 ticks over 5 runs).
+        import time
+        t_end = time.monotonic() + 0.5
+        while time.monotonic() < t_end or ticks == before:
+            engine.execute(x)
+            if time.monotonic() > t_end + 5.0:
+                break
         during_run = ticks - before
     finally:
         stop.set()

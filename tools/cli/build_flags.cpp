@@ -31,6 +31,12 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub) {
   c.calibration_data = f.calibration_data;
   c.timing_cache = f.timing_cache;
   c.workspace = f.workspace_mib << 20;
+  for (const auto& kv : f.gpu_switches) {
+    const size_t eq = kv.find('=');
+    TRT_CHECK_ARG(eq != std::string::npos && eq > 0,
+                  "--gpu_switch '{}': expected NAME=VALUE (e.g. FUSION=0)", kv);
+    c.gpu_switches[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   if (!f.batcher.calibration_dir.empty()) {
     TRT_CHECK_ARG(f.calibration_data.empty(),
                   "give either --calibration_data or --calibration_dir, not both");
@@ -128,6 +134,10 @@ void add_build_flags(CLI::App* sub, BuildFlags& f) {
   sub->add_flag("--no_fallback", f.config.no_fallback,
                 "GPU engines: refuse a model with a layer no GPU kernel runs, instead of running "
                 "that layer on the CPU");
+  sub->add_option("--gpu_switch", f.gpu_switches,
+                  "GPU engines: NAME=VALUE kernel switch recorded in the engine (e.g. FUSION=0, "
+                  "IGEMM=force; repeatable; TRTUTILS_CUDA_* variables set at build time are "
+                  "recorded too)");
 }
 
 }  // namespace trtutils::cli

@@ -18,6 +18,7 @@ struct BuildFlags {
   BatcherFlags batcher;
   std::vector<std::string> layer_precision, input_formats, output_formats;
   std::vector<std::string> shapes, min_shapes, opt_shapes, max_shapes;
+  std::vector<std::string> gpu_switches;  // NAME=VALUE
   uint64_t workspace_mib = 0;
   bool dry_run = false;
 };

@@ -85,6 +85,12 @@ void inspect(const InspectOptions& o) {
   fmt::print("backend: {} (target SM {}), runs here on: {}\n", engine->backend(),
              engine->target_sm(), engine->runtime_backend());
   fmt::print("typing: {}\n", engine->strongly_typed() ? "strongly typed" : "weakly typed");
+  if (info.contains("gpu_switches") && !info["gpu_switches"].empty()) {
+    std::string sw;
+    for (const auto& [k, v] : info["gpu_switches"].items())
+      sw += fmt::format(" {}={}", k, v.get<std::string>());
+    fmt::print("GPU kernel switches (recorded at build):{}\n", sw);
+  }
   if (info.contains("calibration") && info["calibration"].value("source", "none") != "none")
     fmt::print("calibration: {}\n", info["calibration"].dump());
   fmt::print("memory: weights {:.2f} MiB, activation arena {:.2f} MiB\n",

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/kernel_switches.h"
 #include "engine/tactics.h"
 #include "trtutils/logging.h"
 
@@ -193,29 +194,18 @@ void require_indexable(const ir::Node& node, int64_t numel) {
             "{}: {} elements exceed the CUDA kernels' 2^31 limit", node.describe(), numel);
 }
 
-bool env_switch_now(const char* name, bool def) {
-  const char* e = std::getenv(name);
+bool kernel_switch(const char* name, bool def) {
+  const char* e = switch_value(name);
   if (!e) return def;
   const std::string s = e;
   return !(s == "0" || s == "off" || s == "false");
 }
 
-bool env_switch(const char* name, bool def) {
-  static std::mutex mu;
-  static std::map<std::string, bool> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second;
-  const bool v = env_switch_now(name, def);
-  cache.emplace(name, v);
-  return v;
-}
-
 AltMode alt_mode(const char* name) {
-  const char* f = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
-  const char* g = std::getenv(name);
+  const char* f = switch_value("TRTUTILS_CUDA_FUSED_CONV");
+  const char* g = switch_value(name);
   if (g && std::string(g) == "force") return AltMode::kForce;
-  if ((f && std::string(f) == "force") || (g && !env_switch(name, true))) return AltMode::kOff;
+  if ((f && std::string(f) == "force") || (g && !kernel_switch(name, true))) return AltMode::kOff;
   return AltMode::kTimed;
 }
 

@@ -14,6 +14,7 @@
 #include "backends/cpu/elementwise_common.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/kernel_switches.h"
 #include "engine/session.h"
 #include "ops/tensor_shapes.h"
 #include "trtutils/logging.h"
@@ -211,7 +212,7 @@ Value& Executor::Impl::in_layout(RunContext& ctx, Value& v, bool nhwc) {
 void Executor::Impl::build() {
   ir::Graph& g = model.graph;
   opset = model.opset();
-  if (env_switch("TRTUTILS_CUDA_FUSION", true)) fuse_for_gpu(g, opset);
+  if (kernel_switch("TRTUTILS_CUDA_FUSION", true)) fuse_for_gpu(g, opset);
   TRT_CUDA_CHECK(cudaSetDevice(options.device));
   TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   TRT_CUDNN_CHECK(cudnnCreate(&cudnn));
@@ -345,9 +346,9 @@ RunContext Executor::Impl::context(const ir::Node* node) {
   c.weight_bytes = &weight_bytes;
   c.timing = timing.get();
   // TRTUTILS_CUDA_CHANNELS_LAST=0 turns channels-last off for A/B measurements.
-  c.channels_last = options.channels_last && env_switch("TRTUTILS_CUDA_CHANNELS_LAST", true);
+  c.channels_last = options.channels_last && kernel_switch("TRTUTILS_CUDA_CHANNELS_LAST", true);
   c.channels_last_min_batch = options.channels_last_min_batch;
-  if (const char* e = std::getenv("TRTUTILS_CUDA_NHWC_MIN_BATCH"))
+  if (const char* e = switch_value("TRTUTILS_CUDA_NHWC_MIN_BATCH"))
     c.channels_last_min_batch = std::atoll(e);
   return c;
 }
@@ -820,17 +821,20 @@ Executor::Executor(const ir::Model& model, const ExecutorOptions& options)
             "the CUDA backend cannot run here: {}; use the cpu backend", impl_->status.why);
   impl_->options = options;
   impl_->model = model;
+  const SwitchScope scope(&impl_->options.switches);
   impl_->build();
 }
 
 Executor::~Executor() = default;
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
+  const SwitchScope scope(&impl_->options.switches);
   return impl_->run(feeds);
 }
 
 void Executor::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
                        std::map<std::string, DeviceBuffer>& outputs, void* stream) {
+  const SwitchScope scope(&impl_->options.switches);
   impl_->enqueue(inputs, outputs, static_cast<cudaStream_t>(stream));
 }
 

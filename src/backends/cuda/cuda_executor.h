@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/kernel_switches.h"
 #include "ir/graph.h"
 
 namespace trtutils::cuda {
@@ -71,6 +72,10 @@ struct ExecutorOptions {
   // Nodes without a GPU kernel run on the CPU backend (the builder's --no_fallback turns it off
   // and records that in the engine). Off: such a node is an error at construction.
   bool allow_fallback = true;
+  // The kernel switches (kernel_switches.h) in effect while this Executor builds and runs: an
+  // engine's recorded ones (the runtime sets use_environment = false), or by default the
+  // environment's TRTUTILS_CUDA_* variables (tests and bench tools flip kernels that way).
+  KernelSwitches switches{};
 };
 
 // The last run's host-to-device copies, node execution (or graph launch) and device-to-host

@@ -248,12 +248,9 @@ void register_attention_ops(OpTable& t);
 void register_conv_transpose_ops(OpTable& t);  // ops_conv_transpose.cpp
 void register_nms_ops(OpTable& t);             // ops_nms.cpp: com.trtutils::EfficientNMS
 
-// A switch from the environment for A/B measurements on the device: "0" / "off" / "false" turn
-// it off, any other value on; unset: `def`. Read once per process.
-bool env_switch(const char* name, bool def);
-// The same switch read at every call (for options that tests set and unset, and that a
-// fusion or an op reads when an engine is loaded).
-bool env_switch_now(const char* name, bool def);
+// A kernel switch (kernel_switches.h: the engine's recorded value, or for an Executor made
+// directly the environment): "0" / "off" / "false" turn it off, any other value on; unset: `def`.
+bool kernel_switch(const char* name, bool def);
 
 // How an alternative kernel is chosen against the default one: never, timed on the first eager
 // run, or always (env `name` = 0 / unset / force). TRTUTILS_CUDA_FUSED_CONV=force means the

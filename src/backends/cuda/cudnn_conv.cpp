@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cudnn_util.h"
+#include "backends/cuda/kernel_switches.h"
 #include "ops/nn_geometry.h"
 #include "trtutils/logging.h"
 
@@ -241,7 +242,7 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const C
     // fuse whenever cuDNN can; default: fuse when IMPLICIT_PRECOMP_GEMM is no slower than the
     // fastest algorithm plus an epilogue pass (y read + written, a residual read: ~2.5 y bytes
     // at ~2.5 TB/s, plus a launch), as timed by cudnnFind on this device.
-    const char* env = std::getenv("TRTUTILS_CUDA_FUSED_CONV");
+    const char* env = switch_value("TRTUTILS_CUDA_FUSED_CONV");
     const std::string policy = env ? env : "auto";
     const cudnnConvolutionFwdAlgoPerf_t* precomp = nullptr;
     for (int i = 0; i < found && !precomp; ++i)

@@ -58,7 +58,7 @@ bool default_domain(const ir::Node& n) {
 // An A/B switch read at every call (the tests set and unset them): on unless the variable is 0,
 // off or false.
 bool switch_on(const char* name) {
-  return env_switch_now(name, true);
+  return kernel_switch(name, true);
 }
 
 class Fuser {
@@ -1316,7 +1316,7 @@ std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t ops
   ir::Graph copy = graph;
   std::map<std::string, FusedInto> absorbed;
   promote_half_islands(copy, &absorbed);
-  Fuser(copy, opset, env_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
+  Fuser(copy, opset, kernel_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
       .run(&absorbed);
   return absorbed;
 }
@@ -1324,7 +1324,7 @@ std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t ops
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset) {
   promote_half_islands(graph, nullptr);
   const size_t n =
-      Fuser(graph, opset, env_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
+      Fuser(graph, opset, kernel_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
           .run();
   if (n)
     TRT_LOG_VERBOSE(

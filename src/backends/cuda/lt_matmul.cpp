@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/kernel_switches.h"
 
 namespace trtutils::cuda {
 
@@ -358,11 +359,8 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(RunContext& ctx, Plan& pl,
 }
 
 bool LtMatmul::timing_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("TRTUTILS_CUDA_LT_TIMING");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
+  const char* e = switch_value("TRTUTILS_CUDA_LT_TIMING");
+  return !(e && std::string(e) == "0");
 }
 
 }  // namespace trtutils::cuda

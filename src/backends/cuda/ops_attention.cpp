@@ -363,9 +363,9 @@ class AttentionQOp : public GpuOp {
     d_.p_scale = node.attr_float("p_scale", 1.0f);
     d_.qk_dq = node.attr_float("qk_dq", 1.0f);
     d_.pv_dq = node.attr_float("pv_dq", 1.0f);
-    d_.resident = env_switch("TRTUTILS_CUDA_ATTENTION_FP8_RESIDENT", true);
+    d_.resident = kernel_switch("TRTUTILS_CUDA_ATTENTION_FP8_RESIDENT", true);
     // Read per engine (the tests run both resident kernels).
-    d_.one_pass = env_switch_now("TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS", true);
+    d_.one_pass = kernel_switch("TRTUTILS_CUDA_ATTENTION_FP8_ONE_PASS", true);
     d_.q_pre = node.attr_float("q_pre", 1.0f);
     d_.q_pre_op = static_cast<int>(node.attr_int("q_pre_op", 0));
     d_.k_pre = node.attr_float("k_pre", 1.0f);

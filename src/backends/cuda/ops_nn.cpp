@@ -521,7 +521,7 @@ class ConvOp : public GpuOp {
   const void* w_dw_src_ = nullptr;
   LtMatmul pw_lt_;
   LtMatmul patch_lt_;
-  bool patch_enabled_ = env_switch("TRTUTILS_CUDA_PATCH_GEMM", true);
+  bool patch_enabled_ = kernel_switch("TRTUTILS_CUDA_PATCH_GEMM", true);
   bool patch_ = false;
   std::shared_ptr<void> w_krsc_;
   const void* w_src_ = nullptr;

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/kernel_switches.h"
 #include "ops/qlinear_ops.h"
 #include "ops/quant_params.h"
 #include "trtutils/logging.h"
@@ -556,7 +557,7 @@ class QOp : public GpuOp {
     // to one).
     bool dilated = false;
     for (int64_t d : node.attr_ints("dilations", {})) dilated = dilated || d != 1;
-    const char* int8_conv = std::getenv("TRTUTILS_CUDA_INT8_CONV");
+    const char* int8_conv = switch_value("TRTUTILS_CUDA_INT8_CONV");
     cudnn_int8_ = int8_conv && std::string(int8_conv) == "cudnn" && path_ == Path::kInt8 &&
                   kind_ == Kind::kConv && w.shape.size() == 4 && group == 1 && !dilated &&
                   x_t == DataType::kInt8 && x_zp_ == 0.0f && n_ % 4 == 0;
@@ -569,7 +570,7 @@ class QOp : public GpuOp {
     // the epilogue fused; W packed [taps, C]. TRTUTILS_CUDA_INT8_DEPTHWISE=0 turns it off.
     dw_ = kind_ == Kind::kConv && w.shape.size() == 4 && w.shape[1] == 1 && group > 1 &&
           n_ == group && is_int8(x_t) && w.dtype == DataType::kInt8 && w_zp_zero && scales_ok &&
-          channels_last_ && wt && env_switch("TRTUTILS_CUDA_INT8_DEPTHWISE", true);
+          channels_last_ && wt && kernel_switch("TRTUTILS_CUDA_INT8_DEPTHWISE", true);
     if (dw_) pack_depthwise_weights(ctx);
     prepared_ = true;
   }
@@ -968,7 +969,7 @@ class QOp : public GpuOp {
       p.k = kp_;
       p.trans_b = true;
     }
-    if (path_ == Path::kFp8 && fp16_acc_ok_ && env_switch("TRTUTILS_CUDA_FP8_HALF_ACC", true)) {
+    if (path_ == Path::kFp8 && fp16_acc_ok_ && kernel_switch("TRTUTILS_CUDA_FP8_HALF_ACC", true)) {
       // float16 products (half the float32 accumulator's bytes): alpha = x_scale * min w_scale
       // keeps every value at or below its true magnitude (no overflow), the epilogue multiplies
       // by w_scale[c] / min (colscale_half_).
@@ -1023,7 +1024,7 @@ class QOp : public GpuOp {
     if (epilogue_.act != k::Act::kNone && epilogue_.act != k::Act::kRelu) return false;
     if (e.residual && (e.residual_t != DataType::kInt8 || epilogue_.r_zp != 0.0f)) return false;
     if (e.channels_first && e.positions != 1) return false;
-    return env_switch("TRTUTILS_CUDA_INT8_REQUANT", true);
+    return kernel_switch("TRTUTILS_CUDA_INT8_REQUANT", true);
   }
 
   // Whether cuBLASLt can write the float8 output itself: E4M3 X, W and Y without zero points,
@@ -1038,7 +1039,7 @@ class QOp : public GpuOp {
     if (e.residual && (e.residual_t != DataType::kFloat8E4M3FN || epilogue_.r_zp != 0.0f))
       return false;
     if (e.channels_first && e.positions != 1) return false;
-    return env_switch("TRTUTILS_CUDA_FP8_OUT", true);
+    return kernel_switch("TRTUTILS_CUDA_FP8_OUT", true);
   }
 
   // The float8 output's constants: per-channel W scales, 1 / y_scale, the bias as float16 and

@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "backends/cuda/device_util.cuh"
+#include "backends/cuda/kernel_switches.h"
 #include "backends/cuda/wgmma.cuh"
 
 namespace trtutils::cuda::k {
@@ -845,7 +846,7 @@ bool one_byte(DataType t) {
 
 bool wgmma_available() {
 #if defined(TRTUTILS_CUDA_SM90A)
-  const char* sw = std::getenv("TRTUTILS_CUDA_WGMMA");
+  const char* sw = switch_value("TRTUTILS_CUDA_WGMMA");
   if (sw && sw[0] == '0') return false;
   return device_info().cc == 90;  // sm_90a code runs on 9.0 only
 #else
@@ -859,7 +860,7 @@ bool wgmma_available() {
 // TRTUTILS_CUDA_TMA_GEMM=2: its products keep the kernels measured on ResNet-50).
 // TRTUTILS_CUDA_TMA_GEMM=0 turns it off.
 bool qconv_tma_fits(const IgemmDesc& d, bool fp8) {
-  const char* sw = std::getenv("TRTUTILS_CUDA_TMA_GEMM");
+  const char* sw = switch_value("TRTUTILS_CUDA_TMA_GEMM");
   if ((sw && sw[0] == '0') || (!fp8 && !(sw && sw[0] == '2')) || !wgmma_available()) return false;
   return d.kh == 1 && d.kw == 1 && d.sh == 1 && d.sw == 1 && d.ph == 0 && d.pw == 0 &&
          d.oh == d.h && d.ow == d.w && d.c % kTmaBK == 0 && d.c >= 2 * kTmaBK &&

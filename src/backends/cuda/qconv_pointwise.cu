@@ -18,6 +18,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/device_util.cuh"
+#include "backends/cuda/kernel_switches.h"
 
 namespace trtutils::cuda::k {
 
@@ -269,7 +270,7 @@ cudaError_t launch_pointwise(const void* x, const void* w, const IgemmDesc& d, c
 }  // namespace
 
 bool qconv_pointwise_fits(const IgemmDesc& d, const QEpilogue& e) {
-  const char* sw = std::getenv("TRTUTILS_CUDA_QPOINTWISE");
+  const char* sw = switch_value("TRTUTILS_CUDA_QPOINTWISE");
   if (sw && sw[0] == '0') return false;
   // Measured on the H200 against qconv_igemm over ResNet-50's pointwise layers (bench/RESULTS.md,
   // tenth and eleventh measurements): against its mma.sync kernel, faster up to C = 1024 at

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/device_util.cuh"
+#include "backends/cuda/kernel_switches.h"
 
 namespace trtutils::cuda::k {
 
@@ -920,10 +921,8 @@ void launch_x8(const QEpilogue& e, const X8Scales& sc, bool byte_y, cudaStream_t
   const int32_t cols8 = static_cast<int32_t>(e.cols / 8);
   const int32_t rows = static_cast<int32_t>(e.rows);
   // TRTUTILS_CUDA_EPILOGUE_ROWS=1: one row per thread (the grid of the first version; A/B).
-  static const bool one_row = [] {
-    const char* v = std::getenv("TRTUTILS_CUDA_EPILOGUE_ROWS");
-    return v && v[0] == '1';
-  }();
+  const char* one_row_sw = switch_value("TRTUTILS_CUDA_EPILOGUE_ROWS");
+  const bool one_row = one_row_sw && one_row_sw[0] == '1';
   const int32_t rb = one_row ? rows : std::max(1, std::min(rows, (1 << 18) / std::max(1, cols8)));
   const unsigned g = blocks_for(static_cast<int64_t>(cols8) * rb);
   if (byte_y)
@@ -979,20 +978,19 @@ bool launch_epilogue_x8(const QEpilogue& e, int64_t n, cudaStream_t stream) {
   return true;
 }
 
-// An A/B switch: on unless the environment variable starts with '0' (callers read it once).
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
+// A kernel switch (kernel_switches.h): on unless its value starts with '0'.
+bool switch_is_on(const char* name) {
+  const char* v = switch_value(name);
   return !(v && v[0] == '0');
 }
 
 // TRTUTILS_CUDA_INT8_DEPTHWISE16=0: the int8 depthwise kernel with 4 channels per thread only.
 bool int8_depthwise16_on() {
-  static const bool on = env_on("TRTUTILS_CUDA_INT8_DEPTHWISE16");
-  return on;
+  return switch_is_on("TRTUTILS_CUDA_INT8_DEPTHWISE16");
 }
 // TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A=0 (read at each call): the 16-channel kernel without dp4a.
 bool int8_depthwise_dp4a_on() {
-  return env_on("TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A");
+  return switch_is_on("TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A");
 }
 
 bool quantizable_out(DataType t) {
@@ -1130,8 +1128,8 @@ cudaError_t q_epilogue(const QEpilogue& e, cudaStream_t stream) {
     return cudaErrorInvalidValue;
   // TRTUTILS_CUDA_EPILOGUE_X8=0 leaves the specialised epilogue out, TRTUTILS_CUDA_EPILOGUE_X4=0
   // the four-channel one too (A/B measurements).
-  static const bool x8 = env_on("TRTUTILS_CUDA_EPILOGUE_X8"),
-                    x4 = env_on("TRTUTILS_CUDA_EPILOGUE_X4");
+  const bool x8 = switch_is_on("TRTUTILS_CUDA_EPILOGUE_X8"),
+             x4 = switch_is_on("TRTUTILS_CUDA_EPILOGUE_X4");
   if (x8 && launch_epilogue_x8(e, n, stream)) return cudaGetLastError();
   if (x4 && launch_epilogue_x4(e, n, stream)) return cudaGetLastError();
   // 32-bit indices while i + the grid stride (< 2^28) cannot overflow.

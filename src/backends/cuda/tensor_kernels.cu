@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cuda/device_util.cuh"
+#include "backends/cuda/kernel_switches.h"
 
 namespace trtutils::cuda::k {
 
@@ -380,10 +381,8 @@ cudaError_t strided_copy(size_t esz, const void* x, void* y, const Broadcast& bc
   // [a,] c, b output axes with c contiguous in the source and b strided: the tiled transpose.
   const int r = c.rank;
   // TRTUTILS_CUDA_TRANSPOSE_TILED=0: the element-wise copy only (A/B).
-  static const bool tiled = [] {
-    const char* v = std::getenv("TRTUTILS_CUDA_TRANSPOSE_TILED");
-    return !(v && v[0] == '0');
-  }();
+  const char* tiled_sw = switch_value("TRTUTILS_CUDA_TRANSPOSE_TILED");
+  const bool tiled = !(tiled_sw && tiled_sw[0] == '0');
   if (tiled && (r == 2 || r == 3) && c.strides[0][r - 2] == 1 && c.strides[0][r - 1] > 1 &&
       c.dims[r - 2] >= 16 && c.dims[r - 1] >= 16 && (c.dims[r - 1] + 31) / 32 <= 65535) {
     const int64_t na = r == 3 ? c.dims[0] : 1, sa = r == 3 ? c.strides[0][0] : 0;
