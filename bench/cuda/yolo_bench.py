@@ -147,24 +147,8 @@ def make_model():
     return m.eval()
 
 
-def torch_bench(model, batch, iterations, conf=0.25, iou=0.5, top_k=100):
-    dev = torch.device("cuda")
-    m = model.to(dev).half()
-    host = torch.rand(batch, 3, IMG, IMG).pin_memory()
-
-    def step():
-        x = host.to(dev, non_blocking=True).half()
-        out = m(x).float().transpose(1, 2)  # [N, A, 84]
-        res = []
-        for img in range(batch):
-            o = out[img]
-            boxes, scores = o[:, :4], o[:, 4:]
-            xyxy = torch.cat([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], 1)
-            idx, cls = (scores >= conf).nonzero(as_tuple=True)
-            keep = torchvision.ops.batched_nms(xyxy[idx], scores[idx, cls], cls, iou)[:top_k]
-            res.append((xyxy[idx][keep].cpu(), scores[idx, cls][keep].cpu(), cls[keep].cpu()))
-        return res
-
+def time_steps(step, iterations):
+    """Median and p99 in ms of `step` after 10 warm-up calls, synchronised per iteration."""
     with torch.no_grad():
         for _ in range(10):
             step()
@@ -176,6 +160,28 @@ def torch_bench(model, batch, iterations, conf=0.25, iou=0.5, top_k=100):
             torch.cuda.synchronize()
             ms.append((time.perf_counter() - t) * 1e3)
     return float(np.median(ms)), float(np.percentile(ms, 99))
+
+
+def nms_one(o, conf, iou, top_k):
+    """One image's [A, 84] head output -> (corner boxes, scores, classes) kept by batched_nms."""
+    boxes, scores = o[:, :4], o[:, 4:]
+    xyxy = torch.cat([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], 1)
+    idx, cls = (scores >= conf).nonzero(as_tuple=True)
+    keep = torchvision.ops.batched_nms(xyxy[idx], scores[idx, cls], cls, iou)[:top_k]
+    return xyxy[idx][keep], scores[idx, cls][keep], cls[keep]
+
+
+def torch_bench(model, batch, iterations, conf=0.25, iou=0.5, top_k=100):
+    dev = torch.device("cuda")
+    m = model.to(dev).half()
+    host = torch.rand(batch, 3, IMG, IMG).pin_memory()
+
+    def step():
+        x = host.to(dev, non_blocking=True).half()
+        out = m(x).float().transpose(1, 2)  # [N, A, 84]
+        return [tuple(t.cpu() for t in nms_one(out[i], conf, iou, top_k)) for i in range(batch)]
+
+    return time_steps(step, iterations)
 
 
 def torch_bench_e2e(model, batch, iterations, images, conf=0.25, iou=0.5, top_k=100, pinned=False):
@@ -200,28 +206,13 @@ def torch_bench_e2e(model, batch, iterations, images, conf=0.25, iou=0.5, top_k=
         out = m((x / 255.0).half()).float().transpose(1, 2)
         res = []
         for img in range(batch):
-            o = out[img]
-            boxes, scores = o[:, :4], o[:, 4:]
-            xyxy = torch.cat([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], 1)
-            idx, cls = (scores >= conf).nonzero(as_tuple=True)
-            keep = torchvision.ops.batched_nms(xyxy[idx], scores[idx, cls], cls, iou)[:top_k]
-            b = xyxy[idx][keep]
+            b, sc, cl = nms_one(out[img], conf, iou, top_k)
             b[:, [0, 2]] = (b[:, [0, 2]] - left) / r
             b[:, [1, 3]] = (b[:, [1, 3]] - top) / r
-            res.append((b.cpu(), scores[idx, cls][keep].cpu(), cls[keep].cpu()))
+            res.append((b.cpu(), sc.cpu(), cl.cpu()))
         return res
 
-    with torch.no_grad():
-        for _ in range(10):
-            step()
-        torch.cuda.synchronize()
-        ms = []
-        for _ in range(iterations):
-            t = time.perf_counter()
-            step()
-            torch.cuda.synchronize()
-            ms.append((time.perf_counter() - t) * 1e3)
-    return float(np.median(ms)), float(np.percentile(ms, 99))
+    return time_steps(step, iterations)
 
 
 def write_images(folder, count, h=720, w=1280):

@@ -154,6 +154,7 @@ class QuantizeOptions:
     op_types_to_exclude: list[str]
     nodes_to_exclude: list[str]
     high_precision_dtype: str
+    keep_detection_head_float: bool
     block_size: int
     eval_batches: int
     report_per_tensor: bool
@@ -192,6 +193,7 @@ class QuantizeResult:
     outputs: list[QuantizeOutputMetrics]
     tensors: list[QuantizeTensorMetrics]
     excluded_by_fallback: list[str]
+    excluded_detection_head: list[str]
     skipped: list[str]
     calibration_rejected: list[str]
     calibration_methods_used: dict[str, int]

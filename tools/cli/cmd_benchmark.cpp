@@ -20,6 +20,7 @@
 #include "core/png_chart.h"
 #include "engine/session.h"
 #include "flag_ranges.h"
+#include "stats.h"
 #include "trtutils/engine.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
@@ -43,14 +44,6 @@ struct BenchOptions {
   bool no_data_transfers = false;
   std::string timing_cache;
 };
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
 
 struct LayerTime {
   std::string name, op;

@@ -21,6 +21,7 @@
 #include "data/preprocess.h"
 #include "flag_ranges.h"
 #include "image_inputs.h"
+#include "stats.h"
 #include "trtutils/detector.h"
 #include "trtutils/logging.h"
 
@@ -136,14 +137,6 @@ void write_result(const DetectFlags& f, const fs::path& out_dir, const Decoded& 
       lat.preprocess_ms, lat.inference_ms, lat.postprocess_ms,
       batch > 1 ? fmt::format("; a batch of {}", batch) : "", json_path.string(),
       png_path.string());
-}
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 // --iterations: every batch of images again, timed from decoded images to detections.

@@ -28,6 +28,7 @@ def quantize_onnx(
     op_types_to_exclude: Sequence[str] | None = None,
     nodes_to_exclude: Sequence[str] | None = None,
     high_precision_dtype: str = "fp32",
+    keep_detection_head_float: bool = True,
     block_size: int = 128,
     eval_batches: int = 1,
     report_per_tensor: bool = False,
