@@ -367,6 +367,7 @@ const OpTable& op_table() {
     register_attention_ops(*table);
     register_conv_transpose_ops(*table);
     register_nms_ops(*table);
+    register_topk_ops(*table);
     return table;
   }();
   return *t;

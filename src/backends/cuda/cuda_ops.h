@@ -247,6 +247,7 @@ void register_resize_ops(OpTable& t);
 void register_attention_ops(OpTable& t);
 void register_conv_transpose_ops(OpTable& t);  // ops_conv_transpose.cpp
 void register_nms_ops(OpTable& t);             // ops_nms.cpp: com.trtutils::EfficientNMS
+void register_topk_ops(OpTable& t);            // ops_topk.cpp: TopK
 
 // A kernel switch (kernel_switches.h: the engine's recorded value, or for an Executor made
 // directly the environment): "0" / "off" / "false" turn it off, any other value on; unset: `def`.

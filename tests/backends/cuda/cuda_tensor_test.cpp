@@ -1,6 +1,10 @@
 // CUDA data-movement ops vs the CPU reference: views (Reshape, Flatten, Squeeze, Unsqueeze),
 // Transpose, Slice, Concat, Split, Gather, Expand, Pad; and shape arithmetic on the host
 // (Shape -> Gather -> Concat -> Reshape with a symbolic batch).
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "backends/cuda/cuda_test_util.h"
 
 namespace trtutils {
@@ -155,6 +159,54 @@ TEST(CudaTensor, HostShapeChainWithSymbolicBatch) {
     for (int64_t i = 0; i < got.numel(); ++i)
       EXPECT_FLOAT_EQ(got.data<float>()[i], xv.data<float>()[i] + bv.data<float>()[i % 4]);
   }
+}
+
+// TopK on the GPU against the CPU kernel, bytes equal: any axis (several slices, one slice),
+// largest and smallest, K = 0 and K = n, ties by the lower index, NaN above every number, -0
+// equal to +0, float16.
+TEST(CudaTensor, TopKMatchesTheCpuKernel) {
+  TRT_REQUIRE_CUDA();
+  Tensor ties = random_tensor(DataType::kFloat32, {3, 40, 5}, 7);
+  float* t = ties.data<float>();
+  for (int64_t i = 0; i < ties.numel(); ++i) t[i] = std::round(t[i] * 4.0f) / 4.0f;  // many ties
+  t[3] = std::nanf("");
+  t[17] = -std::nanf("");
+  t[25] = -0.0f;
+  t[30] = 0.0f;
+  int cases = 0;
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+    const Tensor x = dt == DataType::kFloat32
+                         ? ties
+                         : Tensor::from_vector<half>(DataType::kFloat16, ties.shape(), [&] {
+                             std::vector<half> h;
+                             for (int64_t i = 0; i < ties.numel(); ++i)
+                               h.push_back(float_to_half(t[i]));
+                             return h;
+                           }());
+    for (int64_t axis : {0, 1, 2, -1})
+      for (int64_t largest : {1, 0})
+        for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{3}}) {
+          const int64_t n = x.dim(static_cast<size_t>(axis < 0 ? axis + 3 : axis));
+          const int64_t kk = k == 3 ? n : k;  // K = n: every element in order
+          NodeCase c{"TopK",
+                     {feed(x), weight(Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {kk}))},
+                     {ir::attr_int("axis", axis), ir::attr_int("largest", largest)},
+                     2};
+          const auto want = run_cpu(c);
+          const auto got = run_gpu(c);
+          const std::string what =
+              fmt::format("{} axis {} largest {} k {}", dtype_name(dt), axis, largest, kk);
+          ASSERT_EQ(got.at(0).shape(), want.at(0).shape()) << what;
+          EXPECT_EQ(std::vector<uint8_t>(got.at(1).bytes().begin(), got.at(1).bytes().end()),
+                    std::vector<uint8_t>(want.at(1).bytes().begin(), want.at(1).bytes().end()))
+              << "indices " << what;
+          EXPECT_EQ(std::vector<uint8_t>(got.at(0).bytes().begin(), got.at(0).bytes().end()),
+                    std::vector<uint8_t>(want.at(0).bytes().begin(), want.at(0).bytes().end()))
+              << "values " << what;
+          ++cases;
+        }
+  }
+  EXPECT_EQ(cases, 48);
 }
 
 // An op without a GPU kernel runs on the CPU inside the GPU executor; without fallback (an
