@@ -76,8 +76,7 @@ size_t cub_bytes(const TopKArgs& a) {
   } else {
     cub::DeviceSegmentedRadixSort::SortKeys(
         nullptr, bytes, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-        total, segments, static_cast<const int*>(nullptr), static_cast<const int*>(nullptr), 0,
-        64);
+        total, segments, static_cast<const int*>(nullptr), static_cast<const int*>(nullptr), 0, 64);
   }
   return bytes;
 }

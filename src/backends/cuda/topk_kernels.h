@@ -18,7 +18,7 @@ struct TopKArgs {
   bool half = false;
   int64_t outer = 1, n = 0, inner = 1, k = 0;
   bool largest = true;
-  void* values = nullptr;     // [outer, k, inner], x's dtype
+  void* values = nullptr;      // [outer, k, inner], x's dtype
   int64_t* indices = nullptr;  // [outer, k, inner]
 };
 
