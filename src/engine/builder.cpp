@@ -165,9 +165,12 @@ cuda::KernelSwitches recorded_gpu_switches(const BuildConfig& c, BuildResult& re
   }
   for (const auto& [key, value] : c.gpu_switches) {
     const std::string name = key.rfind("TRTUTILS_CUDA_", 0) == 0 ? key : "TRTUTILS_CUDA_" + key;
-    std::string names;
-    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k.substr(14);
-    TRT_CHECK_ARG(is_known(name), "gpu switch '{}' is unknown; the switches are: {}", key, names);
+    if (!is_known(name)) {
+      std::string names;
+      for (const auto& k : known) names += (names.empty() ? "" : ", ") + k.substr(14);
+      TRT_THROW(ErrorCode::kInvalidArgument, "gpu switch '{}' is unknown; the switches are: {}",
+                key, names);
+    }
     s.values[name] = value;
   }
   if (!s.values.empty()) {
@@ -215,10 +218,10 @@ std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g
       Shape s = all.shape();
       s[0] = bs;
       Tensor t(all.dtype(), s);
-      const size_t bytes = all.nbytes();
+      const size_t sample = all.nbytes() / static_cast<size_t>(n);
       for (int64_t b = 0; b < bs; b += n)
-        std::memcpy(static_cast<uint8_t*>(t.raw()) + bytes / static_cast<size_t>(n) * b, all.raw(),
-                    bytes / static_cast<size_t>(n) * static_cast<size_t>(std::min(n, bs - b)));
+        std::memcpy(static_cast<uint8_t*>(t.raw()) + sample * static_cast<size_t>(b), all.raw(),
+                    sample * static_cast<size_t>(std::min(n, bs - b)));
       quantize::check_calibration_values(t, c.calibration_data.string(), 0);
       batches.push_back(std::move(t));
     }

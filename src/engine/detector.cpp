@@ -36,12 +36,13 @@ detail::PreprocessOptions preprocess_of(const Options& o) {
 // Runs `images` batch() at a time; `take(outputs, slot, image index)` reads each image's part.
 // The latency is summed over the executions (plus decode_ms kept from the caller).
 template <typename Take>
-void run_batches(ImageModel& model, const std::vector<Image>& images, Take take) {
+void run_batches(ImageModel& model, const std::vector<const Image*>& images, Take take) {
   ImageLatency sum;
   const auto n = static_cast<size_t>(model.batch());
   for (size_t first = 0; first < images.size(); first += n) {
-    std::vector<const Image*> chunk;
-    for (size_t i = first; i < std::min(images.size(), first + n); ++i) chunk.push_back(&images[i]);
+    const std::vector<const Image*> chunk(
+        images.begin() + static_cast<std::ptrdiff_t>(first),
+        images.begin() + static_cast<std::ptrdiff_t>(std::min(images.size(), first + n)));
     std::map<std::string, Tensor> out = model.run(chunk);
     const auto t0 = Clock::now();
     for (size_t s = 0; s < chunk.size(); ++s) take(out, static_cast<int64_t>(s), first + s);
@@ -52,6 +53,13 @@ void run_batches(ImageModel& model, const std::vector<Image>& images, Take take)
     sum.postprocess_ms += l.postprocess_ms;
   }
   model.latency() = sum;
+}
+
+std::vector<const Image*> pointers(const std::vector<Image>& images) {
+  std::vector<const Image*> p;
+  p.reserve(images.size());
+  for (const Image& i : images) p.push_back(&i);
+  return p;
 }
 
 void check_nms_outputs(const Engine& e) {
@@ -148,6 +156,16 @@ std::vector<Detection> read_detections(const std::map<std::string, Tensor>& out,
 struct Detector::Impl {
   DetectorOptions opt;
   ImageModel model;
+
+  std::vector<std::vector<Detection>> detect(const std::vector<const Image*>& images) {
+    std::vector<std::vector<Detection>> all(images.size());
+    run_batches(
+        model, images, [&](const std::map<std::string, Tensor>& out, int64_t slot, size_t i) {
+          all[i] = read_detections(out, slot, BoxMap(*images[i], model.input(), opt.resize_method),
+                                   opt.conf_threshold);
+        });
+    return all;
+  }
 };
 
 Detector::Detector(const fs::path& engine, DetectorOptions options)
@@ -177,24 +195,11 @@ std::vector<Detection> Detector::detect(const fs::path& image) {
 }
 
 std::vector<Detection> Detector::detect(const Image& img) {
-  Impl& m = *impl_;
-  std::map<std::string, Tensor> out = m.model.run({&img});
-  const auto t0 = Clock::now();
-  std::vector<Detection> dets = read_detections(
-      out, 0, BoxMap(img, m.model.input(), m.opt.resize_method), m.opt.conf_threshold);
-  m.model.latency().postprocess_ms = ms_since(t0);
-  return dets;
+  return std::move(impl_->detect({&img})[0]);
 }
 
 std::vector<std::vector<Detection>> Detector::detect(const std::vector<Image>& images) {
-  Impl& m = *impl_;
-  std::vector<std::vector<Detection>> all(images.size());
-  run_batches(
-      m.model, images, [&](const std::map<std::string, Tensor>& out, int64_t slot, size_t i) {
-        all[i] = read_detections(out, slot, BoxMap(images[i], m.model.input(), m.opt.resize_method),
-                                 m.opt.conf_threshold);
-      });
-  return all;
+  return impl_->detect(pointers(images));
 }
 
 const ImageLatency& Detector::last_latency() const {
@@ -229,8 +234,7 @@ std::vector<Classification> top_classes(const Tensor& y, int64_t slot, int64_t t
   const int64_t c = y.numel() / y.dim(0);
   TRT_CHECK_ARG(c >= 1, "classify: output {} has no classes", shape_str(y.shape()));
   std::vector<double> p(static_cast<size_t>(c));
-  const std::vector<float> all = y.to_float_vector();
-  std::copy(all.begin() + slot * c, all.begin() + (slot + 1) * c, p.begin());
+  for (int64_t j = 0; j < c; ++j) p[static_cast<size_t>(j)] = y.at_double(slot * c + j);
   double sum = 0;
   bool probabilities = true;
   for (double v : p) {
@@ -272,6 +276,19 @@ struct Classifier::Impl {
   std::string output;
   int64_t num_classes = -1;  // -1 until known (a dynamic class dimension)
   bool softmax = false;
+
+  std::vector<std::vector<Classification>> classify(const std::vector<const Image*>& images,
+                                                    int64_t top_k) {
+    TRT_CHECK_ARG(top_k >= 1, "classify: top_k {} must be at least 1", top_k);
+    std::vector<std::vector<Classification>> all(images.size());
+    run_batches(model, images,
+                [&](const std::map<std::string, Tensor>& out, int64_t slot, size_t i) {
+                  const Tensor& y = scores_of(out, output, slot);
+                  num_classes = y.numel() / y.dim(0);
+                  all[i] = top_classes(y, slot, top_k, softmax);
+                });
+    return all;
+  }
 };
 
 Classifier::Classifier(const fs::path& engine, ClassifierOptions options)
@@ -310,29 +327,12 @@ std::vector<Classification> Classifier::classify(const fs::path& image, int64_t 
 }
 
 std::vector<Classification> Classifier::classify(const Image& img, int64_t top_k) {
-  Impl& m = *impl_;
-  TRT_CHECK_ARG(top_k >= 1, "classify: top_k {} must be at least 1", top_k);
-  std::map<std::string, Tensor> out = m.model.run({&img});
-  const auto t0 = Clock::now();
-  const Tensor& y = scores_of(out, m.output, 0);
-  m.num_classes = y.numel() / y.dim(0);
-  std::vector<Classification> r = top_classes(y, 0, top_k, m.softmax);
-  m.model.latency().postprocess_ms = ms_since(t0);
-  return r;
+  return std::move(impl_->classify({&img}, top_k)[0]);
 }
 
 std::vector<std::vector<Classification>> Classifier::classify(const std::vector<Image>& images,
                                                               int64_t top_k) {
-  Impl& m = *impl_;
-  TRT_CHECK_ARG(top_k >= 1, "classify: top_k {} must be at least 1", top_k);
-  std::vector<std::vector<Classification>> all(images.size());
-  run_batches(m.model, images,
-              [&](const std::map<std::string, Tensor>& out, int64_t slot, size_t i) {
-                const Tensor& y = scores_of(out, m.output, slot);
-                m.num_classes = y.numel() / y.dim(0);
-                all[i] = top_classes(y, slot, top_k, m.softmax);
-              });
-  return all;
+  return impl_->classify(pointers(images), top_k);
 }
 
 int64_t Classifier::num_classes() const {

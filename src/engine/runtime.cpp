@@ -199,7 +199,7 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
     // Exactly the kernel switches the builder recorded: the environment changes nothing.
     eo.switches.use_environment = false;
     if (auto it = impl_->data.info.find("gpu_switches"); it != impl_->data.info.end())
-      eo.switches.values = it->get<std::map<std::string, std::string>>();
+      eo.switches.values = it->get<std::map<std::string, std::string, std::less<>>>();
     bool static_inputs = true;
     for (const auto& in : impl_->inputs)
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;

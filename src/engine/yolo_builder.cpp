@@ -301,62 +301,24 @@ void use_tensorrt_plugin(ir::Model& model) {
                 imports.end());
 }
 
-}  // namespace
+struct YoloModel {
+  ir::Model model;
+  YoloHead head;
+};
 
-YoloHead write_yolo_nms_onnx(const fs::path& onnx, const fs::path& out, const YoloConfig& yolo,
-                             bool tensorrt_plugin) {
-  check_output_is_not_input("--output", out, {{"--onnx", onnx}});
-  validate_yolo_config(yolo);
+// The model of `onnx` with the NMS appended (unchanged when end-to-end).
+YoloModel load_with_nms(const fs::path& onnx, const YoloConfig& yolo) {
   require_regular_file(onnx, "ONNX model");
-  ir::Model model = onnx_io::load_model(onnx);
-  const YoloHead head = add_yolo_nms(model, yolo, onnx.string());
-  if (tensorrt_plugin) use_tensorrt_plugin(model);
-  onnx_io::save_model(model, out);
-  return head;
+  YoloModel y{onnx_io::load_model(onnx), {}};
+  y.head = add_yolo_nms(y.model, yolo, onnx.string());
+  return y;
 }
 
-fs::path tensorrt_nms_onnx_path(const fs::path& output) {
-  return output.parent_path() / (output.stem().string() + "_nms.onnx");
-}
-
-YoloBuildResult build_yolo_engine(const fs::path& onnx, const fs::path& output,
-                                  const YoloConfig& yolo, const BuildConfig& build) {
-  check_output_is_not_input("--output", output, {{"--onnx", onnx}});
-  validate_yolo_config(yolo);
-  if (build.backend == "tensorrt") {
-    // trtexec builds from the model with TensorRT's plugin node, kept beside the engine.
-    const fs::path nms_onnx = tensorrt_nms_onnx_path(output);
-    YoloBuildResult result;
-    const YoloHead head = write_yolo_nms_onnx(onnx, nms_onnx, yolo, /*tensorrt_plugin=*/true);
-    result.layout = yolo_layout_name(head.layout);
-    result.description = head.description;
-    TRT_LOG_INFO("build_yolo: {}; EfficientNMS_TRT model written to {}", head.description,
-                 nms_onnx.string());
-    try {
-      result.build = build_with_trtexec(head.layout == YoloLayout::kEndToEnd ? onnx : nms_onnx,
-                                        output, build, /*dry_run=*/false);
-    } catch (...) {
-      std::error_code ec;
-      fs::remove(nms_onnx, ec);  // nothing left behind by a failed build
-      throw;
-    }
-    return result;
-  }
-  require_regular_file(onnx, "ONNX model");
-  ir::Model model = onnx_io::load_model(onnx);
-  YoloBuildResult result;
-  const YoloHead head = add_yolo_nms(model, yolo, onnx.string());
-  result.layout = yolo_layout_name(head.layout);
-  result.description = head.description;
-  TRT_LOG_INFO("build_yolo: {}", head.description);
-  if (head.layout == YoloLayout::kEndToEnd) {
-    result.build = build_engine(onnx, output, build);
-    return result;
-  }
-
-  // The rewritten model in a private temporary folder, removed on every exit (and on SIGINT /
-  // SIGTERM through the interrupt cleanup). Its file name is the source's with "_nms", which the
-  // engine records as its source model.
+// Builds `output` from `model` saved in a private temporary folder, removed on every exit (and
+// on SIGINT / SIGTERM through the interrupt cleanup). Its file name is the source's with "_nms",
+// which the engine records as its source model.
+BuildResult build_from_temporary(const ir::Model& model, const fs::path& onnx,
+                                 const fs::path& output, const BuildConfig& build) {
   static std::atomic<int> counter{0};
   const fs::path dir = fs::temp_directory_path() /
                        fmt::format("trtutils_yolo_{}_{}", ::getpid(), counter.fetch_add(1));
@@ -375,7 +337,59 @@ YoloBuildResult build_yolo_engine(const fs::path& onnx, const fs::path& output,
     }
   } cleanup{dir, register_temp_file(tmp)};
   onnx_io::save_model(model, tmp);
-  result.build = build_engine(tmp, output, build);
+  return build_engine(tmp, output, build);
+}
+
+// trtexec builds from the model with TensorRT's plugin node, kept beside the engine (removed
+// when the build fails).
+BuildResult build_with_tensorrt_plugin(ir::Model& model, const fs::path& output,
+                                       const BuildConfig& build) {
+  use_tensorrt_plugin(model);
+  const fs::path nms_onnx = tensorrt_nms_onnx_path(output);
+  onnx_io::save_model(model, nms_onnx);
+  TRT_LOG_INFO("build_yolo: EfficientNMS_TRT model written to {}", nms_onnx.string());
+  try {
+    return build_with_trtexec(nms_onnx, output, build, /*dry_run=*/false);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(nms_onnx, ec);
+    throw;
+  }
+}
+
+}  // namespace
+
+YoloHead write_yolo_nms_onnx(const fs::path& onnx, const fs::path& out, const YoloConfig& yolo,
+                             bool tensorrt_plugin) {
+  check_output_is_not_input("--output", out, {{"--onnx", onnx}});
+  validate_yolo_config(yolo);
+  YoloModel y = load_with_nms(onnx, yolo);
+  if (tensorrt_plugin) use_tensorrt_plugin(y.model);
+  onnx_io::save_model(y.model, out);
+  return y.head;
+}
+
+fs::path tensorrt_nms_onnx_path(const fs::path& output) {
+  return output.parent_path() / (output.stem().string() + "_nms.onnx");
+}
+
+YoloBuildResult build_yolo_engine(const fs::path& onnx, const fs::path& output,
+                                  const YoloConfig& yolo, const BuildConfig& build) {
+  check_output_is_not_input("--output", output, {{"--onnx", onnx}});
+  validate_yolo_config(yolo);
+  YoloModel y = load_with_nms(onnx, yolo);
+  YoloBuildResult result;
+  result.layout = yolo_layout_name(y.head.layout);
+  result.description = y.head.description;
+  TRT_LOG_INFO("build_yolo: {}", y.head.description);
+  const bool tensorrt = build.backend == "tensorrt";
+  if (y.head.layout == YoloLayout::kEndToEnd)
+    result.build = tensorrt ? build_with_trtexec(onnx, output, build, /*dry_run=*/false)
+                            : build_engine(onnx, output, build);
+  else if (tensorrt)
+    result.build = build_with_tensorrt_plugin(y.model, output, build);
+  else
+    result.build = build_from_temporary(y.model, onnx, output, build);
   return result;
 }
 

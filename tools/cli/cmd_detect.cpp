@@ -110,8 +110,8 @@ nlohmann::json detections_json(const std::vector<Detection>& dets,
 }
 
 struct Decoded {
-  ImageJob job;
-  Image image;
+  const ImageJob& job;
+  const Image& image;
   double decode_ms = 0;
 };
 
@@ -200,22 +200,21 @@ void detect(const DetectFlags& f) {
   double inference_sum = 0;
   std::vector<std::vector<Image>> timed;
   for (size_t first = 0; first < jobs.size(); first += n) {
-    std::vector<Decoded> group;
     std::vector<Image> images;
+    std::vector<double> decode_ms;
     for (size_t i = first; i < std::min(jobs.size(), first + n); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      Decoded d{jobs[i], load_image(jobs[i].image)};
-      d.decode_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      images.push_back(d.image);
-      group.push_back(std::move(d));
+      images.push_back(load_image(jobs[i].image));
+      decode_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     const std::vector<std::vector<Detection>> dets = det.detect(images);
     ImageLatency lat = det.last_latency();
     inference_sum += lat.inference_ms;
-    for (size_t i = 0; i < group.size(); ++i) {
-      lat.decode_ms = group[i].decode_ms;
-      write_result(f, out_dir, group[i], dets[i], lat, group.size(), labels);
+    for (size_t i = 0; i < images.size(); ++i) {
+      lat.decode_ms = decode_ms[i];
+      write_result(f, out_dir, {jobs[first + i], images[i], decode_ms[i]}, dets[i], lat,
+                   images.size(), labels);
     }
     if (f.iterations > 0) timed.push_back(std::move(images));
   }

@@ -1,7 +1,6 @@
 #include "backends/cuda/image_runner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "backends/cuda/cuda_executor.h"
@@ -12,10 +11,6 @@
 namespace trtutils::cuda {
 
 namespace {
-
-size_t dtype_bytes(DataType dt) {
-  return static_cast<size_t>(dtype_bits(dt) / 8);
-}
 
 // What one slot uploads, in one copy: the resize's taps, then the pixels.
 struct SlotLayout {
@@ -72,7 +67,7 @@ struct ImageRunner::Impl {
   };
   std::vector<Output> outputs;
   cudaStream_t stream = nullptr;
-  cudaEvent_t ev[3] = {nullptr, nullptr, nullptr};
+  cudaEvent_t ev[2] = {nullptr, nullptr};  // around the engine and the copies back
 
   ~Impl() {
     for (cudaEvent_t e : ev)
@@ -94,18 +89,17 @@ ImageRunner::ImageRunner(ExecutionContext& ctx, const Engine& engine, std::strin
   m.shape = std::move(input_shape);
   m.spec = spec;
   const int64_t n = m.shape.at(0);
-  m.slot_bytes =
-      static_cast<size_t>(spec.height * spec.width * spec.channels) * dtype_bytes(spec.dtype);
+  m.slot_bytes = dtype_storage_bytes(spec.dtype, spec.height * spec.width * spec.channels);
   for (const EngineTensorInfo& o : engine.outputs()) {
-    uint64_t numel = 1;
+    int64_t numel = 1;
     for (size_t i = 0; i < o.shape.size(); ++i) {
       const int64_t d = i == 0 && o.shape[0] < 0 ? n : o.shape[i];
       TRT_CHECK(d >= 0, ErrorCode::kNotSupported,
                 "output '{}' {} has a dynamic dimension {} besides the batch", o.name,
                 shape_str(o.shape), i);
-      numel *= static_cast<uint64_t>(d);
+      numel *= d;
     }
-    const size_t bytes = std::max<size_t>(1, numel * dtype_bytes(o.dtype));
+    const size_t bytes = std::max<size_t>(1, dtype_storage_bytes(o.dtype, numel));
     m.outputs.push_back({o.name, o.dtype, bytes, device_malloc(bytes), alloc_pinned(bytes)});
     TRT_CHECK(m.outputs.back().host != nullptr, ErrorCode::kOutOfRange,
               "could not allocate {} bytes of page-locked memory for output '{}'", bytes, o.name);
@@ -192,8 +186,6 @@ std::map<std::string, Tensor> ImageRunner::run(const std::vector<const Image*>& 
   const auto n = static_cast<size_t>(m.shape[0]);
   TRT_CHECK_ARG(!images.empty() && images.size() <= n, "{} images for an input of {} slots",
                 images.size(), n);
-  const auto t0 = std::chrono::steady_clock::now();
-  TRT_CUDA_CHECK(cudaEventRecord(m.ev[0], m.stream));
   std::vector<Staged> staged;
   for (size_t i = 0; i < images.size(); ++i) {
     TRT_CHECK_ARG(images[i]->channels == m.spec.channels, "image {} has {} channels, not {}", i,
@@ -214,9 +206,7 @@ std::map<std::string, Tensor> ImageRunner::run(const std::vector<const Image*>& 
     uint8_t* rest = static_cast<uint8_t*>(m.input_dev.get()) + images.size() * m.slot_bytes;
     TRT_CUDA_CHECK(cudaMemsetAsync(rest, 0, (n - images.size()) * m.slot_bytes, m.stream));
   }
-  const double host_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  TRT_CUDA_CHECK(cudaEventRecord(m.ev[1], m.stream));
+  TRT_CUDA_CHECK(cudaEventRecord(m.ev[0], m.stream));
   std::map<std::string, trtutils::DeviceBuffer> in{
       {m.input, {m.input_dev.get(), m.spec.dtype, m.shape, m.slot_bytes * n}}};
   std::map<std::string, trtutils::DeviceBuffer> out;
@@ -232,16 +222,14 @@ std::map<std::string, Tensor> ImageRunner::run(const std::vector<const Image*>& 
         cudaMemcpyAsync(o.host.get(), o.dev.get(), t.nbytes(), cudaMemcpyDeviceToHost, m.stream));
     result.emplace(o.name, std::move(t));
   }
-  TRT_CUDA_CHECK(cudaEventRecord(m.ev[2], m.stream));
+  TRT_CUDA_CHECK(cudaEventRecord(m.ev[1], m.stream));
   TRT_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   for (const auto& o : m.outputs) {
     Tensor& t = result.at(o.name);
     std::memcpy(t.raw(), o.host.get(), t.nbytes());
   }
-  float render_ms = 0, engine_ms = 0;
-  TRT_CUDA_CHECK(cudaEventElapsedTime(&render_ms, m.ev[0], m.ev[1]));
-  TRT_CUDA_CHECK(cudaEventElapsedTime(&engine_ms, m.ev[1], m.ev[2]));
-  times.preprocess_ms = std::max<double>(host_ms, render_ms);
+  float engine_ms = 0;
+  TRT_CUDA_CHECK(cudaEventElapsedTime(&engine_ms, m.ev[0], m.ev[1]));
   times.inference_ms = engine_ms;
   return result;
 }

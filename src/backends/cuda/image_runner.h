@@ -24,8 +24,7 @@ namespace trtutils::cuda {
 class ImageRunner {
  public:
   struct Times {
-    double preprocess_ms = 0;  // host staging, upload and rendering
-    double inference_ms = 0;   // the engine and the outputs' copy back
+    double inference_ms = 0;  // the engine and the outputs' copy back (CUDA events)
   };
   // input_shape: the fed shape, [N, C, H, W] or [N, H, W, C] as spec.order says (N slots).
   ImageRunner(ExecutionContext& ctx, const Engine& engine, std::string input, Shape input_shape,

@@ -14,6 +14,7 @@
 // trtutils headers), so that the .cu launchers may ask too.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,8 +22,9 @@
 namespace trtutils::cuda {
 
 struct KernelSwitches {
-  // "TRTUTILS_CUDA_FUSION" -> "0": switches whose value is fixed.
-  std::map<std::string, std::string> values;
+  // "TRTUTILS_CUDA_FUSION" -> "0": switches whose value is fixed (looked up without a copy of
+  // the name: some launchers ask at every launch).
+  std::map<std::string, std::string, std::less<>> values;
   // For names not in `values`: the environment (true), or the default (false: engines).
   bool use_environment = true;
 };
