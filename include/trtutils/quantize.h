@@ -42,6 +42,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trtutils {
@@ -107,6 +108,15 @@ struct QuantizeTensorMetrics {
   double scale = 0;  // per-tensor scale (activations)
 };
 
+struct QuantizeRangeMetrics {
+  std::string name;
+  double amax = 0;
+  double below_normal = 0;  // share of nonzero values under E4M3's smallest normal (2^-6)
+  double flushed = 0;       // share of nonzero values that quantize to zero
+  double clipped = 0;       // share of values above amax
+  bool outside = false;     // below_normal over 1%: outside E4M3's comfortable range
+};
+
 struct QuantizeResult {
   bool already_quantized = false;  // the input had Q/DQ: written unchanged
   int64_t num_quantized_nodes = 0;
@@ -126,6 +136,14 @@ struct QuantizeResult {
   std::vector<std::string> calibration_rejected;
   // calibration_method auto: how many tensors each method's threshold was picked for.
   std::map<std::string, int64_t> calibration_methods_used;
+  // calibration_method auto: the candidate chosen (max, entropy, percentile, mse, or per_tensor:
+  // per tensor the method of least histogram error) and every candidate's worst output SQNR (dB)
+  // on auto_selection_samples calibration samples.
+  std::string calibration_method_chosen;
+  std::vector<std::pair<std::string, double>> calibration_method_scores;
+  int64_t auto_selection_samples = 0;
+  // fp8: every calibrated activation on E4M3's grid (scale amax / 448), graph-independent order.
+  std::vector<QuantizeRangeMetrics> fp8_range;
   std::filesystem::path report_path;
 };
 

@@ -55,6 +55,14 @@ void bind_result(py::module_& m) {
       .def_readonly("sqnr_db", &QuantizeTensorMetrics::sqnr_db)
       .def_readonly("amax", &QuantizeTensorMetrics::amax)
       .def_readonly("scale", &QuantizeTensorMetrics::scale);
+  using G = QuantizeRangeMetrics;
+  py::class_<G>(m, "QuantizeRangeMetrics")
+      .def_readonly("name", &G::name)
+      .def_readonly("amax", &G::amax)
+      .def_readonly("below_normal", &G::below_normal)
+      .def_readonly("flushed", &G::flushed)
+      .def_readonly("clipped", &G::clipped)
+      .def_readonly("outside", &G::outside);
   using R = QuantizeResult;
   py::class_<R>(m, "QuantizeResult")
       .def_readonly("already_quantized", &R::already_quantized)
@@ -72,6 +80,10 @@ void bind_result(py::module_& m) {
       .def_readonly("skipped", &R::skipped)
       .def_readonly("calibration_rejected", &R::calibration_rejected)
       .def_readonly("calibration_methods_used", &R::calibration_methods_used)
+      .def_readonly("calibration_method_chosen", &R::calibration_method_chosen)
+      .def_readonly("calibration_method_scores", &R::calibration_method_scores)
+      .def_readonly("auto_selection_samples", &R::auto_selection_samples)
+      .def_readonly("fp8_range", &R::fp8_range)
       .def_readonly("report_path", &R::report_path);
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
@@ -105,19 +106,54 @@ void TensorStats::add(const float* x, int64_t n) {
   const double inv_w = static_cast<double>(nb) / range_;
   const int nt = n < (1 << 16) ? 1 : omp_get_max_threads();
   std::vector<std::vector<double>> local(nt, std::vector<double>(nb, 0.0));
+  std::vector<std::vector<double>> local_log(nt, std::vector<double>(kLogBuckets, 0.0));
 #pragma omp parallel num_threads(nt)
   {
     std::vector<double>& h = local[omp_get_thread_num()];
+    std::vector<double>& lh = local_log[omp_get_thread_num()];
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       const double a = std::fabs(static_cast<double>(x[i]));
       if (!std::isfinite(a)) continue;
       const int64_t b = std::min<int64_t>(nb - 1, static_cast<int64_t>(a * inv_w));
       h[b] += 1;
+      uint32_t bits;
+      std::memcpy(&bits, &x[i], sizeof bits);
+      lh[(bits >> 21) & 0x3ffu] += 1;
     }
   }
-  for (const auto& h : local)
-    for (int64_t b = 0; b < nb; ++b) hist_[b] += h[b];
+  for (int t = 0; t < nt; ++t) {
+    for (int64_t b = 0; b < nb; ++b) hist_[b] += local[t][b];
+    for (int b = 0; b < kLogBuckets; ++b) log_hist_[b] += local_log[t][b];
+  }
+}
+
+E4m3Range e4m3_range(const TensorStats& s, double amax) {
+  E4m3Range r;
+  const auto& h = s.log_histogram();
+  double nonzero = 0;
+  for (int k = 4; k < TensorStats::kLogBuckets; ++k) nonzero += h[k];
+  if (nonzero == 0 || !(amax > 0)) return r;
+  const double scale = amax / 448.0;
+  for (int k = 4; k < TensorStats::kLogBuckets; ++k) {
+    if (h[k] == 0) continue;
+    // The bucket's middle: 2^(e - 127) * (1 + (m + 0.5) / 4).
+    const double v = std::ldexp(1.0 + ((k & 3) + 0.5) / 4.0, (k >> 2) - 127) / scale;
+    if (v < 0x1p-6) r.below_normal += h[k];
+    if (v < 0x1p-10) r.flushed += h[k];
+  }
+  // Clipped: from the linear histogram (its bins are narrow near amax); a bin straddling amax
+  // counts in proportion.
+  const auto& lin = s.histogram();
+  const double w = s.range() / static_cast<double>(lin.size());
+  for (size_t j = 0; j < lin.size() && w > 0; ++j) {
+    const double lo = static_cast<double>(j) * w;
+    if (lo + w > amax) r.clipped += lin[j] * std::min(1.0, (lo + w - amax) / w);
+  }
+  r.below_normal /= nonzero;
+  r.flushed /= nonzero;
+  r.clipped /= nonzero;
+  return r;
 }
 
 void TensorStats::rebin(double new_range) {
@@ -332,6 +368,21 @@ AmaxChoice choose_amax(const TensorStats& s, CalibrationMethod method, const Cal
   c.rejected = c.error_ratio > kGuardRatio;
   if (!c.rejected) c = {.amax = t, .method = method, .error_ratio = c.error_ratio};
   return c;
+}
+
+ThresholdTable choose_thresholds(const std::map<std::string, TensorStats>& stats,
+                                 CalibrationMethod method, const CalibratorParams& p,
+                                 const std::set<std::string>& by_max) {
+  ThresholdTable r;
+  for (const auto& [t, s] : stats) {
+    const bool m = method != CalibrationMethod::kMax && by_max.count(t);
+    r.by_max += m;
+    const AmaxChoice c = choose_amax(s, m ? CalibrationMethod::kMax : method, p);
+    r.amax[t] = c.amax;
+    if (c.rejected) r.rejected.push_back(fmt::format("{}: {:.1f}x", t, c.error_ratio));
+    ++r.methods_used[calibration_method_name(c.method)];
+  }
+  return r;
 }
 
 double compute_amax(const TensorStats& s, CalibrationMethod method, const CalibratorParams& p) {

@@ -42,14 +42,33 @@ class TensorStats {
   double range() const { return range_; }  // histogram covers [0, range]
   const std::vector<double>& histogram() const { return hist_; }
   int64_t count() const { return count_; }
+  // Counts of |x| by float32 exponent and the top two mantissa bits (a quarter of an octave per
+  // bucket; bucket k covers [2^(k/4 - 127) ...) for k >= 4, buckets 0-3 hold zeros and float32
+  // subnormals): the resolution near zero that the linear histogram lacks (E4M3's range).
+  static constexpr int kLogBuckets = 1024;
+  const std::vector<double>& log_histogram() const { return log_hist_; }
 
  private:
   void rebin(double new_range);
   double absmax_ = 0;
   double range_ = 0;
   std::vector<double> hist_;
+  std::vector<double> log_hist_ = std::vector<double>(kLogBuckets, 0.0);
   int64_t count_ = 0;
 };
+
+// Where a tensor's values fall on float8 e4m3fn's grid with scale amax / 448: the share of its
+// nonzero values under the smallest normal (2^-6 after scaling: fewer mantissa bits, the
+// relative error grows up to 50%), of those that round to zero (under 2^-10), and of those above
+// amax (clipped). From TensorStats::log_histogram (a quarter octave per bucket).
+struct E4m3Range {
+  double below_normal = 0;
+  double flushed = 0;
+  double clipped = 0;
+};
+E4m3Range e4m3_range(const TensorStats& stats, double amax);
+// "Outside E4M3's comfortable range": over 1% of the nonzero values under its normal range.
+inline constexpr double kE4m3BelowNormalLimit = 0.01;
 
 struct CalibratorParams {
   double percentile = 99.99;
@@ -85,6 +104,18 @@ double compute_amax(const TensorStats& stats, CalibrationMethod method, const Ca
 // Mean squared error of quantizing the histogram's values with clipping threshold t (scale
 // t / qmax; int8 rounding, or float8 e4m3 when p.fp8), each bin sampled at 4 points.
 double threshold_error(const TensorStats& stats, double t, const CalibratorParams& p);
+
+// choose_amax for many tensors; those in `by_max` (Softmax probabilities, say) are calibrated by
+// their maximum whatever the method.
+struct ThresholdTable {
+  std::map<std::string, double> amax;
+  std::vector<std::string> rejected;            // "tensor: error ratio", guard rejections
+  std::map<std::string, int64_t> methods_used;  // method name -> tensors whose amax it set
+  size_t by_max = 0;                            // tensors of `by_max` among the stats
+};
+ThresholdTable choose_thresholds(const std::map<std::string, TensorStats>& stats,
+                                 CalibrationMethod method, const CalibratorParams& p,
+                                 const std::set<std::string>& by_max);
 
 // The tensors of g that hold Softmax probabilities: Softmax outputs and what ops that only move
 // or keep values (Identity, inference Dropout, Reshape, Transpose, ...) make of them. Values in

@@ -20,6 +20,7 @@
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
+#include "quantize/auto_method.h"
 #include "quantize/calibration.h"
 #include "quantize/detection_head.h"
 #include "quantize/qdq.h"
@@ -234,6 +235,16 @@ double peak_rss_mib() {
   while (std::getline(f, line))
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   return 0;
+}
+
+QuantizeRangeMetrics fp8_range_of(const std::string& name, const TensorStats& s, double amax) {
+  const E4m3Range r = e4m3_range(s, amax);
+  return {.name = name,
+          .amax = amax,
+          .below_normal = r.below_normal,
+          .flushed = r.flushed,
+          .clipped = r.clipped,
+          .outside = r.below_normal > kE4m3BelowNormalLimit};
 }
 
 double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -553,6 +564,32 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
       gptq_input[n.name] = n.inputs[0];
     }
   }
+  CalibratorParams cp;
+  cp.percentile = o.percentile;
+  cp.qmax = quant_mode_qmax(mode);
+  cp.fp8 = mode == QuantMode::kFp8;
+  const std::set<std::string> softmax = softmax_probability_tensors(model.graph);
+  std::map<std::string, TensorStats> kept_stats;  // auto: the statistics the selection reuses
+  bool auto_selected = false;
+  // Thresholds into the table and the result's calibration fields, with their log lines.
+  auto record_thresholds = [&](const ThresholdTable& th, size_t count) {
+    for (const auto& [t, a] : th.amax) table.amax[t] = a;
+    result.calibration_rejected.insert(result.calibration_rejected.end(), th.rejected.begin(),
+                                       th.rejected.end());
+    if (*method == CalibrationMethod::kAuto)
+      for (const auto& [m, n] : th.methods_used) result.calibration_methods_used[m] += n;
+    if (!th.rejected.empty())
+      TRT_LOG_WARN(
+          "calibration: {} of {} tensor(s) keep their absmax: the {} threshold quantized their "
+          "calibration values with over {:g}x absmax's squared error (e.g. {})",
+          th.rejected.size(), count, calibration_method_name(*method), kGuardRatio,
+          th.rejected.front());
+    if (th.by_max)
+      TRT_LOG_INFO(
+          "calibration: {} Softmax output(s) calibrated by their maximum ({} would clip "
+          "the largest probabilities)",
+          th.by_max, calibration_method_name(*method));
+  };
   // Calibrates `tensors` (streaming over the calibration batches) into the table; with
   // `channels` / `hessians`, also accumulates those tensors' per-channel statistics / E[x x^T]
   // in the same pass.
@@ -595,33 +632,14 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
         });
     const auto t1 = std::chrono::steady_clock::now();
     if (tensors.empty()) return;
-    CalibratorParams cp;
-    cp.percentile = o.percentile;
-    cp.qmax = quant_mode_qmax(mode);
-    cp.fp8 = mode == QuantMode::kFp8;
-    const std::set<std::string> softmax = softmax_probability_tensors(model.graph);
-    size_t probabilities = 0;
-    for (const auto& [t, s] : stats) {
-      const bool p = *method != CalibrationMethod::kMax && softmax.count(t);
-      probabilities += p;
-      const AmaxChoice c = choose_amax(s, p ? CalibrationMethod::kMax : *method, cp);
-      table.amax[t] = c.amax;
-      if (c.rejected)
-        result.calibration_rejected.push_back(fmt::format("{}: {:.1f}x", t, c.error_ratio));
-      if (*method == CalibrationMethod::kAuto)
-        ++result.calibration_methods_used[calibration_method_name(c.method)];
-    }
-    if (!result.calibration_rejected.empty())
-      TRT_LOG_WARN(
-          "calibration: {} of {} tensor(s) keep their absmax: the {} threshold quantized their "
-          "calibration values with over {:g}x absmax's squared error (e.g. {})",
-          result.calibration_rejected.size(), stats.size(), o.calibration_method, kGuardRatio,
-          result.calibration_rejected.front());
-    if (probabilities)
-      TRT_LOG_INFO(
-          "calibration: {} Softmax output(s) calibrated by their maximum ({} would clip "
-          "the largest probabilities)",
-          probabilities, o.calibration_method);
+    // auto: the first calibration's thresholds are provisional (the per-tensor table) until
+    // select_auto() has tried every method on the outputs.
+    const ThresholdTable th = choose_thresholds(stats, *method, cp, softmax);
+    record_thresholds(th, stats.size());
+    if (mode == QuantMode::kFp8)
+      for (const auto& [t, s] : stats)
+        result.fp8_range.push_back(fp8_range_of(t, s, th.amax.at(t)));
+    if (*method == CalibrationMethod::kAuto && !auto_selected) kept_stats = std::move(stats);
     share_scales(model.graph, table);
     TRT_LOG_INFO(
         "calibration: {}{} tensor(s) over {} batch(es) in {:.1f} s (activations alive at most "
@@ -678,6 +696,51 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     if (fp16) convert_to_fp16(m);
     return m;
   };
+  if (method && *method == CalibrationMethod::kAuto && !kept_stats.empty()) {
+    // Every method's table on the same statistics, judged by the outputs on a few calibration
+    // batches (not the held-out ones the report uses).
+    const int64_t bs = std::max<int64_t>(1, data->samples(0, 1));
+    const int64_t n = std::min(calib_batches, (kAutoSelectionSamples + bs - 1) / bs);
+    auto pick = [&](int64_t i) { return data->feeds(i * calib_batches / n); };
+    int64_t samples = 0;
+    for (int64_t i = 0; i < n; ++i)
+      samples += data->samples(i * calib_batches / n, i * calib_batches / n + 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    MethodSelection sel = select_calibration_method(
+        kept_stats, cp, softmax,
+        [&](const std::map<std::string, double>& amax) {
+          const ScaleTable saved = table;
+          for (const auto& [t, a] : amax) table.amax[t] = a;
+          share_scales(model.graph, table);
+          ir::Model m = build(placement, nullptr);
+          table = saved;
+          return m;
+        },
+        float_model, n, samples, pick, o.num_threads);
+    result.calibration_method_chosen = sel.name;
+    result.auto_selection_samples = samples;
+    std::string scores;
+    for (const auto& sc : sel.scores) {
+      result.calibration_method_scores.emplace_back(sc.name, sc.sqnr_db);
+      scores += fmt::format("{}{} {:.2f}", scores.empty() ? "" : ", ", sc.name, sc.sqnr_db);
+    }
+    TRT_LOG_INFO(
+        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s): {}; {:.1f} s)",
+        sel.name, samples, scores, seconds(t0, std::chrono::steady_clock::now()));
+    method = sel.method;  // later calibrations (min_sqnr) use the chosen method
+    result.calibration_rejected.clear();
+    result.calibration_methods_used.clear();
+    result.fp8_range.clear();
+    for (const auto& [t, a] : sel.thresholds.amax) table.amax[t] = a;
+    result.calibration_rejected = sel.thresholds.rejected;
+    result.calibration_methods_used = sel.thresholds.methods_used;
+    if (mode == QuantMode::kFp8)
+      for (const auto& [t, s] : kept_stats)
+        result.fp8_range.push_back(fp8_range_of(t, s, table.amax.at(t)));
+    share_scales(model.graph, table);
+    kept_stats.clear();
+    auto_selected = true;
+  }
   ApplyStats ast;
   ir::Model qmodel = build(placement, &ast);
 

@@ -198,7 +198,23 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
   for (auto it = r.calibration_methods_used.begin(); it != r.calibration_methods_used.end(); ++it)
     s += fmt::format("{}{}: {}", it == r.calibration_methods_used.begin() ? "" : ", ",
                      js(it->first), it->second);
-  s += "},\n  \"skipped\": [";
+  s += fmt::format("}},\n  \"calibration_method_chosen\": {},\n  \"auto_selection_samples\": {},\n",
+                   js(r.calibration_method_chosen), r.auto_selection_samples);
+  s += "  \"calibration_method_scores\": {";
+  for (size_t i = 0; i < r.calibration_method_scores.size(); ++i)
+    s += fmt::format("{}{}: {}", i ? ", " : "", js(r.calibration_method_scores[i].first),
+                     jn(r.calibration_method_scores[i].second));
+  s += "},\n  \"fp8_range\": [";
+  for (size_t i = 0; i < r.fp8_range.size(); ++i) {
+    const auto& m = r.fp8_range[i];
+    s += fmt::format(
+        "{}\n    {{\"name\": {}, \"amax\": {}, \"below_normal\": {}, \"flushed\": {}, "
+        "\"clipped\": {}, \"outside\": {}}}",
+        i ? "," : "", js(m.name), jn(m.amax), jn(m.below_normal), jn(m.flushed), jn(m.clipped),
+        m.outside ? "true" : "false");
+  }
+  s += r.fp8_range.empty() ? "],\n" : "\n  ],\n";
+  s += "  \"skipped\": [";
   for (size_t i = 0; i < r.skipped.size(); ++i) s += (i ? ",\n    " : "\n    ") + js(r.skipped[i]);
   s += r.skipped.empty() ? "],\n" : "\n  ],\n";
   s += "  \"scales\": {";

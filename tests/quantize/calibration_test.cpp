@@ -197,6 +197,44 @@ TEST(CalibrationTest, AutoTakesTheLeastErrorPerTensor) {
   }
 }
 
+TEST(CalibrationTest, E4m3RangeCountsValuesUnderTheNormalRange) {
+  // amax 1: scale 1/448, E4M3's smallest normal 2^-6 is |x| = 2^-6 / 448 = 3.5e-5 and values
+  // under 2^-10 / 448 = 2.2e-6 round to zero. 70 values at 0.5, 20 at 1e-5 (subnormal), 10 at
+  // 1e-7 (flushed), and zeros, which count in neither share.
+  std::vector<float> v(70, 0.5f);
+  v.insert(v.end(), 20, 1e-5f);
+  v.insert(v.end(), 10, -1e-7f);
+  v.insert(v.end(), 50, 0.0f);
+  v.push_back(1.0f);
+  TensorStats s(256);
+  s.add(vec_tensor(v));
+  E4m3Range r = e4m3_range(s, 1.0);
+  EXPECT_NEAR(r.below_normal, 30.0 / 101, 1e-12);
+  EXPECT_NEAR(r.flushed, 10.0 / 101, 1e-12);
+  EXPECT_EQ(r.clipped, 0.0);
+  r = e4m3_range(s, 0.4);  // 0.5 and 1.0 above amax
+  EXPECT_NEAR(r.clipped, 71.0 / 101, 1e-12);
+  EXPECT_NEAR(e4m3_range(s, 0.75).clipped, 1.0 / 101, 1e-12);
+  EXPECT_EQ(e4m3_range(TensorStats(256), 1.0).below_normal, 0.0);  // no values
+}
+
+TEST(CalibrationTest, ChooseThresholdsKeepsByMaxTensorsAtTheirMaximum) {
+  std::map<std::string, TensorStats> stats;
+  stats.emplace("a", TensorStats(2048));
+  stats.emplace("p", TensorStats(2048));
+  stats.at("a").add(vec_tensor(mobilenet_relu6_like()));
+  stats.at("p").add(vec_tensor(mobilenet_relu6_like()));
+  const ThresholdTable t =
+      choose_thresholds(stats, CalibrationMethod::kPercentile, CalibratorParams{}, {"p"});
+  EXPECT_EQ(t.by_max, 1u);
+  EXPECT_DOUBLE_EQ(t.amax.at("p"), stats.at("p").absmax());
+  EXPECT_EQ(t.amax.at("a"),
+            choose_amax(stats.at("a"), CalibrationMethod::kPercentile, CalibratorParams{}).amax);
+  int64_t n = 0;
+  for (const auto& [m, k] : t.methods_used) n += k;
+  EXPECT_EQ(n, 2);
+}
+
 TEST(CalibrationTest, ChannelStatsMeanSquareAlongAxis) {
   // [2, 3, 2]: channel axis -1 (2 channels) and 1 (3 channels), over two batches.
   const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};

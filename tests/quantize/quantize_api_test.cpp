@@ -2,6 +2,7 @@
 // original's meaning, the written Q/DQ model, the report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -459,6 +460,54 @@ TEST_F(QuantizeApiTest, SoftmaxOutputsAreCalibratedByTheirMaximum) {
     EXPECT_DOUBLE_EQ(scale_of(method, "pd"), scale_of("max", "pd")) << method;
   // The input (Gaussian) is still clipped by the method: 0.0308 (mse) against 0.0327 (max).
   EXPECT_LT(scale_of("mse", "x"), 0.97 * scale_of("max", "x"));
+}
+
+// auto tries every method on the outputs of a few calibration batches and keeps the best; the
+// report and the result name the candidates and their scores.
+TEST_F(QuantizeApiTest, AutoKeepsTheMethodWithTheBestOutputs) {
+  for (const std::string mode : {"int8", "fp8"}) {
+    auto o = opts(mode, "auto");
+    const QuantizeResult r = quantize_onnx(o);
+    ASSERT_EQ(r.calibration_method_scores.size(), 5u) << mode;
+    double best = -1e300;
+    std::string best_name;
+    for (const auto& [m, db] : r.calibration_method_scores)
+      if (db > best) best = db, best_name = m;
+    EXPECT_EQ(r.calibration_method_chosen, best_name) << mode;
+    EXPECT_EQ(r.calibration_method_scores[0].first, "max");
+    EXPECT_EQ(r.auto_selection_samples, 16);  // 2 of the 4 calibration batches of 8
+    const std::string json = read_file(r.report_path);
+    EXPECT_NE(json.find("\"calibration_method_chosen\": \"" + best_name + "\""),
+              std::string::npos);
+    EXPECT_NE(json.find("\"calibration_method_scores\""), std::string::npos);
+    // The written model's scales are the chosen method's: quantizing with it directly gives
+    // the same output figures (per_tensor is "auto" per tensor, not a method of its own).
+    if (best_name != "per_tensor") {
+      auto d = opts(mode, best_name);
+      d.output_path = dir_ / "direct.onnx";
+      EXPECT_DOUBLE_EQ(quantize_onnx(d).outputs.at(0).sqnr_db, r.outputs.at(0).sqnr_db) << mode;
+    }
+    EXPECT_EQ(r.fp8_range.size(), mode == "fp8" ? 3u : 0u);
+  }
+}
+
+// fp8: every calibrated tensor's place on E4M3's grid is in the result and the report.
+TEST_F(QuantizeApiTest, Fp8ReportsTensorsOutsideTheE4m3Range) {
+  // Inputs spanning 2^-30 .. 2^3: most nonzero values sit under E4M3's normal range.
+  Tensor x(DataType::kFloat32, {40, 16, 8, 8});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> e(-30.0f, 3.0f);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::exp2(e(rng));
+  npy_save(calib_, x);
+  const QuantizeResult r = quantize_onnx(opts("fp8", "max"));
+  ASSERT_EQ(r.fp8_range.size(), 3u);
+  const auto in = std::find_if(r.fp8_range.begin(), r.fp8_range.end(),
+                               [](const auto& m) { return m.name == "x"; });
+  ASSERT_NE(in, r.fp8_range.end());
+  EXPECT_TRUE(in->outside);
+  EXPECT_GT(in->below_normal, 0.5);  // 2^3 / 448 * 2^-6 ~ 2^-11.8: 18 of 33 octaves under it
+  EXPECT_GT(in->flushed, 0.3);
+  EXPECT_NE(read_file(r.report_path).find("\"fp8_range\""), std::string::npos);
 }
 
 // X [N, 256] with 4 channels 25x larger than the rest, read by a MatMul (W [K, N]) and a Gemm

@@ -3,6 +3,7 @@
 //                   max|entropy|percentile|mse|rtn|awq_clip] [--calibrate_per_node]
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "commands.h"
@@ -22,6 +23,22 @@ struct QuantizeCliOptions {
 
 std::string fmt_db(double v) {
   return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt::format("{:.2f}", v);
+}
+
+// fp8: the tensors outside E4M3's comfortable range (over 1% of their nonzero values under its
+// smallest normal after scaling), worst first.
+void print_fp8_range(std::vector<QuantizeRangeMetrics> v) {
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.below_normal > b.below_normal; });
+  const auto outside = std::count_if(v.begin(), v.end(), [](const auto& m) { return m.outside; });
+  fmt::print(
+      "fp8 range: {} of {} tensor(s) have over 1% of their nonzero values under E4M3's "
+      "normal range (2^-6 of the scale step; report: fp8_range)\n",
+      outside, v.size());
+  for (size_t i = 0; i < v.size() && i < 5 && v[i].outside; ++i)
+    fmt::print("  {:<46} {:6.2f}% under normal, {:6.2f}% flushed to 0, {:6.3f}% clipped\n",
+               v[i].name, 100 * v[i].below_normal, 100 * v[i].flushed, 100 * v[i].clipped);
 }
 
 void run(QuantizeCliOptions o) {
@@ -44,12 +61,20 @@ void run(QuantizeCliOptions o) {
     fmt::print("gptq weight rounding: {} weight(s)\n", r.num_gptq_rounded);
   fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
              r.eval_samples);
-  if (!r.calibration_methods_used.empty()) {
+  if (!r.calibration_method_chosen.empty()) {
+    std::string scores;
+    for (const auto& [m, db] : r.calibration_method_scores)
+      scores += fmt::format("{}{} {}", scores.empty() ? "" : ", ", m, fmt_db(db));
+    fmt::print("calibration_method auto: {} (output SQNR dB on {} calibration sample(s): {})\n",
+               r.calibration_method_chosen, r.auto_selection_samples, scores);
+  }
+  if (!r.calibration_methods_used.empty() && r.calibration_method_chosen == "per_tensor") {
     std::string used;
     for (const auto& [m, n] : r.calibration_methods_used)
       used += fmt::format("{}{} {}", used.empty() ? "" : ", ", n, m);
-    fmt::print("calibration_method auto: {}\n", used);
+    fmt::print("per_tensor thresholds: {}\n", used);
   }
+  print_fp8_range(r.fp8_range);
   if (!r.calibration_rejected.empty())
     fmt::print("{} tensor(s) kept absmax (the {} threshold's error was over 2x absmax's): {}\n",
                r.calibration_rejected.size(), o.q.calibration_method,

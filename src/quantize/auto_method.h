@@ -1,0 +1,44 @@
+// calibration_method auto: the method is chosen by what it does to the model's outputs, not
+// per tensor. Each candidate threshold table (max, entropy, percentile, mse, and per tensor the
+// method of least histogram error) becomes a Q/DQ model; each runs on a few calibration batches
+// against the float model, and the candidate with the best worst-output SQNR wins. Per tensor
+// least error alone was the wrong proxy: 0.4-1.3 dB under the best single method on 4 of 14
+// model/data rows measured against ONNX Runtime (bench/RESULTS.md, issue 35).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "quantize/calibration.h"
+
+namespace trtutils::quantize {
+
+// Calibration samples the selection runs (spread over the calibration batches).
+inline constexpr int64_t kAutoSelectionSamples = 16;
+
+struct MethodScore {
+  std::string name;  // max | entropy | percentile | mse | per_tensor
+  double sqnr_db = 0;
+};
+struct MethodSelection {
+  CalibrationMethod method = CalibrationMethod::kMax;  // kAuto: the per-tensor table won
+  std::string name;
+  ThresholdTable thresholds;        // the winner's
+  std::vector<MethodScore> scores;  // every candidate, in trial order
+  int64_t samples = 0;              // calibration samples the scores are measured on
+};
+
+// make_model(amax): the Q/DQ model with those activation thresholds. feed(i), i < num_batches:
+// the selection's batches.
+MethodSelection select_calibration_method(
+    const std::map<std::string, TensorStats>& stats, const CalibratorParams& p,
+    const std::set<std::string>& by_max,
+    const std::function<ir::Model(const std::map<std::string, double>&)>& make_model,
+    const ir::Model& float_model, int64_t num_batches, int64_t num_samples,
+    const std::function<std::map<std::string, Tensor>(int64_t)>& feed, int num_threads);
+
+}  // namespace trtutils::quantize
