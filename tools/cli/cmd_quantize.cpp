@@ -34,7 +34,7 @@ void print_fp8_range(std::vector<QuantizeRangeMetrics> v) {
   const auto outside = std::count_if(v.begin(), v.end(), [](const auto& m) { return m.outside; });
   fmt::print(
       "fp8 range: {} of {} tensor(s) have over 1% of their nonzero values under E4M3's "
-      "normal range (2^-6 of the scale step; report: fp8_range)\n",
+      "normal range (|x| / scale < 2^-6; report: fp8_range)\n",
       outside, v.size());
   for (size_t i = 0; i < v.size() && i < 5 && v[i].outside; ++i)
     fmt::print("  {:<46} {:6.2f}% under normal, {:6.2f}% flushed to 0, {:6.3f}% clipped\n",
