@@ -5,7 +5,7 @@
 # linear --input_shape 224 224 3 on the photos of scripts/fetch_photos.sh).
 # Environment: MODELS (default: the script's set), MODES (int8 fp8), WORKERS (4), BUDGET_S
 # (420: no model starts after it), RESUME (a results.json of an earlier call: its models are
-# skipped and kept). Results in $OUT (or ./device-results): results.json, table.txt.
+# skipped and kept), ONLY_AUTO (models whose other rows were measured before). Results in $OUT (or ./device-results): results.json, table.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-$PWD/device-results}"
@@ -16,5 +16,6 @@ export LD_LIBRARY_PATH=/tmp/d/lib:/usr/local/cuda/lib64
 # shellcheck disable=SC2086
 python3 bench/quantize_vs_ort.py --trtutils /tmp/d/bin/trtutils \
   --photos "${PHOTOS:-.dev/photos_u8.npy}" --out "$out" --budget_s "${BUDGET_S:-420}" \
-  --workers "${WORKERS:-4}" --modes ${MODES:-int8 fp8} ${MODELS:+--models $MODELS} 2>&1 |
+  --workers "${WORKERS:-4}" --modes ${MODES:-int8 fp8} ${MODELS:+--models $MODELS} \
+  ${ONLY_AUTO:+--only_auto $ONLY_AUTO} 2>&1 | grep -v "^WARNING:root" |
   tee "$out/table.txt"

@@ -24,7 +24,9 @@ Runs where torch, torchvision, onnxruntime and a trtutils binary are (the GPU ma
 photos_u8.npy: uint8 [N, 3, 224, 224] crops (generate_calibration --input_dtype uint8); the
 first N - 8 calibrate, the last 8 judge; noise: 32 calibrate, 8 judge. Writes DIR/results.json
 (after every model; a second call with the same DIR skips the models already there) and prints
-one table row per model, data set, mode and method.
+one table row per model, data set, mode and method (as it is measured, then per model).
+--only_auto MODEL...: rows whose other methods were measured before with unchanged code: only
+int8 auto and fp8 max / auto are run (no ONNX Runtime quantization).
 """
 import argparse
 import json
@@ -217,12 +219,15 @@ def measure_model(args, name, threads):
         ref = run_ort(fp32, held, threads)
         ts = time.time()
         for mode in args.modes:
-            for method in OURS:
+            methods = OURS if mode == "int8" else args.fp8_methods
+            if name in args.only_auto:
+                methods = ["auto"] if mode == "int8" else [m for m in methods if m in ("max", "auto")]
+            for method in methods:
                 q = os.path.join(WORK, f"{name}_{dname}_{mode}_{method}_ours.onnx")
                 chosen = our_quantize(args.trtutils, fp32, q, calib_npy, mode, method, threads)
                 ours = sqnr(ref, run_ort(q, held, threads))
                 theirs = None
-                if mode == "int8" and method in ORT:
+                if mode == "int8" and method in ORT and name not in args.only_auto:
                     qo = os.path.join(WORK, f"{name}_{dname}_{method}_ort.onnx")
                     ort_quantize(fp32, qo, calib, method)
                     theirs = sqnr(ref, run_ort(qo, held, threads))
@@ -236,6 +241,7 @@ def measure_model(args, name, threads):
                 lines.append(f"{name:<30} {dname:<7} {mode:<5} {method:<11} {ours:8.2f} "
                              f"{'' if theirs is None else f'{theirs:8.2f}'}"
                              f"{'' if not chosen else '  (auto: ' + chosen + ')'}")
+                print(f"[{time.time() - t0:6.0f} s] {lines[-1]}", flush=True)
         row["seconds"][dname] = time.time() - ts
     row["seconds"]["total"] = time.time() - t0
     for f in os.listdir(WORK):
@@ -251,6 +257,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--models", nargs="*", default=DEFAULT_MODELS)
     ap.add_argument("--modes", nargs="*", default=["int8", "fp8"])
+    ap.add_argument("--fp8_methods", nargs="*", default=["max", "auto"])
+    ap.add_argument("--only_auto", nargs="*", default=[],
+                    help="models measured before: only int8 auto and fp8 max / auto, no ORT")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--budget_s", type=float, default=480, help="start no model after this")
     args = ap.parse_args()

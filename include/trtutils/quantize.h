@@ -142,6 +142,7 @@ struct QuantizeResult {
   std::string calibration_method_chosen;
   std::vector<std::pair<std::string, double>> calibration_method_scores;
   int64_t auto_selection_samples = 0;
+  bool auto_selection_on_gpu = false;  // the candidates ran on the GPU (else the CPU backend)
   // fp8: every calibrated activation on E4M3's grid (scale amax / 448), graph-independent order.
   std::vector<QuantizeRangeMetrics> fp8_range;
   std::filesystem::path report_path;

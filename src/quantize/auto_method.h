@@ -30,10 +30,12 @@ struct MethodSelection {
   ThresholdTable thresholds;        // the winner's
   std::vector<MethodScore> scores;  // every candidate, in trial order
   int64_t samples = 0;              // calibration samples the scores are measured on
+  bool on_gpu = false;              // the candidates ran on the GPU (else the CPU backend)
 };
 
 // make_model(amax): the Q/DQ model with those activation thresholds. feed(i), i < num_batches:
-// the selection's batches.
+// the selection's batches. The candidates run on the GPU when one is usable (the reference on
+// the CPU backend); two methods with equal tables are scored once.
 MethodSelection select_calibration_method(
     const std::map<std::string, TensorStats>& stats, const CalibratorParams& p,
     const std::set<std::string>& by_max,

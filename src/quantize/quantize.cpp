@@ -719,14 +719,17 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
         float_model, n, samples, pick, o.num_threads);
     result.calibration_method_chosen = sel.name;
     result.auto_selection_samples = samples;
+    result.auto_selection_on_gpu = sel.on_gpu;
     std::string scores;
     for (const auto& sc : sel.scores) {
       result.calibration_method_scores.emplace_back(sc.name, sc.sqnr_db);
       scores += fmt::format("{}{} {:.2f}", scores.empty() ? "" : ", ", sc.name, sc.sqnr_db);
     }
     TRT_LOG_INFO(
-        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s): {}; {:.1f} s)",
-        sel.name, samples, scores, seconds(t0, std::chrono::steady_clock::now()));
+        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s): {}; {:.1f} s "
+        "on the {})",
+        sel.name, samples, scores, seconds(t0, std::chrono::steady_clock::now()),
+        sel.on_gpu ? "GPU" : "CPU");
     method = sel.method;  // later calibrations (min_sqnr) use the chosen method
     result.calibration_rejected.clear();
     result.calibration_methods_used.clear();

@@ -2,9 +2,13 @@
 // CUDA executor when a device is usable): the statistics and the thresholds of every method
 // match the CPU run (per_node, which always runs on the CPU) up to summation order.
 #include <cmath>
+#include <filesystem>
 
 #include "backends/cuda/cuda_test_util.h"
+#include "onnx/onnx_io.h"
 #include "quantize/calibration.h"
+#include "trtutils/npy.h"
+#include "trtutils/quantize.h"
 
 namespace trtutils {
 namespace {
@@ -52,6 +56,47 @@ TEST(CudaCalibration, GpuStatisticsMatchCpu) {
       EXPECT_NEAR(a, e, 2e-3 * std::max(1e-6, e)) << quantize::calibration_method_name(method);
     }
   }
+}
+
+// calibration_method auto scores its candidate Q/DQ models on the GPU (int8 and fp8 on Hopper)
+// and keeps the best; the written model's scales are the chosen method's.
+TEST(CudaCalibration, AutoScoresTheCandidatesOnTheGpu) {
+  TRT_REQUIRE_CUDA();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "trtutils_cuda_auto";
+  fs::create_directories(dir);
+  ir::GraphBuilder b("auto");
+  const std::string x = b.input("x", DataType::kFloat32, {ir::Dim("N"), 16, 12, 12});
+  const std::string c1 =
+      b.node("Conv", {x, b.initializer("w1", random_tensor(DataType::kFloat32, {32, 16, 3, 3}, 1))},
+             {ais("pads", {1, 1, 1, 1})})[0];
+  const std::string r1 = b.node("Relu", {c1})[0];
+  const std::string c2 = b.node(
+      "Conv", {r1, b.initializer("w2", random_tensor(DataType::kFloat32, {32, 32, 3, 3}, 2))},
+      {ais("pads", {1, 1, 1, 1})})[0];
+  b.output(b.node("Relu", {c2})[0]);
+  onnx_io::save_model(b.build(17), dir / "m.onnx");
+  npy_save(dir / "c.npy", random_tensor(DataType::kFloat32, {24, 16, 12, 12}, 7, -1.0f, 1.0f));
+  for (const std::string mode : {"int8", "fp8"}) {
+    QuantizeOptions o;
+    o.onnx_path = dir / "m.onnx";
+    o.output_path = dir / ("m_" + mode + ".onnx");
+    o.calibration_data = dir / "c.npy";
+    o.quantize_mode = mode;
+    o.calibration_method = "auto";
+    o.batch_size = 8;
+    const QuantizeResult r = quantize_onnx(o);
+    EXPECT_TRUE(r.auto_selection_on_gpu) << mode;
+    ASSERT_EQ(r.calibration_method_scores.size(), 5u);
+    double best = -1e300;
+    for (const auto& [m, db] : r.calibration_method_scores) best = std::max(best, db);
+    for (const auto& [m, db] : r.calibration_method_scores)
+      if (m == r.calibration_method_chosen) {
+        EXPECT_EQ(db, best) << mode;
+      }
+    EXPECT_GT(best, 20.0) << mode;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
