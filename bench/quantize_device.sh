@@ -13,9 +13,11 @@ mkdir -p "$out" /tmp/d
 tar -C /tmp/d -xJf dist/trtutils-dist.tar.xz
 export LD_LIBRARY_PATH=/tmp/d/lib:/usr/local/cuda/lib64
 [ -n "${RESUME:-}" ] && cp "$RESUME" "$out/results.json"
+# Straight into the file (unbuffered): a pipe through grep lost every line when a time limit
+# stopped the call.
 # shellcheck disable=SC2086
-python3 bench/quantize_vs_ort.py --trtutils /tmp/d/bin/trtutils \
+python3 -u bench/quantize_vs_ort.py --trtutils /tmp/d/bin/trtutils \
   --photos "${PHOTOS:-.dev/photos_u8.npy}" --out "$out" --budget_s "${BUDGET_S:-420}" \
   --workers "${WORKERS:-4}" --modes ${MODES:-int8 fp8} ${MODELS:+--models $MODELS} \
-  ${ONLY_AUTO:+--only_auto $ONLY_AUTO} 2>&1 | grep -v "^WARNING:root" |
-  tee "$out/table.txt"
+  ${ONLY_AUTO:+--only_auto $ONLY_AUTO} >"$out/table.txt" 2>"$out/stderr.txt"
+grep -v "^WARNING:root" "$out/stderr.txt" | tail -20 >"$out/stderr_tail.txt"
