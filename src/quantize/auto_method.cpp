@@ -41,18 +41,11 @@ double worst_sqnr(const ir::Model& model,
                   const std::vector<std::map<std::string, Tensor>>& reference,
                   const std::vector<std::pair<std::string, std::string>>& pairs, const Feed& feed,
                   int num_threads, bool& gpu) {
-  std::vector<PairMetrics> metrics;
   auto got = gpu ? gpu_outputs(model, static_cast<int64_t>(reference.size()), feed) : std::nullopt;
-  if (got) {
-    std::vector<MetricsAccumulator> acc(pairs.size());
-    for (size_t b = 0; b < reference.size(); ++b)
-      for (size_t i = 0; i < pairs.size(); ++i)
-        acc[i].add(reference[b].at(pairs[i].first), (*got)[b].at(pairs[i].second));
-    for (const auto& a : acc) metrics.push_back(a.result());
-  } else {
-    gpu = false;
-    metrics = compare_to_reference(reference, model, pairs, feed, num_threads);
-  }
+  gpu = got.has_value();
+  const std::vector<PairMetrics> metrics =
+      got ? pair_metrics(reference, *got, pairs)
+          : compare_to_reference(reference, model, pairs, feed, num_threads);
   double worst = std::numeric_limits<double>::infinity();
   for (const auto& m : metrics) worst = std::min(worst, m.sqnr_db);
   return worst;

@@ -237,14 +237,20 @@ double peak_rss_mib() {
   return 0;
 }
 
-QuantizeRangeMetrics fp8_range_of(const std::string& name, const TensorStats& s, double amax) {
-  const E4m3Range r = e4m3_range(s, amax);
-  return {.name = name,
-          .amax = amax,
-          .below_normal = r.below_normal,
-          .flushed = r.flushed,
-          .clipped = r.clipped,
-          .outside = r.below_normal > kE4m3BelowNormalLimit};
+// Each calibrated tensor's place on E4M3's grid at its threshold, appended to `out`.
+void add_fp8_ranges(const std::map<std::string, TensorStats>& stats,
+                    const std::map<std::string, double>& amax,
+                    std::vector<QuantizeRangeMetrics>& out) {
+  for (const auto& [t, s] : stats) {
+    const double a = amax.at(t);
+    const E4m3Range r = e4m3_range(s, a);
+    out.push_back({.name = t,
+                   .amax = a,
+                   .below_normal = r.below_normal,
+                   .flushed = r.flushed,
+                   .clipped = r.clipped,
+                   .outside = r.below_normal > kE4m3BelowNormalLimit});
+  }
 }
 
 double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
@@ -633,12 +639,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const auto t1 = std::chrono::steady_clock::now();
     if (tensors.empty()) return;
     // auto: the first calibration's thresholds are provisional (the per-tensor table) until
-    // select_auto() has tried every method on the outputs.
+    // select_calibration_method has tried every method on the outputs.
     const ThresholdTable th = choose_thresholds(stats, *method, cp, softmax);
     record_thresholds(th, stats.size());
-    if (mode == QuantMode::kFp8)
-      for (const auto& [t, s] : stats)
-        result.fp8_range.push_back(fp8_range_of(t, s, th.amax.at(t)));
+    if (mode == QuantMode::kFp8) add_fp8_ranges(stats, th.amax, result.fp8_range);
     if (*method == CalibrationMethod::kAuto && !auto_selected) kept_stats = std::move(stats);
     share_scales(model.graph, table);
     TRT_LOG_INFO(
@@ -731,15 +735,12 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
         sel.name, samples, scores, seconds(t0, std::chrono::steady_clock::now()),
         sel.on_gpu ? "GPU" : "CPU");
     method = sel.method;  // later calibrations (min_sqnr) use the chosen method
-    result.calibration_rejected.clear();
-    result.calibration_methods_used.clear();
-    result.fp8_range.clear();
+    // The provisional table's fields give way to the winner's.
     for (const auto& [t, a] : sel.thresholds.amax) table.amax[t] = a;
     result.calibration_rejected = sel.thresholds.rejected;
     result.calibration_methods_used = sel.thresholds.methods_used;
-    if (mode == QuantMode::kFp8)
-      for (const auto& [t, s] : kept_stats)
-        result.fp8_range.push_back(fp8_range_of(t, s, table.amax.at(t)));
+    result.fp8_range.clear();
+    if (mode == QuantMode::kFp8) add_fp8_ranges(kept_stats, sel.thresholds.amax, result.fp8_range);
     share_scales(model.graph, table);
     kept_stats.clear();
     auto_selected = true;

@@ -121,12 +121,20 @@ std::vector<PairMetrics> compare_to_reference(
     const std::function<std::map<std::string, Tensor>(int64_t)>& feed_batch, int num_threads) {
   std::vector<std::string> qa;
   for (const auto& pr : pairs) qa.push_back(pr.second);
-  auto got =
-      run_batches(qdq_model, qa, static_cast<int64_t>(reference.size()), feed_batch, num_threads);
+  return pair_metrics(
+      reference,
+      run_batches(qdq_model, qa, static_cast<int64_t>(reference.size()), feed_batch, num_threads),
+      pairs);
+}
+
+std::vector<PairMetrics> pair_metrics(
+    const std::vector<std::map<std::string, Tensor>>& reference,
+    const std::vector<std::map<std::string, Tensor>>& got,
+    const std::vector<std::pair<std::string, std::string>>& pairs) {
   std::vector<MetricsAccumulator> acc(pairs.size());
   for (size_t b = 0; b < reference.size(); ++b)
     for (size_t i = 0; i < pairs.size(); ++i)
-      acc[i].add(reference[b].at(pairs[i].first), got[b].at(pairs[i].second));
+      acc[i].add(reference[b].at(pairs[i].first), got.at(b).at(pairs[i].second));
   std::vector<PairMetrics> r;
   for (const auto& a : acc) r.push_back(a.result());
   return r;

@@ -42,6 +42,12 @@ std::vector<PairMetrics> compare_models(
 std::vector<std::map<std::string, Tensor>> run_batches(
     const ir::Model& model, const std::vector<std::string>& names, int64_t num_batches,
     const std::function<std::map<std::string, Tensor>(int64_t)>& feed_batch, int num_threads);
+// The metrics of each pair over batches already computed: reference[b] (float model values,
+// pair.first) against got[b] (pair.second).
+std::vector<PairMetrics> pair_metrics(
+    const std::vector<std::map<std::string, Tensor>>& reference,
+    const std::vector<std::map<std::string, Tensor>>& got,
+    const std::vector<std::pair<std::string, std::string>>& pairs);
 // As compare_models, against reference values computed once by run_batches.
 std::vector<PairMetrics> compare_to_reference(
     const std::vector<std::map<std::string, Tensor>>& reference, const ir::Model& qdq_model,
