@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(
   # toolchain
   build-essential cmake ninja-build pkg-config git clang-format
+  # compiler cache: CMakeLists.txt puts it in front of the compilers when found (TRTUTILS_CCACHE)
+  ccache
   # ONNX model I/O: protobuf runtime + compiler, Debian's ONNX (generated onnx.pb classes)
   libprotobuf-dev protobuf-compiler libonnx-dev
   # fast CPU convolution / GEMM

@@ -3,6 +3,7 @@
 #   1. an ASan + UBSan build runs the unit tests, ONNX's own backend tests and the fuzz harnesses
 #      (tests/fuzz) once over their seed corpora (replayed without libFuzzer: tests/fuzz/replay.cmake;
 #      scripts/fuzz.sh builds them with clang's libFuzzer for fuzzing sessions);
+#      the packaging tests (label packaging: install, downstream project, .deb) run in 2. only;
 #   2. the release build runs everything: unit tests, ONNX backend conformance, and the
 #      end-to-end comparisons with ONNX Runtime on torchvision models (plain and quantized).
 # Extra arguments go to the final ctest (e.g. -L unit). Prints ctest's summary, then pytest's (the
@@ -23,7 +24,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRTUTILS_W
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DTRTUTILS_SANITIZE=ON -DTRTUTILS_BUILD_BENCH=OFF -DTRTUTILS_CUDA=OFF
 cmake --build build-asan -j"$jobs"
-(cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE e2e)
+(cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -LE "e2e|packaging")
 echo "[test.sh] sanitizer build and tests done at ${SECONDS} s"
 
 # One CUDA architecture in both builds keeps CI within its time (every .cu is compiled once per
