@@ -64,6 +64,12 @@ struct ContextOptions {
   // from it and new ones written back, so that later contexts and processes run the same kernels
   // without timing them. Empty: none. Ignored on the CPU (its tactics are chosen at build time).
   std::string timing_cache{};
+  // Debugging (`trtutils compare --layerwise`): execute() also returns every layer's output, by
+  // its tensor name. The engine's layers are already fused, so on the CPU this changes nothing
+  // that runs; the CUDA runtime plans its own fusions at the first run and keeps a marked
+  // tensor, so there a marked run may fuse less than an unmarked one. All intermediates stay
+  // alive until execute() returns.
+  bool mark_all_outputs = false;
 };
 
 // The last execute()'s split (CUDA events on the GPU; on the CPU everything is compute).

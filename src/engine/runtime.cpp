@@ -209,12 +209,19 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
       eo.timing_cache = options.timing_cache == "global"
                             ? engine::global_timing_cache_path()
                             : std::filesystem::path(options.timing_cache);
-    impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
+    if (options.mark_all_outputs) {
+      ir::Model marked = impl_->data.model;
+      mark_every_node_output(marked.graph);
+      impl->gpu = std::make_unique<cuda::Executor>(marked, eo);
+    } else {
+      impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
+    }
   } else {
     SessionOptions so;
     so.num_threads = options.num_threads;
     so.profile = options.profile;
     so.run_passes = false;
+    so.mark_all_outputs = options.mark_all_outputs;
     impl->session = std::make_unique<Session>(impl_->data.model, so);
   }
   return std::make_unique<ExecutionContext>(std::move(impl));

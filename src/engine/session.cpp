@@ -256,6 +256,24 @@ void check_cpu_kernels(const ir::Graph& graph) {
             "{} node(s) use operators the CPU backend does not support:{}", total, list);
 }
 
+void mark_every_node_output(ir::Graph& graph) {
+  std::unordered_set<std::string> have;
+  for (const auto& v : graph.inputs) have.insert(v.name);
+  for (const auto& v : graph.outputs) have.insert(v.name);
+  std::vector<ir::ValueInfo> added;
+  for (const auto& n : graph.nodes)
+    for (const auto& o : n.outputs) {
+      if (o.empty() || !have.insert(o).second) continue;
+      std::optional<ir::ValueInfo> vi = graph.find_value_info(o);
+      if (!vi) {
+        vi.emplace();
+        vi->name = o;
+      }
+      added.push_back(std::move(*vi));
+    }
+  for (auto& v : added) graph.outputs.push_back(std::move(v));
+}
+
 Session Session::from_file(const std::filesystem::path& onnx, SessionOptions options) {
   return Session(onnx_io::load_model(onnx), options);
 }
@@ -274,6 +292,7 @@ Session::Session(ir::Model model, SessionOptions options)
   if (options_.run_passes) passes::run_pipeline(g, opset_, disabled);
 
   check_cpu_kernels(g);
+  if (options_.mark_all_outputs) mark_every_node_output(g);
 
   // Liveness: free each intermediate after its last reader; graph outputs are never freed.
   std::unordered_set<std::string> keep;

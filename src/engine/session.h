@@ -23,7 +23,15 @@ struct SessionOptions {
   bool profile = false;        // time every node (see Session::profile())
   // Run the pass pipeline at construction; false for graphs already optimized (engines).
   bool run_passes = true;
+  // Debugging (compare --layerwise): once the passes have run, every node output becomes a graph
+  // output too (mark_every_node_output), so that marking changes no fusion: a value the passes
+  // fused away is not returned. Every intermediate is kept until the run ends.
+  bool mark_all_outputs = false;
 };
+
+// Appends every top-level node output that is not yet a graph output (or input) to the graph's
+// outputs, in node order.
+void mark_every_node_output(ir::Graph& graph);
 
 // Time spent per node over all run() calls since construction (profile = true).
 struct NodeProfile {

@@ -44,6 +44,8 @@ std::unique_ptr<CLI::App> make_app(bool run_commands) {
   add_calib_to_qdq_command(*app);
   add_detect_command(*app);
   add_classify_command(*app);
+  add_compare_command(*app);
+  add_debug_precision_command(*app);
   return app;
 }
 

@@ -31,6 +31,8 @@ void add_build_dla_command(CLI::App& app);
 void add_calib_to_qdq_command(CLI::App& app);
 void add_detect_command(CLI::App& app);
 void add_classify_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_debug_precision_command(CLI::App& app);
 
 }  // namespace trtutils::cli
 
@@ -46,6 +48,8 @@ namespace cli {
 // [0, 10)); its symbolic dims are set to 1.
 std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& inputs,
                                          const std::vector<std::string>& specs, uint64_t seed);
+// Seeded random data for one input (as make_feeds makes it); its symbolic dims are set to 1.
+Tensor random_input(const ir::ValueInfo& input, uint64_t seed);
 // Refuses (before any work) an output path that is the model or one of the --input files.
 void check_output_is_not_an_input(const char* flag, const std::filesystem::path& output,
                                   const std::string& model_flag, const std::string& model,

@@ -76,6 +76,11 @@ Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
 
 }  // namespace
 
+Tensor random_input(const ir::ValueInfo& input, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return random_tensor(input, rng);
+}
+
 std::vector<ir::ValueInfo> engine_inputs(const Engine& engine) {
   std::vector<ir::ValueInfo> r;
   for (const auto& t : engine.inputs()) {
