@@ -12,6 +12,12 @@ out="${OUT:-$PWD/device-results}"
 mkdir -p "$out" /tmp/d
 tar -C /tmp/d -xJf dist/trtutils-dist.tar.xz
 export LD_LIBRARY_PATH=/tmp/d/lib:/usr/local/cuda/lib64
+# Where the time goes before any model: imports, the binary, the GPU.
+{
+  date +%T; /tmp/d/bin/trtutils info 2>&1 | head -5; date +%T
+  python3 -c "import time; t=time.time(); import torch, torchvision, onnxruntime; print('imports', round(time.time()-t, 1), 's, threads', torch.get_num_threads())"
+  date +%T
+} >"$out/preflight.txt" 2>&1
 [ -n "${RESUME:-}" ] && cp "$RESUME" "$out/results.json"
 # Straight into the file (unbuffered): a pipe through grep lost every line when a time limit
 # stopped the call.
@@ -20,4 +26,4 @@ python3 -u bench/quantize_vs_ort.py --trtutils /tmp/d/bin/trtutils \
   --photos "${PHOTOS:-.dev/photos_u8.npy}" --out "$out" --budget_s "${BUDGET_S:-420}" \
   --workers "${WORKERS:-4}" --modes ${MODES:-int8 fp8} ${MODELS:+--models $MODELS} \
   ${ONLY_AUTO:+--only_auto $ONLY_AUTO} >"$out/table.txt" 2>"$out/stderr.txt"
-grep -v "^WARNING:root" "$out/stderr.txt" | tail -20 >"$out/stderr_tail.txt"
+grep -v "^WARNING:root" "$out/stderr.txt" | tail -40 >"$out/stderr_tail.txt"

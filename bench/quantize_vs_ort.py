@@ -90,8 +90,11 @@ def export(name, path):
                 model(torch.randn(8, 3, size, size, generator=g))
         model.eval()
     x = torch.rand(1, 3, size, size)
-    torch.onnx.export(model, x, path, opset_version=17, input_names=["input"],
-                      output_names=["output"], dynamo=False)
+    kw = dict(opset_version=17, input_names=["input"], output_names=["output"])
+    try:
+        torch.onnx.export(model, x, path, dynamo=False, **kw)
+    except TypeError:  # PyTorch before 2.5 (Debian 12's 1.13): no dynamo argument
+        torch.onnx.export(model, x, path, **kw)
 
 
 def datasets(photos_path, size, normalize):
@@ -204,12 +207,18 @@ def run_model(job):
         return name, None, f"failed: {e!r} {detail.strip().splitlines()[-1:] if detail else ''}"
 
 
+def step(name, t0, what):
+    """A progress line on stderr, so that a stopped call still shows where it was."""
+    print(f"[{time.time() - t0:6.0f} s] {name}: {what}", file=sys.stderr, flush=True)
+
+
 def measure_model(args, name, threads):
     import onnxruntime  # noqa: F401  (fail early where it is missing)
     os.makedirs(WORK, exist_ok=True)
     fp32 = os.path.join(WORK, name + ".onnx")
     t0 = time.time()
     export(name, fp32)
+    step(name, t0, "exported")
     row = {"seconds": {}}
     lines = []
     for dname, (calib, held) in datasets(args.photos, input_size(name),
@@ -217,6 +226,7 @@ def measure_model(args, name, threads):
         calib_npy = os.path.join(WORK, f"{name}_calib_{dname}.npy")
         np.save(calib_npy, calib)
         ref = run_ort(fp32, held, threads)
+        step(name, t0, f"{dname}: float reference")
         ts = time.time()
         for mode in args.modes:
             methods = OURS if mode == "int8" else args.fp8_methods
@@ -224,6 +234,7 @@ def measure_model(args, name, threads):
                 methods = ["auto"] if mode == "int8" else [m for m in methods if m in ("max", "auto")]
             for method in methods:
                 q = os.path.join(WORK, f"{name}_{dname}_{mode}_{method}_ours.onnx")
+                step(name, t0, f"{dname} {mode} {method}: quantize")
                 chosen = our_quantize(args.trtutils, fp32, q, calib_npy, mode, method, threads)
                 ours = sqnr(ref, run_ort(q, held, threads))
                 theirs = None
@@ -267,21 +278,28 @@ def main():
     results_path = os.path.join(args.out, "results.json")
     results = json.load(open(results_path)) if os.path.exists(results_path) else {}
     todo = [m for m in args.models if m not in results]
-    threads = max(1, os.cpu_count() // args.workers)
+    threads = max(1, os.cpu_count() // max(1, args.workers))
     deadline = time.time() + args.budget_s
     print(f"{'model':<30} {'data':<7} {'mode':<5} {'method':<11} {'ours dB':>8} {'ORT dB':>8}",
           flush=True)
+    jobs = [(args, m, threads, deadline) for m in todo]
+    if args.workers <= 1:  # in this process: nothing hidden behind a pool
+        keep_rows(map(run_model, jobs), results, results_path)
+        return 0
     ctx = mp.get_context("spawn")
     with ctx.Pool(args.workers, maxtasksperchild=1) as pool:
-        jobs = [(args, m, threads, deadline) for m in todo]
-        for name, row, text in pool.imap_unordered(run_model, jobs):
-            if row is None:
-                print(f"{name}: {text}", flush=True)
-                continue
-            print(text, flush=True)
-            results[name] = row
-            json.dump(results, open(results_path, "w"), indent=1)
+        keep_rows(pool.imap_unordered(run_model, jobs), results, results_path)
     return 0
+
+
+def keep_rows(rows, results, results_path):
+    for name, row, text in rows:
+        if row is None:
+            print(f"{name}: {text}", flush=True)
+            continue
+        print(text, flush=True)
+        results[name] = row
+        json.dump(results, open(results_path, "w"), indent=1)
 
 
 if __name__ == "__main__":
