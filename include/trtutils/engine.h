@@ -110,6 +110,10 @@ class Engine {
   int target_sm() const;                // 0 for CPU engines
   bool strongly_typed() const;
   uint64_t weight_bytes() const;
+  // Device memory holding the weights of this engine's GPU contexts: every context shares one
+  // copy (and the packed forms its kernels use), as TensorRT's contexts do. 0 before the first
+  // GPU context, and for engines that run on the CPU.
+  uint64_t device_weight_bytes() const;
   uint64_t activation_arena_bytes() const;  // planned by liveness at the opt/static shapes
   std::string info_json() const;            // everything the builder recorded (JSON text)
   std::filesystem::path path() const;
@@ -137,7 +141,8 @@ class ExecutionContext {
   const std::vector<LayerTiming>& profile() const;
   // Most bytes of activations alive at once in any execute() so far.
   uint64_t peak_activation_bytes() const;
-  // Bytes of weights resident for this context (device copies on the GPU backend).
+  // Bytes of weights this context uses (device copies on the GPU backend, shared with the
+  // engine's other contexts: Engine::device_weight_bytes() counts them once).
   uint64_t weight_bytes() const;
   IoTimes last_io_times() const;
   // TensorRT's enqueueV3 counterpart for engines that run on the GPU: inputs and outputs in

@@ -98,6 +98,7 @@ void bind_engine_class(py::module_& m) {
       .def_property_readonly("target_sm", &Engine::target_sm)
       .def_property_readonly("strongly_typed", &Engine::strongly_typed)
       .def_property_readonly("weight_bytes", &Engine::weight_bytes)
+      .def_property_readonly("device_weight_bytes", &Engine::device_weight_bytes)
       .def_property_readonly("activation_arena_bytes", &Engine::activation_arena_bytes)
       .def_property_readonly("info_json", &Engine::info_json)
       .def_property_readonly("path", &Engine::path)

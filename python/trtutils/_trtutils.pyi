@@ -371,6 +371,7 @@ class Engine:
     target_sm: int
     strongly_typed: bool
     weight_bytes: int
+    device_weight_bytes: int
     activation_arena_bytes: int
     info_json: str
     path: str

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_executor.h"
+#include "backends/cuda/device_weights.h"
 #include "core/check.h"
 #include "engine/engine_file.h"
 #include "engine/session.h"
@@ -26,6 +27,8 @@ struct Engine::Impl {
   bool strongly_typed = false;
   uint64_t weight_bytes = 0;
   uint64_t arena_bytes = 0;
+  // Device copies of the weights, shared by every GPU context of this engine.
+  std::shared_ptr<cuda::DeviceWeights> device_weights = std::make_shared<cuda::DeviceWeights>();
 };
 
 struct ExecutionContext::Impl {
@@ -176,6 +179,9 @@ bool Engine::strongly_typed() const {
 uint64_t Engine::weight_bytes() const {
   return impl_->weight_bytes;
 }
+uint64_t Engine::device_weight_bytes() const {
+  return impl_->device_weights->bytes();
+}
 uint64_t Engine::activation_arena_bytes() const {
   return impl_->arena_bytes;
 }
@@ -205,6 +211,7 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;
     eo.cuda_graph = options.cuda_graph && static_inputs && !options.profile;
     eo.no_data_transfers = options.no_data_transfers;
+    eo.weights = impl_->device_weights;
     if (!options.timing_cache.empty())
       eo.timing_cache = options.timing_cache == "global"
                             ? engine::global_timing_cache_path()

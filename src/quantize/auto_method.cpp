@@ -25,7 +25,9 @@ std::optional<std::vector<std::map<std::string, Tensor>>> gpu_outputs(ir::Model 
   if (!cuda::device_status().usable) return std::nullopt;
   try {
     passes::run_pipeline(m.graph, m.opset());
-    cuda::Executor ex(m, cuda::ExecutorOptions{});
+    cuda::ExecutorOptions options;
+    options.deterministic = true;  // the same scores on every run
+    cuda::Executor ex(m, options);
     std::vector<std::map<std::string, Tensor>> r;
     for (int64_t b = 0; b < n; ++b) r.push_back(ex.run(feed(b)));
     return r;

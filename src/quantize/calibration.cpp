@@ -588,10 +588,10 @@ void visit_batch(const std::set<std::string>& wanted, const std::map<std::string
   }
 }
 
-// The batches on the GPU (the CUDA executor, float32 with TF32 off, the same optimized graph
-// as the Session's), when one is usable and the model has CUDA kernels for every op;
-// std::nullopt when it cannot (then the CPU runs them). TRTUTILS_CALIBRATION_DEVICE=cpu keeps
-// the CPU.
+// The batches on the GPU (the CUDA executor, float32 with TF32 off, deterministic kernel
+// choices, the same optimized graph as the Session's), when one is usable and the model has CUDA
+// kernels for every op; std::nullopt when it cannot (then the CPU runs them).
+// TRTUTILS_CALIBRATION_DEVICE=cpu keeps the CPU.
 std::optional<size_t> stream_on_gpu(ir::Model m, const std::set<std::string>& wanted,
                                     int64_t num_batches, const BatchFn& feed_batch,
                                     const TensorVisitor& visit) {
@@ -602,7 +602,11 @@ std::optional<size_t> stream_on_gpu(ir::Model m, const std::set<std::string>& wa
   std::unique_ptr<cuda::Executor> ex;
   std::map<std::string, Tensor> first_feeds, first;
   try {
-    ex = std::make_unique<cuda::Executor>(m, cuda::ExecutorOptions{});
+    // Deterministic kernels: timed choices vary with load, and with them the statistics (93 of
+    // MobileNetV3's 388 initializers differed between two identical runs before).
+    cuda::ExecutorOptions options;
+    options.deterministic = true;
+    ex = std::make_unique<cuda::Executor>(m, options);
     first_feeds = feed_batch(0);
     first = ex->run(first_feeds);
   } catch (const Error& e) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/device_weights.h"
 #include "backends/cuda/kernel_switches.h"
 #include "engine/tactics.h"
 #include "trtutils/logging.h"
@@ -89,6 +90,7 @@ std::shared_ptr<void> device_malloc(size_t bytes) {
 }
 
 std::shared_ptr<void> upload_bytes(const void* data, size_t bytes) {
+  if (DeviceWeights* shared = DeviceWeightsScope::current()) return shared->upload(data, bytes);
   auto buf = device_malloc(bytes);
   if (bytes) TRT_CUDA_CHECK(cudaMemcpy(buf.get(), data, bytes, cudaMemcpyHostToDevice));
   return buf;

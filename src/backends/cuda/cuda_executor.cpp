@@ -14,6 +14,7 @@
 #include "backends/cpu/elementwise_common.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/device_weights.h"
 #include "backends/cuda/kernel_switches.h"
 #include "engine/session.h"
 #include "ops/tensor_shapes.h"
@@ -344,7 +345,8 @@ RunContext Executor::Impl::context(const ir::Node* node) {
   c.node = node;
   c.alloc = &alloc;
   c.weight_bytes = &weight_bytes;
-  c.timing = timing.get();
+  c.timing = options.deterministic ? nullptr : timing.get();
+  c.deterministic = options.deterministic;
   // TRTUTILS_CUDA_CHANNELS_LAST=0 turns channels-last off for A/B measurements.
   c.channels_last = options.channels_last && kernel_switch("TRTUTILS_CUDA_CHANNELS_LAST", true);
   c.channels_last_min_batch = options.channels_last_min_batch;
@@ -822,6 +824,7 @@ Executor::Executor(const ir::Model& model, const ExecutorOptions& options)
   impl_->options = options;
   impl_->model = model;
   const SwitchScope scope(&impl_->options.switches);
+  const DeviceWeightsScope weights(impl_->options.weights.get());
   impl_->build();
 }
 
@@ -829,12 +832,14 @@ Executor::~Executor() = default;
 
 std::map<std::string, Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   const SwitchScope scope(&impl_->options.switches);
+  const DeviceWeightsScope weights(impl_->options.weights.get());
   return impl_->run(feeds);
 }
 
 void Executor::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
                        std::map<std::string, DeviceBuffer>& outputs, void* stream) {
   const SwitchScope scope(&impl_->options.switches);
+  const DeviceWeightsScope weights(impl_->options.weights.get());
   impl_->enqueue(inputs, outputs, static_cast<cudaStream_t>(stream));
 }
 

@@ -27,6 +27,8 @@
 
 namespace trtutils::cuda {
 
+class DeviceWeights;
+
 struct DeviceStatus {
   bool usable = false;
   std::string why;  // when not usable: "no CUDA driver", "no CUDA device", ...
@@ -76,6 +78,16 @@ struct ExecutorOptions {
   // engine's recorded ones (the runtime sets use_environment = false), or by default the
   // environment's TRTUTILS_CUDA_* variables (tests and bench tools flip kernels that way).
   KernelSwitches switches{};
+  // The engine's device copies of its weights (device_weights.h), shared by every executor
+  // given the same object: weights and their packed forms are uploaded once. nullptr: this
+  // executor uploads its own.
+  std::shared_ptr<DeviceWeights> weights;
+  // Kernels chosen by fixed rules instead of timing (cuDNN's algorithm, cuBLASLt's heuristic
+  // first candidate, cuDNN rather than the custom alternatives): the same model and inputs give
+  // the same bits on every run. For calibration and for scoring quantized candidates, where a
+  // timed choice (which varies with load) would change the scales from one run to the next.
+  // The timing cache is not used.
+  bool deterministic = false;
 };
 
 // The last run's host-to-device copies, node execution (or graph launch) and device-to-host

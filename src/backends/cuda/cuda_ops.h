@@ -178,6 +178,8 @@ class RunContext {
   DeviceAllocator* alloc = nullptr;
   uint64_t* weight_bytes = nullptr;  // counts constants uploaded by dev()
   bool capturing = false;            // inside CUDA graph capture: no host <-> device copies
+  // ExecutorOptions::deterministic: kernel choices by fixed rules, never by timing.
+  bool deterministic = false;
   // Ops may run channels-last (NHWC): float16 / bfloat16 convolution chains, and float32 ones
   // when allow_tf32 (ExecutorOptions::channels_last), with at least this batch.
   bool channels_last = false;

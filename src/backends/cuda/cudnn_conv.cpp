@@ -229,6 +229,19 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const C
     return !fma_only || r.mathType == CUDNN_FMA_MATH || r.mathType == CUDNN_DEFAULT_MATH;
   };
   const cudnnConvolutionFwdAlgoPerf_t* chosen = nullptr;
+  if (ctx.deterministic) {
+    // A fixed rule, not the timing: the GEMM-like algorithms first, then cuDNN's enum order
+    // (forward algorithms are all deterministic).
+    const cudnnConvolutionFwdAlgo_t order[] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_GEMM};
+    for (cudnnConvolutionFwdAlgo_t a : order)
+      for (int i = 0; i < found && !chosen; ++i)
+        if (perf[i].algo == a && usable(perf[i])) chosen = &perf[i];
+    for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT && !chosen; ++a)
+      for (int i = 0; i < found && !chosen; ++i)
+        if (perf[i].algo == a && usable(perf[i])) chosen = &perf[i];
+  }
   for (int i = 0; i < found && !chosen; ++i)
     if (usable(perf[i])) chosen = &perf[i];
   TRT_CHECK(chosen, ErrorCode::kNotSupported,

@@ -216,7 +216,7 @@ bool LtMatmul::run(RunContext& ctx, const MatmulProblem& p0, const void* a, cons
       if (st == CUBLAS_STATUS_SUCCESS && returned > 0) {
         np->algo = results[0].algo;
         np->ok = true;
-        if (returned > 1 && !ctx.capturing && timing_enabled()) {
+        if (returned > 1 && !ctx.capturing && !ctx.deterministic && timing_enabled()) {
           // The timing cache holds the winner's index among the heuristic's candidates (the
           // same list for the same problem, device and cuBLASLt version).
           const std::string what =

@@ -176,11 +176,18 @@ class ConvTransposeOp : public GpuOp {
     TRT_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(
         ctx.cudnn, p->w, p->x, p->conv, p->y, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf));
     const cudnnConvolutionBwdDataAlgoPerf_t* chosen = nullptr;
+    auto usable = [&](const cudnnConvolutionBwdDataAlgoPerf_t& r) {
+      return r.status == CUDNN_STATUS_SUCCESS &&
+             (!fma_only || r.mathType == CUDNN_FMA_MATH || r.mathType == CUDNN_DEFAULT_MATH);
+    };
+    // Deterministic executors: cuDNN's enum order instead of the timing order, among the
+    // algorithms cuDNN calls deterministic (ALGO_0 accumulates with atomics).
+    for (int a = 0; ctx.deterministic && a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT && !chosen; ++a)
+      for (int i = 0; i < found && !chosen; ++i)
+        if (perf[i].algo == a && usable(perf[i]) && perf[i].determinism == CUDNN_DETERMINISTIC)
+          chosen = &perf[i];
     for (int i = 0; i < found && !chosen; ++i)
-      if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-          (!fma_only || perf[i].mathType == CUDNN_FMA_MATH ||
-           perf[i].mathType == CUDNN_DEFAULT_MATH))
-        chosen = &perf[i];
+      if (usable(perf[i])) chosen = &perf[i];
     TRT_CHECK(chosen, ErrorCode::kNotSupported,
               "{}: cuDNN has no algorithm for this transposed convolution", node.describe());
     p->algo = chosen->algo;

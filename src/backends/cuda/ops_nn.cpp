@@ -356,6 +356,7 @@ class ConvOp : public GpuOp {
           return false;
         }
       }
+      if (ctx.deterministic) return false;  // a fixed rule: cuDNN
       // The decision's problem for the timing cache: the alternative, dtype, layout, geometry.
       const std::string what =
           ctx.timing

@@ -758,6 +758,7 @@ class QOp : public GpuOp {
       igemm_pointwise_ = !igemm_tma_ && k::qconv_pointwise_fits(d, ie);
       igemm_wgmma_ = !igemm_tma_ && !igemm_pointwise_ && k::wgmma_available();
       igemm_ms_ = lowp_ms_ = -1;
+      if (ctx.deterministic && igemm_mode_ != AltMode::kForce) return false;  // fixed: cuBLASLt
       if (launch() != cudaSuccess) {  // not launched (alignment, sizes): the cuBLASLt path
         (void)cudaGetLastError();
         return false;
