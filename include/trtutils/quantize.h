@@ -45,15 +45,24 @@
 #include <utility>
 #include <vector>
 
+#include "trtutils/image_batcher.h"
+
 namespace trtutils {
 
 struct QuantizeOptions {
   std::filesystem::path onnx_path;
   std::filesystem::path output_path;
   // .npy whose first axis is samples (split into batches of batch_size; a trailing partial
-  // batch is used too), or a directory of images (read through ImageBatcher with the model
-  // input's H, W, C in NCHW float32, values in [0, 1]).
+  // batch is used too), or a directory of images (read through ImageBatcher with
+  // image_preprocess).
   std::filesystem::path calibration_data;
+  // calibration_data as an image directory: how each image becomes a sample (the ImageBatcher
+  // options, image_batcher.h; the CLI's generate_calibration flags). quantize sets image_dir,
+  // batch_size, keep_partial and num_threads itself; shape (0, 0, 0) takes the model input's
+  // H, W, C (laid out as `order` says), dtype kUndefined the input's dtype. The default: the
+  // input's size, linear resize, values in [0, 1], no mean/std, RGB, NCHW.
+  ImageBatcherOptions image_preprocess = {.dtype = DataType::kUndefined,
+                                          .resize_method = ResizeMethod::kLinear};
   std::string quantize_mode = "int8";  // "int8" | "fp8" | "int4"
   std::string calibration_method =
       "max";  // int8/fp8: max|entropy|percentile|mse; int4: rtn|awq_clip
@@ -126,6 +135,8 @@ struct QuantizeResult {
   int64_t num_gptq_rounded = 0;    // weights rounded by GPTQ
   int64_t calibration_samples = 0;
   int64_t eval_samples = 0;
+  // calibration_data as images: what was done to each one (preprocessing_summary); else empty.
+  std::string preprocessing;
   std::vector<QuantizeOutputMetrics> outputs;
   std::vector<QuantizeTensorMetrics> tensors;        // filled with report_per_tensor
   std::vector<std::string> excluded_by_fallback;     // nodes left in high precision by min_sqnr

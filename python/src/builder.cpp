@@ -69,6 +69,7 @@ void bind_result(py::module_& m) {
       .def_readonly("engine_path", &R::engine_path)
       .def_readonly("from_cache", &R::from_cache)
       .def_readonly("calibration_cache_written", &R::calibration_cache_written)
+      .def_readonly("calibration_preprocessing", &R::calibration_preprocessing)
       .def_readonly("warnings", &R::warnings)
       .def_readonly("num_layers", &R::num_layers)
       .def_readonly("layers_per_precision", &R::layers_per_precision)

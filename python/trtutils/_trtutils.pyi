@@ -145,6 +145,7 @@ class QuantizeOptions:
     onnx_path: str
     output_path: str
     calibration_data: str
+    image_preprocess: ImageBatcherOptions
     quantize_mode: str
     calibration_method: str
     batch_size: int
@@ -190,6 +191,7 @@ class QuantizeResult:
     num_gptq_rounded: int
     calibration_samples: int
     eval_samples: int
+    preprocessing: str
     outputs: list[QuantizeOutputMetrics]
     tensors: list[QuantizeTensorMetrics]
     excluded_by_fallback: list[str]
@@ -254,6 +256,7 @@ class BuildResult:
     engine_path: str
     from_cache: bool
     calibration_cache_written: str
+    calibration_preprocessing: str
     warnings: list[str]
     num_layers: int
     layers_per_precision: dict[str, int]

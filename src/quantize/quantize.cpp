@@ -16,6 +16,7 @@
 
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "data/input_images.h"
 #include "engine/session.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
@@ -57,6 +58,7 @@ class BatchSource {
   // The model input has no batch axis (e.g. torchvision's detectors: [3, H, W]): batches of one
   // sample are fed without their leading axis.
   bool unbatched = false;
+  std::string preprocessing;  // images: preprocessing_summary
   int64_t num_batches() const {
     return file_ ? static_cast<int64_t>(ranges_.size()) : static_cast<int64_t>(batches_.size());
   }
@@ -155,18 +157,14 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
   };
   if (fs::is_directory(o.calibration_data)) {
     fixed_batch();
-    TRT_CHECK_ARG(ms.size() == 4 && ms[1].is_static() && ms[2].is_static() && ms[3].is_static(),
-                  "an image directory needs a model input of shape [N, C, H, W] with static C, H, "
-                  "W; '{}' is {}",
-                  in.name, ir::sym_shape_str(ms));
-    ImageBatcherOptions bo;
+    ImageBatcherOptions bo = data::fit_images_to_input(o.image_preprocess, in);
     bo.image_dir = o.calibration_data;
-    bo.shape = {ms[2].value, ms[3].value, ms[1].value};
     bo.batch_size = bs;
-    bo.order = DataOrder::kNCHW;
-    bo.resize_method = ResizeMethod::kLinear;
     bo.keep_partial = !static_batch;
+    bo.num_threads = o.num_threads;
     ImageBatcher batcher(bo);
+    src.preprocessing = preprocessing_summary(batcher.options());
+    TRT_LOG_INFO("calibration images: {}", src.preprocessing);
     for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
       src.add(to_dtype(t, in.dtype));
     return src;
@@ -507,6 +505,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     }
     if (o.max_calibration_batches > 0)
       calib_batches = std::min(calib_batches, o.max_calibration_batches);
+    result.preprocessing = data->preprocessing;
     result.calibration_samples = data->samples(0, calib_batches);
     result.eval_samples = ev > 0 ? data->samples(eval_begin, eval_begin + ev) : 0;
   }

@@ -172,6 +172,7 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
                    js(o.calibration_method));
   s += fmt::format("  \"calibration_samples\": {},\n  \"eval_samples\": {},\n",
                    r.calibration_samples, r.eval_samples);
+  s += fmt::format("  \"preprocessing\": {},\n", js(r.preprocessing));
   s += fmt::format(
       "  \"quantized_nodes\": {},\n  \"qdq_pairs\": {},\n  \"quantized_weights\": {},\n"
       "  \"bias_corrected\": {},\n  \"gptq_rounded\": {},\n",

@@ -85,6 +85,13 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub) {
   return c;
 }
 
+void print_calibration_notes(const builder::BuildResult& r) {
+  if (!r.calibration_preprocessing.empty())
+    fmt::print("calibration preprocessing: {}\n", r.calibration_preprocessing);
+  if (!r.calibration_cache_written.empty())
+    fmt::print("calibration cache written to {}\n", r.calibration_cache_written.string());
+}
+
 void add_build_flags(CLI::App* sub, BuildFlags& f) {
   sub->add_flag("--strongly_typed", f.config.strongly_typed,
                 "take every precision from the graph (input dtypes, casts, Q/DQ)");
