@@ -11,7 +11,7 @@
 // placement (which tensors get Q/DQ, per op handler) -> streaming calibration (the float model is
 // run batch by batch on the CPU backend; per tensor only |x|max and a 2048-bin histogram of |x|
 // are kept) -> a scale table -> rewriting (Q/DQ inserted, weights stored quantized) -> accuracy
-// report on held-out batches -> save.
+// report (on calibration samples, or held-out batches) -> save.
 //
 // Modes:
 //   int8  activations per-tensor symmetric (int8, zero point 0), weights per output channel
@@ -78,8 +78,12 @@ struct QuantizeOptions {
   // Sigmoid, DFL, box arithmetic; quantize/detection_head.h has the rule) stays in
   // high_precision_dtype; QuantizeResult::excluded_detection_head lists its nodes.
   bool keep_detection_head_float = true;
-  int64_t block_size = 128;             // int4: block length along K
-  int64_t eval_batches = 1;             // held-out batches for the accuracy report
+  int64_t block_size = 128;  // int4: block length along K
+  // The accuracy report's samples (min_sqnr decides on them too). nullopt (default): nothing
+  // is held out: every sample calibrates and the report runs on about 32 of them (whole
+  // batches spread over the set); N: the last N batches are held out for the report (with no
+  // more than N batches, all calibrate and the report runs on them); 0: no report.
+  std::optional<int64_t> eval_batches;
   bool report_per_tensor = false;       // also SQNR of every quantized tensor
   std::optional<double> min_sqnr;       // dB; sensitivity fallback target
   int64_t max_calibration_batches = 0;  // 0: all
@@ -134,7 +138,8 @@ struct QuantizeResult {
   int64_t num_bias_corrected = 0;  // layers whose bias absorbed the weight error's mean
   int64_t num_gptq_rounded = 0;    // weights rounded by GPTQ
   int64_t calibration_samples = 0;
-  int64_t eval_samples = 0;
+  int64_t eval_samples = 0;    // samples the report (and min_sqnr) evaluated
+  bool eval_held_out = false;  // those samples did not calibrate (eval_batches N)
   // calibration_data as images: what was done to each one (preprocessing_summary); else empty.
   std::string preprocessing;
   std::vector<QuantizeOutputMetrics> outputs;

@@ -74,6 +74,7 @@ void bind_result(py::module_& m) {
       .def_readonly("num_gptq_rounded", &R::num_gptq_rounded)
       .def_readonly("calibration_samples", &R::calibration_samples)
       .def_readonly("eval_samples", &R::eval_samples)
+      .def_readonly("eval_held_out", &R::eval_held_out)
       .def_readonly("preprocessing", &R::preprocessing)
       .def_readonly("outputs", &R::outputs)
       .def_readonly("tensors", &R::tensors)

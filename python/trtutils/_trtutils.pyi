@@ -157,7 +157,7 @@ class QuantizeOptions:
     high_precision_dtype: str
     keep_detection_head_float: bool
     block_size: int
-    eval_batches: int
+    eval_batches: Optional[int]
     report_per_tensor: bool
     min_sqnr: Optional[float]
     max_calibration_batches: int
@@ -191,6 +191,7 @@ class QuantizeResult:
     num_gptq_rounded: int
     calibration_samples: int
     eval_samples: int
+    eval_held_out: bool
     preprocessing: str
     outputs: list[QuantizeOutputMetrics]
     tensors: list[QuantizeTensorMetrics]

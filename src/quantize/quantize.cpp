@@ -24,6 +24,7 @@
 #include "quantize/auto_method.h"
 #include "quantize/calibration.h"
 #include "quantize/detection_head.h"
+#include "quantize/eval_split.h"
 #include "quantize/qdq.h"
 #include "quantize/report.h"
 #include "trtutils/file_util.h"
@@ -415,7 +416,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
                 "num_bins must be in 256..{}, got {}", kMaxHistogramBins, o.num_bins);
   check_thread_count(o.num_threads);
   TRT_CHECK_ARG(o.block_size >= 2, "block_size must be >= 2, got {}", o.block_size);
-  TRT_CHECK_ARG(o.eval_batches >= 0, "eval_batches must be >= 0, got {}", o.eval_batches);
+  TRT_CHECK_ARG(!o.eval_batches || *o.eval_batches >= 0, "eval_batches must be >= 0, got {}",
+                o.eval_batches.value_or(0));
   TRT_CHECK_ARG(
       o.bias_correction == "auto" || o.bias_correction == "on" || o.bias_correction == "off",
       "invalid bias_correction '{}': choose one of auto, on, off", o.bias_correction);
@@ -484,32 +486,27 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   const ir::Model float_model = model;  // tensors are shared handles: no weight copy
   TRT_LOG_INFO("model prepared (peak RSS {:.0f} MiB)", peak_rss_mib());
 
-  // Data: held-out batches at the end for the report.
+  // Data: the calibration batches and the report's (eval_split.h).
   std::optional<BatchSource> data;
-  int64_t calib_batches = 0, eval_begin = 0;
+  int64_t calib_batches = 0;
+  std::vector<int64_t> eval_index;  // the report's batches
   if (have_data) {
     data = load_batches(o, model.graph);
-    const int64_t nb = data->num_batches();
-    const int64_t ev = std::min(o.eval_batches, nb);
-    if (nb > ev) {
-      calib_batches = nb - ev;
-      eval_begin = calib_batches;
-    } else {
-      calib_batches = nb;
-      eval_begin = 0;
-      if (ev > 0)
-        TRT_LOG_WARN(
-            "only {} batch(es) of calibration data: the report evaluates on calibration "
-            "batches (not held out)",
-            nb);
-    }
-    if (o.max_calibration_batches > 0)
-      calib_batches = std::min(calib_batches, o.max_calibration_batches);
+    const EvalSplit split = split_batches(data->num_batches(), data->samples(0, 1), o.eval_batches,
+                                          o.max_calibration_batches);
+    calib_batches = split.calib_batches;
+    eval_index = split.eval;
+    if (o.eval_batches && !eval_index.empty() && !split.held_out)
+      TRT_LOG_WARN(
+          "only {} batch(es) of calibration data: the report evaluates on calibration "
+          "batches (not held out)",
+          data->num_batches());
     result.preprocessing = data->preprocessing;
     result.calibration_samples = data->samples(0, calib_batches);
-    result.eval_samples = ev > 0 ? data->samples(eval_begin, eval_begin + ev) : 0;
+    for (int64_t b : eval_index) result.eval_samples += data->samples(b, b + 1);
+    result.eval_held_out = split.held_out;
   }
-  const int64_t eval_count = have_data ? std::min(o.eval_batches, data->num_batches()) : 0;
+  const auto eval_count = static_cast<int64_t>(eval_index.size());
 
   // Placement and calibration (the scale table).
   if (o.keep_detection_head_float) {
@@ -701,13 +698,13 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   };
   if (method && *method == CalibrationMethod::kAuto && !kept_stats.empty()) {
     // Every method's table on the same statistics, judged by the outputs on a few calibration
-    // batches (not the held-out ones the report uses).
-    const int64_t bs = std::max<int64_t>(1, data->samples(0, 1));
-    const int64_t n = std::min(calib_batches, (kAutoSelectionSamples + bs - 1) / bs);
-    auto pick = [&](int64_t i) { return data->feeds(i * calib_batches / n); };
+    // batches (never held-out ones).
+    const std::vector<int64_t> picked =
+        spread_batches(calib_batches, data->samples(0, 1), kAutoSelectionSamples);
+    const auto n = static_cast<int64_t>(picked.size());
+    auto pick = [&](int64_t i) { return data->feeds(picked[static_cast<size_t>(i)]); };
     int64_t samples = 0;
-    for (int64_t i = 0; i < n; ++i)
-      samples += data->samples(i * calib_batches / n, i * calib_batches / n + 1);
+    for (int64_t b : picked) samples += data->samples(b, b + 1);
     const auto t0 = std::chrono::steady_clock::now();
     MethodSelection sel = select_calibration_method(
         kept_stats, cp, softmax,
@@ -748,7 +745,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   ir::Model qmodel = build(placement, &ast);
 
   // Report (and the sensitivity fallback, which needs it).
-  auto eval_feed = [&](int64_t i) { return data->feeds(eval_begin + i); };
+  auto eval_feed = [&](int64_t i) { return data->feeds(eval_index[static_cast<size_t>(i)]); };
   auto evaluate = [&](const ir::Model& qm,
                       const std::vector<std::pair<std::string, std::string>>& extra) {
     return compare_models(float_model, qm, extra, eval_count, eval_feed, o.num_threads);

@@ -26,6 +26,7 @@ struct QuantizeCliOptions {
   BatcherFlags images;  // --calibration_data DIR: the preprocessing
   std::string report = "outputs";
   double min_sqnr = NAN;
+  int64_t eval_batches = 0;  // given: QuantizeOptions::eval_batches
   bool no_report_file = false;
 };
 
@@ -62,10 +63,23 @@ void resolve_quantize_images(QuantizeCliOptions& o, const CLI::App* sub) {
         fmt::join(given, ", "), given.size() == 1 ? "ies" : "y", o.q.calibration_data.string());
 }
 
+// How many samples calibrated and how many the report (and --min_sqnr) used, and whether those
+// were held out.
+void print_eval_samples(const QuantizeResult& r) {
+  std::string how;
+  if (r.eval_samples > 0)
+    how = r.eval_held_out ? " (held out)"
+                          : " (calibration samples, none held out; --eval_batches N holds out N "
+                            "batches)";
+  fmt::print("calibration samples: {}, evaluation samples: {}{}\n", r.calibration_samples,
+             r.eval_samples, how);
+}
+
 void run(QuantizeCliOptions o, const CLI::App* sub) {
   TRT_CHECK_ARG(o.report == "outputs" || o.report == "per_tensor",
                 "invalid --report '{}': choose one of outputs, per_tensor", o.report);
   resolve_quantize_images(o, sub);
+  if (sub->count("--eval_batches") > 0) o.q.eval_batches = o.eval_batches;
   o.q.report_per_tensor = o.report == "per_tensor";
   if (!std::isnan(o.min_sqnr)) o.q.min_sqnr = o.min_sqnr;
   o.q.write_report = !o.no_report_file;
@@ -82,8 +96,7 @@ void run(QuantizeCliOptions o, const CLI::App* sub) {
   if (r.num_gptq_rounded > 0)
     fmt::print("gptq weight rounding: {} weight(s)\n", r.num_gptq_rounded);
   if (!r.preprocessing.empty()) fmt::print("preprocessing: {}\n", r.preprocessing);
-  fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
-             r.eval_samples);
+  print_eval_samples(r);
   if (!r.calibration_method_chosen.empty()) {
     std::string scores;
     for (const auto& [m, db] : r.calibration_method_scores)
@@ -165,13 +178,16 @@ void add_quantize_command(CLI::App& app) {
       "high_precision_dtype: anchor-list reshapes, Concat, Sigmoid, DFL, box arithmetic)");
   add_ranged(sub, "--block_size", o->q.block_size, "int4 block length along K", int64_t{2},
              int64_t{1} << 16);
-  add_ranged(sub, "--eval_batches", o->q.eval_batches, "held-out batches for the accuracy report",
-             int64_t{0}, int64_t{1} << 20);
+  sub->add_option("--eval_batches", o->eval_batches,
+                  "hold out the last N batches for the accuracy report and --min_sqnr (0: no "
+                  "report; default: none held out, the report runs on about 32 calibration "
+                  "samples spread over the set)")
+      ->check(in_range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("--report", o->report, "outputs | per_tensor")->capture_default_str();
   sub->add_option("--min_sqnr", o->min_sqnr,
                   "dB: leave layers in float until the outputs reach it, those whose float "
                   "version alone gains the most output SQNR first (measured: one evaluation of "
-                  "the held-out batches per quantized layer)")
+                  "the report's samples per quantized layer)")
       ->check(in_range(0.0, 200.0));
   add_ranged(sub, "--max_calibration_batches", o->q.max_calibration_batches, "0: all", int64_t{0},
              int64_t{1} << 30);

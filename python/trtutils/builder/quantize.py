@@ -31,7 +31,7 @@ def quantize_onnx(
     high_precision_dtype: str = "fp32",
     keep_detection_head_float: bool = True,
     block_size: int = 128,
-    eval_batches: int = 1,
+    eval_batches: int | None = None,
     report_per_tensor: bool = False,
     min_sqnr: float | None = None,
     max_calibration_batches: int = 0,
@@ -46,7 +46,9 @@ def quantize_onnx(
     "percentile" | "mse" (int4: "rtn" | "awq_clip"). calibration_data: a .npy whose first axis
     is samples, or a directory of images, preprocessed as image_preprocess says (an
     ImageBatcherOptions; start from ``QuantizeOptions().image_preprocess``, quantize's defaults:
-    the model input's size and dtype, linear resize, values in [0, 1]). Raises MissingFileError (a FileNotFoundError) for a
+    the model input's size and dtype, linear resize, values in [0, 1]). eval_batches None: the
+    report runs on about 32 calibration samples (none held out); N: the last N batches are held
+    out for it. Raises MissingFileError (a FileNotFoundError) for a
     missing model or calibration file, InvalidArgumentError (a ValueError) for an invalid mode
     or method. Use :func:`quantize_onnx_report` for the accuracy report."""
     quantize_onnx_report(**locals())
