@@ -97,6 +97,8 @@ struct BuildConfig {
   // run time changes nothing). Unknown names: Error(kInvalidArgument) listing the known ones.
   std::map<std::string, std::string> gpu_switches{};
   int num_threads = 0;  // CPU threads for calibration and timing; 0: all cores
+  // Calibration progress on stderr (a bar on a terminal, lines otherwise); the CLI turns it on.
+  bool progress = false;
 };
 
 struct BuildResult {

@@ -101,8 +101,11 @@ struct QuantizeOptions {
   // E[x x^T] of the layer input measured during calibration; Conv weights stay round to
   // nearest). auto: gptq when calibration_data is given, rtn otherwise.
   std::string weight_rounding = "auto";
-  int num_threads = 0;         // CPU threads; 0: all cores
-  bool write_report = true;    // <output_path>.report.json
+  int num_threads = 0;       // CPU threads; 0: all cores
+  bool write_report = true;  // <output_path>.report.json
+  // Progress on stderr (core/progress.h: a bar on a terminal, lines otherwise) of the long
+  // steps: reading the images, calibration, min_sqnr's search. The CLI turns it on.
+  bool progress = false;
   std::filesystem::path plot;  // non-empty: PNG of per-tensor SQNR (implies report_per_tensor)
 };
 

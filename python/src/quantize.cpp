@@ -41,6 +41,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("weight_rounding", &O::weight_rounding)
       .def_readwrite("num_threads", &O::num_threads)
       .def_readwrite("write_report", &O::write_report)
+      .def_readwrite("progress", &O::progress)
       .def_readwrite("plot", &O::plot);
 }
 

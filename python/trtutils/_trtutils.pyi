@@ -166,6 +166,7 @@ class QuantizeOptions:
     weight_rounding: str
     num_threads: int
     write_report: bool
+    progress: bool
     plot: str
     def __init__(self) -> None: ...
 
@@ -251,6 +252,7 @@ class BuildConfig:
     target_sm: int
     no_fallback: bool
     num_threads: int
+    progress: bool
     def __init__(self) -> None: ...
 
 class BuildResult:

@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/kernel_switches.h"
 #include "core/check.h"
+#include "core/progress.h"
 #include "data/input_images.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
@@ -270,12 +271,16 @@ precision::CalibrationCache calibrate(const BuildConfig& c, const ir::Model& mod
   const std::string input = model.graph.inputs[0].name;
   TRT_LOG_INFO("calibrating {} tensor(s) over {} batch(es) ({})", tensors.size(), batches.size(),
                c.calibration_algorithm);
+  const auto n = static_cast<int64_t>(batches.size());
+  Progress bar("calibration", n, c.progress, "batches");
   auto stats = quantize::collect_stats(
-      model, tensors, static_cast<int64_t>(batches.size()),
+      model, tensors, n,
       [&](int64_t i) {
+        bar.update(i);  // batches [0, i) are done
         return std::map<std::string, Tensor>{{input, batches[i]}};
       },
       2048, c.num_threads);
+  bar.update(n);
   precision::CalibrationCache cache;
   cache.algorithm =
       c.calibration_algorithm == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration";

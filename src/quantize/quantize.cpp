@@ -16,6 +16,7 @@
 
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "core/progress.h"
 #include "data/input_images.h"
 #include "engine/session.h"
 #include "ir/graph_builder.h"
@@ -163,6 +164,7 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
     bo.batch_size = bs;
     bo.keep_partial = !static_batch;
     bo.num_threads = o.num_threads;
+    bo.progress = o.progress;
     ImageBatcher batcher(bo);
     src.preprocessing = preprocessing_summary(batcher.options());
     TRT_LOG_INFO("calibration images: {}", src.preprocessing);
@@ -595,9 +597,11 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   // Calibrates `tensors` (streaming over the calibration batches) into the table; with
   // `channels` / `hessians`, also accumulates those tensors' per-channel statistics / E[x x^T]
   // in the same pass.
+  // `show_progress`: the main calibration (min_sqnr's small ones are part of its search).
   auto calibrate = [&](const std::vector<std::string>& tensors,
                        std::map<std::string, ChannelStats>* channels = nullptr,
-                       std::map<std::string, HessianStats>* hessians = nullptr) {
+                       std::map<std::string, HessianStats>* hessians = nullptr,
+                       bool show_progress = false) {
     std::vector<std::string> streamed = tensors;
     std::set<std::string> listed(tensors.begin(), tensors.end());
     if (channels) {
@@ -622,8 +626,13 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, TensorStats> stats;
     for (const auto& t : tensors) stats.emplace(t, TensorStats(o.num_bins));
+    Progress bar("calibration", calib_batches, show_progress && o.progress, "batches");
     const size_t live = stream_tensors(
-        model, streamed, calib_batches, [&](int64_t i) { return data->feeds(i); },
+        model, streamed, calib_batches,
+        [&](int64_t i) {
+          bar.update(i);  // batches [0, i) are done
+          return data->feeds(i);
+        },
         {.num_threads = o.num_threads, .per_node = o.calibrate_per_node},
         [&](const std::string& name, const Tensor& t) {
           if (auto s = stats.find(name); s != stats.end()) s->second.add(t);
@@ -632,6 +641,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           if (!channels) return;
           if (auto c = channels->find(name); c != channels->end()) c->second.add(t);
         });
+    bar.update(calib_batches);
     const auto t1 = std::chrono::steady_clock::now();
     if (tensors.empty()) return;
     // auto: the first calibration's thresholds are provisional (the per-tensor table) until
@@ -656,7 +666,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   };
   calibrate(mode != QuantMode::kInt4 ? uncalibrated(placement) : std::vector<std::string>{},
             input_stats.empty() ? nullptr : &input_stats,
-            hessian_stats.empty() ? nullptr : &hessian_stats);
+            hessian_stats.empty() ? nullptr : &hessian_stats, /*show_progress=*/true);
 
   ApplyOptions ao{.mode = mode, .awq_clip = awq};
   ao.gptq = gptq;
@@ -784,10 +794,16 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     const double base = min_output_sqnr(metrics);
     std::vector<std::pair<double, std::string>> order;
-    for (const auto& name : placement.quantized_nodes) {
-      const auto ms = compare_to_reference(reference, with_node_in_float(qmodel, float_model, name),
-                                           output_pairs, eval_feed, o.num_threads);
-      order.emplace_back(min_output_sqnr(ms), name);
+    {
+      Progress bar("min_sqnr sensitivity", static_cast<int64_t>(placement.quantized_nodes.size()),
+                   o.progress, "layers");
+      for (const auto& name : placement.quantized_nodes) {
+        const auto ms =
+            compare_to_reference(reference, with_node_in_float(qmodel, float_model, name),
+                                 output_pairs, eval_feed, o.num_threads);
+        order.emplace_back(min_output_sqnr(ms), name);
+        bar.update(static_cast<int64_t>(order.size()));
+      }
     }
     // Largest gain first; ties keep graph order.
     std::stable_sort(order.begin(), order.end(),
@@ -795,6 +811,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     TRT_LOG_INFO("min_sqnr: sensitivity of {} node(s) measured in {:.1f} s", order.size(),
                  seconds(t0, std::chrono::steady_clock::now()));
     std::set<std::string> excluded = po.nodes_excluded_exact;
+    // At most every layer; the search stops as soon as the target is met.
+    Progress bar("min_sqnr fallback", static_cast<int64_t>(order.size()), o.progress, "layers");
     for (const auto& [alone, worst] : order) {
       excluded.insert(worst);
       result.excluded_by_fallback.push_back(worst);
@@ -807,7 +825,9 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           "min_sqnr: left {} in high precision (alone: {:+.2f} dB), output SQNR now {:.2f} dB",
           worst, alone - base, min_output_sqnr(metrics));
       if (min_output_sqnr(metrics) >= *o.min_sqnr) break;
+      bar.update(static_cast<int64_t>(result.excluded_by_fallback.size()));
     }
+    bar.finish(static_cast<int64_t>(result.excluded_by_fallback.size()));
   }
   for (size_t i = 0; i < output_pairs.size() && i < metrics.size(); ++i)
     result.outputs.push_back(

@@ -43,6 +43,7 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub) {
     c.data_batcher = to_batcher_options(f.batcher, sub);
   }
   c.num_threads = f.batcher.threads;
+  c.progress = true;
   for (const auto& spec : f.layer_precision) {
     const auto colon = spec.rfind(':');
     TRT_CHECK_ARG(colon != std::string::npos && colon > 0,

@@ -36,6 +36,7 @@ void build_dla(BuildDlaFlags& f, const CLI::App* sub) {
     c.data_batcher = to_batcher_options(f.batcher, sub);
   }
   c.num_threads = f.batcher.threads;
+  c.progress = true;
   for (const auto& s : f.shapes) {
     auto [name, shape] = parse_shape_spec(s, "--shape");
     TRT_CHECK_ARG(!c.shapes.count(name), "--shape: input '{}' is given twice", name);

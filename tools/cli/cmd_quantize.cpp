@@ -83,6 +83,7 @@ void run(QuantizeCliOptions o, const CLI::App* sub) {
   o.q.report_per_tensor = o.report == "per_tensor";
   if (!std::isnan(o.min_sqnr)) o.q.min_sqnr = o.min_sqnr;
   o.q.write_report = !o.no_report_file;
+  o.q.progress = true;
   const QuantizeResult r = quantize_onnx(o.q);
   if (r.already_quantized) {
     fmt::print("{} already has Q/DQ nodes: copied unchanged to {}\n", o.q.onnx_path.string(),

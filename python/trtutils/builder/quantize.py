@@ -72,6 +72,7 @@ def quantize_onnx_report(
     o.quantize_mode = quantize_mode
     o.calibration_method = calibration_method
     verbose = options.pop("verbose", None)
+    o.progress = bool(verbose)  # as ImageBatcher's
     for key in ("op_types_to_quantize", "op_types_to_exclude", "nodes_to_exclude"):
         options[key] = list(options.get(key) or [])  # type: ignore[call-overload]
     image_preprocess = options.pop("image_preprocess", None)
