@@ -68,7 +68,8 @@ struct BuildConfig {
   // Calibration data: a .npy whose first axis is samples (batches of calibration_batch_size)...
   std::filesystem::path calibration_data{};
   // ... or images through ImageBatcher (the original's data_batcher); shape (0, 0, 0) takes
-  // the model input's H, W, C, dtype kUndefined the input's dtype.
+  // the model input's H, W, C, dtype kUndefined the input's dtype. A fixed batch axis of the
+  // input sets the batch (data_batcher's batch_size applies to a dynamic batch only).
   std::optional<ImageBatcherOptions> data_batcher{};
   int64_t calibration_batch_size = 8;
   std::string calibration_algorithm = "entropy";  // "entropy" (EntropyCalibration2) | "minmax"

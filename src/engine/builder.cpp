@@ -15,7 +15,7 @@
 #include "backends/cuda/kernel_switches.h"
 #include "core/check.h"
 #include "core/progress.h"
-#include "data/input_images.h"
+#include "engine/calibration_images.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
 #include "engine/session.h"
@@ -201,11 +201,7 @@ std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g
   const ir::ValueInfo& in = g.inputs[0];
   std::vector<Tensor> batches;
   if (c.data_batcher) {
-    ImageBatcher batcher(data::fit_images_to_input(*c.data_batcher, in));
-    preprocessing = preprocessing_summary(batcher.options());
-    TRT_LOG_INFO("calibration images: {}", preprocessing);
-    for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
-      batches.push_back(std::move(t));
+    batches = calibration_image_batches(*c.data_batcher, in, preprocessing);
   } else {
     require_regular_file(c.calibration_data, "calibration data");
     Tensor all = npy_load(c.calibration_data);

@@ -50,7 +50,10 @@ void add_batcher_flags(CLI::App* sub, BatcherFlags& f, bool required) {
     dir->required();
     shape->required();
   }
-  add_ranged(sub, "--batch_size", f.batch_size, "images per batch", int64_t{1}, kMaxBatch);
+  add_ranged(
+      sub, "--batch_size", f.batch_size,
+      required ? "images per batch" : "images per batch (for a model whose batch is dynamic)",
+      int64_t{1}, kMaxBatch);
   sub->add_flag("--keep_partial", f.keep_partial,
                 "keep a last batch with fewer than --batch_size images");
   add_threads_flag(sub, f.threads, "decode threads");
