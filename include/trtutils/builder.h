@@ -67,7 +67,9 @@ struct BuildConfig {
   std::filesystem::path calibration_cache{};
   // Calibration data: a .npy whose first axis is samples (batches of calibration_batch_size)...
   std::filesystem::path calibration_data{};
-  // ... or images through ImageBatcher (the original's data_batcher).
+  // ... or images through ImageBatcher (the original's data_batcher); shape (0, 0, 0) takes
+  // the model input's H, W, C, dtype kUndefined the input's dtype. A fixed batch axis of the
+  // input sets the batch (data_batcher's batch_size applies to a dynamic batch only).
   std::optional<ImageBatcherOptions> data_batcher{};
   int64_t calibration_batch_size = 8;
   std::string calibration_algorithm = "entropy";  // "entropy" (EntropyCalibration2) | "minmax"
@@ -96,12 +98,16 @@ struct BuildConfig {
   // run time changes nothing). Unknown names: Error(kInvalidArgument) listing the known ones.
   std::map<std::string, std::string> gpu_switches{};
   int num_threads = 0;  // CPU threads for calibration and timing; 0: all cores
+  // Calibration progress on stderr (a bar on a terminal, lines otherwise); the CLI turns it on.
+  bool progress = false;
 };
 
 struct BuildResult {
   std::filesystem::path engine_path;
   bool from_cache = false;  // copied from the engine cache
   std::filesystem::path calibration_cache_written;
+  // Calibrated from data_batcher: what was done to each image (preprocessing_summary).
+  std::string calibration_preprocessing;
   std::vector<std::string> warnings;
   int64_t num_layers = 0;
   std::map<std::string, int64_t> layers_per_precision;  // "fp32" -> 120, "int8" -> 53, ...

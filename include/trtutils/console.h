@@ -7,8 +7,8 @@
 //
 // write() receives whole pieces of text: log lines end in '\n'; a progress bar on a terminal is
 // redrawn with '\r' + the line (and ends with '\n'); with terminal = false progress prints a
-// plain line at every 10% instead. Calls come from any thread, possibly at the same time: the
-// sink serialises them itself if it needs to (Python's GIL does).
+// plain line at every 10% (and every 15 s) instead. Calls come from any thread, possibly at the
+// same time: the sink serialises them itself if it needs to (Python's GIL does).
 #pragma once
 
 #include <functional>

@@ -36,6 +36,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -59,17 +60,17 @@ std::string_view color_order_name(ColorOrder order);
 
 // Field names follow the Python original's keyword arguments where it has them.
 struct ImageBatcherOptions {
-  std::filesystem::path image_dir;  // *.jpg *.jpeg *.png *.bmp *.webp (any case); not recursive;
-                                    // names starting with '.' are skipped
+  std::filesystem::path image_dir{};  // *.jpg *.jpeg *.png *.bmp *.webp (any case); not recursive;
+                                      // names starting with '.' are skipped
   std::array<int64_t, 3> shape{0, 0, 0};  // (H, W, C), C in {1, 3, 4}
   DataType dtype = DataType::kFloat32;    // float32, float16, uint8 or int8
   int64_t batch_size = 8;
   DataOrder order = DataOrder::kNCHW;
-  std::optional<int64_t> max_images;  // the first N files by name; >= 1
+  std::optional<int64_t> max_images{};  // the first N files by name; >= 1
   ResizeMethod resize_method = ResizeMethod::kLetterbox;
-  std::optional<std::pair<float, float>> input_scale;  // (lo, hi); see above for the default
-  std::vector<float> mean;                             // empty: 0; else 1 or C values
-  std::vector<float> std;                              // empty: 1; else 1 or C values, non-zero
+  std::optional<std::pair<float, float>> input_scale{};  // (lo, hi); see above for the default
+  std::vector<float> mean{};                             // empty: 0; else 1 or C values
+  std::vector<float> std{};                              // empty: 1; else 1 or C values, non-zero
   ColorOrder color_order = ColorOrder::kRGB;
   float pad_value = 114.0f;   // letterbox padding, in 0..255 pixel units
   bool keep_partial = false;  // keep a last batch with fewer than batch_size images
@@ -77,6 +78,11 @@ struct ImageBatcherOptions {
   int prefetch_batches = 2;   // batches prepared ahead of next_batch(); bounds the memory used
   bool progress = false;      // progress bar on a terminal (stderr), log lines otherwise
 };
+
+// One line saying what the options do to each image, e.g. "224x224x3 (H x W x C), resize linear,
+// scale [0, 1], mean 0.485 0.456 0.406, std 0.229 0.224 0.225, RGB, NCHW, float32" (input_scale
+// as it applies: the dtype's default when unset; letterbox adds its pad value).
+std::string preprocessing_summary(const ImageBatcherOptions& options);
 
 class ImageBatcher {
  public:

@@ -11,7 +11,7 @@
 // placement (which tensors get Q/DQ, per op handler) -> streaming calibration (the float model is
 // run batch by batch on the CPU backend; per tensor only |x|max and a 2048-bin histogram of |x|
 // are kept) -> a scale table -> rewriting (Q/DQ inserted, weights stored quantized) -> accuracy
-// report on held-out batches -> save.
+// report (on calibration samples, or held-out batches) -> save.
 //
 // Modes:
 //   int8  activations per-tensor symmetric (int8, zero point 0), weights per output channel
@@ -45,15 +45,24 @@
 #include <utility>
 #include <vector>
 
+#include "trtutils/image_batcher.h"
+
 namespace trtutils {
 
 struct QuantizeOptions {
   std::filesystem::path onnx_path;
   std::filesystem::path output_path;
   // .npy whose first axis is samples (split into batches of batch_size; a trailing partial
-  // batch is used too), or a directory of images (read through ImageBatcher with the model
-  // input's H, W, C in NCHW float32, values in [0, 1]).
+  // batch is used too), or a directory of images (read through ImageBatcher with
+  // image_preprocess).
   std::filesystem::path calibration_data;
+  // calibration_data as an image directory: how each image becomes a sample (the ImageBatcher
+  // options, image_batcher.h; the CLI's generate_calibration flags). quantize sets image_dir,
+  // batch_size, keep_partial and num_threads itself; shape (0, 0, 0) takes the model input's
+  // H, W, C (laid out as `order` says), dtype kUndefined the input's dtype. The default: the
+  // input's size, linear resize, values in [0, 1], no mean/std, RGB, NCHW.
+  ImageBatcherOptions image_preprocess = {.dtype = DataType::kUndefined,
+                                          .resize_method = ResizeMethod::kLinear};
   std::string quantize_mode = "int8";  // "int8" | "fp8" | "int4"
   std::string calibration_method =
       "max";  // int8/fp8: max|entropy|percentile|mse; int4: rtn|awq_clip
@@ -69,8 +78,12 @@ struct QuantizeOptions {
   // Sigmoid, DFL, box arithmetic; quantize/detection_head.h has the rule) stays in
   // high_precision_dtype; QuantizeResult::excluded_detection_head lists its nodes.
   bool keep_detection_head_float = true;
-  int64_t block_size = 128;             // int4: block length along K
-  int64_t eval_batches = 1;             // held-out batches for the accuracy report
+  int64_t block_size = 128;  // int4: block length along K
+  // The accuracy report's samples (min_sqnr decides on them too). nullopt (default): nothing
+  // is held out: every sample calibrates and the report runs on about 32 of them (whole
+  // batches spread over the set); N: the last N batches are held out for the report (with no
+  // more than N batches, all calibrate and the report runs on them); 0: no report.
+  std::optional<int64_t> eval_batches;
   bool report_per_tensor = false;       // also SQNR of every quantized tensor
   std::optional<double> min_sqnr;       // dB; sensitivity fallback target
   int64_t max_calibration_batches = 0;  // 0: all
@@ -88,8 +101,11 @@ struct QuantizeOptions {
   // E[x x^T] of the layer input measured during calibration; Conv weights stay round to
   // nearest). auto: gptq when calibration_data is given, rtn otherwise.
   std::string weight_rounding = "auto";
-  int num_threads = 0;         // CPU threads; 0: all cores
-  bool write_report = true;    // <output_path>.report.json
+  int num_threads = 0;       // CPU threads; 0: all cores
+  bool write_report = true;  // <output_path>.report.json
+  // Progress on stderr (core/progress.h: a bar on a terminal, lines otherwise) of the long
+  // steps: reading the images, calibration, min_sqnr's search. The CLI turns it on.
+  bool progress = false;
   std::filesystem::path plot;  // non-empty: PNG of per-tensor SQNR (implies report_per_tensor)
 };
 
@@ -125,7 +141,10 @@ struct QuantizeResult {
   int64_t num_bias_corrected = 0;  // layers whose bias absorbed the weight error's mean
   int64_t num_gptq_rounded = 0;    // weights rounded by GPTQ
   int64_t calibration_samples = 0;
-  int64_t eval_samples = 0;
+  int64_t eval_samples = 0;    // samples the report (and min_sqnr) evaluated
+  bool eval_held_out = false;  // those samples did not calibrate (eval_batches N)
+  // calibration_data as images: what was done to each one (preprocessing_summary); else empty.
+  std::string preprocessing;
   std::vector<QuantizeOutputMetrics> outputs;
   std::vector<QuantizeTensorMetrics> tensors;        // filled with report_per_tensor
   std::vector<std::string> excluded_by_fallback;     // nodes left in high precision by min_sqnr

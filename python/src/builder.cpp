@@ -60,7 +60,8 @@ void bind_config(py::module_& m) {
       .def_readwrite("backend", &C::backend)
       .def_readwrite("target_sm", &C::target_sm)
       .def_readwrite("no_fallback", &C::no_fallback)
-      .def_readwrite("num_threads", &C::num_threads);
+      .def_readwrite("num_threads", &C::num_threads)
+      .def_readwrite("progress", &C::progress);
 }
 
 void bind_result(py::module_& m) {
@@ -69,6 +70,7 @@ void bind_result(py::module_& m) {
       .def_readonly("engine_path", &R::engine_path)
       .def_readonly("from_cache", &R::from_cache)
       .def_readonly("calibration_cache_written", &R::calibration_cache_written)
+      .def_readonly("calibration_preprocessing", &R::calibration_preprocessing)
       .def_readonly("warnings", &R::warnings)
       .def_readonly("num_layers", &R::num_layers)
       .def_readonly("layers_per_precision", &R::layers_per_precision)

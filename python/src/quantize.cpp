@@ -20,6 +20,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("onnx_path", &O::onnx_path)
       .def_readwrite("output_path", &O::output_path)
       .def_readwrite("calibration_data", &O::calibration_data)
+      .def_readwrite("image_preprocess", &O::image_preprocess)
       .def_readwrite("quantize_mode", &O::quantize_mode)
       .def_readwrite("calibration_method", &O::calibration_method)
       .def_readwrite("batch_size", &O::batch_size)
@@ -40,6 +41,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("weight_rounding", &O::weight_rounding)
       .def_readwrite("num_threads", &O::num_threads)
       .def_readwrite("write_report", &O::write_report)
+      .def_readwrite("progress", &O::progress)
       .def_readwrite("plot", &O::plot);
 }
 
@@ -73,6 +75,8 @@ void bind_result(py::module_& m) {
       .def_readonly("num_gptq_rounded", &R::num_gptq_rounded)
       .def_readonly("calibration_samples", &R::calibration_samples)
       .def_readonly("eval_samples", &R::eval_samples)
+      .def_readonly("eval_held_out", &R::eval_held_out)
+      .def_readonly("preprocessing", &R::preprocessing)
       .def_readonly("outputs", &R::outputs)
       .def_readonly("tensors", &R::tensors)
       .def_readonly("excluded_by_fallback", &R::excluded_by_fallback)

@@ -145,6 +145,7 @@ class QuantizeOptions:
     onnx_path: str
     output_path: str
     calibration_data: str
+    image_preprocess: ImageBatcherOptions
     quantize_mode: str
     calibration_method: str
     batch_size: int
@@ -156,7 +157,7 @@ class QuantizeOptions:
     high_precision_dtype: str
     keep_detection_head_float: bool
     block_size: int
-    eval_batches: int
+    eval_batches: Optional[int]
     report_per_tensor: bool
     min_sqnr: Optional[float]
     max_calibration_batches: int
@@ -165,6 +166,7 @@ class QuantizeOptions:
     weight_rounding: str
     num_threads: int
     write_report: bool
+    progress: bool
     plot: str
     def __init__(self) -> None: ...
 
@@ -190,6 +192,8 @@ class QuantizeResult:
     num_gptq_rounded: int
     calibration_samples: int
     eval_samples: int
+    eval_held_out: bool
+    preprocessing: str
     outputs: list[QuantizeOutputMetrics]
     tensors: list[QuantizeTensorMetrics]
     excluded_by_fallback: list[str]
@@ -248,12 +252,14 @@ class BuildConfig:
     target_sm: int
     no_fallback: bool
     num_threads: int
+    progress: bool
     def __init__(self) -> None: ...
 
 class BuildResult:
     engine_path: str
     from_cache: bool
     calibration_cache_written: str
+    calibration_preprocessing: str
     warnings: list[str]
     num_layers: int
     layers_per_precision: dict[str, int]

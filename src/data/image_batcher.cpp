@@ -19,10 +19,10 @@
 #include <thread>
 
 #include "core/check.h"
+#include "core/progress.h"
 #include "data/codecs.h"
 #include "data/npy_stream.h"
 #include "data/preprocess.h"
-#include "data/progress.h"
 #include "trtutils/logging.h"
 
 namespace trtutils {
@@ -167,7 +167,7 @@ struct ImageBatcher::Impl {
   std::map<int64_t, Slot> slots;
   std::vector<Tensor> spare;  // batch tensors handed back by save_calibration_data, for reuse
   std::exception_ptr failed;
-  std::unique_ptr<data::Progress> progress;
+  std::unique_ptr<Progress> progress;
 
   ~Impl() { stop_workers(); }
 
@@ -260,7 +260,7 @@ struct ImageBatcher::Impl {
     if (failed) std::rethrow_exception(failed);
     if (consumed >= batches) return {};
     if (consumed == 0 && opt.progress && !progress)
-      progress = std::make_unique<data::Progress>("calibration data", images(), true);
+      progress = std::make_unique<Progress>("calibration data", images(), true);
     if (workers.empty() && next_image < images()) {
       const int n = static_cast<int>(std::min<int64_t>(threads, images() - next_image));
       for (int i = 0; i < n; ++i) workers.emplace_back([this] { worker(); });

@@ -14,6 +14,8 @@
 #include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/kernel_switches.h"
 #include "core/check.h"
+#include "core/progress.h"
+#include "engine/calibration_images.h"
 #include "engine/engine_file.h"
 #include "engine/memory_plan.h"
 #include "engine/session.h"
@@ -99,7 +101,9 @@ json config_json(const BuildConfig& c) {
                          {"shape", b.shape},
                          {"batch_size", b.batch_size},
                          {"order", std::string(data_order_name(b.order))},
-                         {"resize_method", std::string(resize_method_name(b.resize_method))}};
+                         {"resize_method", std::string(resize_method_name(b.resize_method))},
+                         {"max_images", b.max_images.value_or(0)},
+                         {"preprocessing", preprocessing_summary(b)}};
   }
   return j;
 }
@@ -189,15 +193,15 @@ struct ScaleSource {
   fs::path written;
 };
 
-std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g) {
+// `preprocessing`: set to the images' preprocessing_summary when they come from data_batcher.
+std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g,
+                                        std::string& preprocessing) {
   TRT_CHECK_ARG(g.inputs.size() == 1,
                 "calibration data feeds one input, but the model has {} inputs", g.inputs.size());
   const ir::ValueInfo& in = g.inputs[0];
   std::vector<Tensor> batches;
   if (c.data_batcher) {
-    ImageBatcher batcher(*c.data_batcher);
-    for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
-      batches.push_back(std::move(t));
+    batches = calibration_image_batches(*c.data_batcher, in, preprocessing);
   } else {
     require_regular_file(c.calibration_data, "calibration data");
     Tensor all = npy_load(c.calibration_data);
@@ -256,18 +260,23 @@ std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g
 // Runs the float model over the calibration data and returns TensorRT-style scales
 // (amax / 127) for `tensors`.
 precision::CalibrationCache calibrate(const BuildConfig& c, const ir::Model& model,
-                                      const std::vector<std::string>& tensors) {
+                                      const std::vector<std::string>& tensors,
+                                      std::string& preprocessing) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Tensor> batches = calibration_batches(c, model.graph);
+  std::vector<Tensor> batches = calibration_batches(c, model.graph, preprocessing);
   const std::string input = model.graph.inputs[0].name;
   TRT_LOG_INFO("calibrating {} tensor(s) over {} batch(es) ({})", tensors.size(), batches.size(),
                c.calibration_algorithm);
+  const auto n = static_cast<int64_t>(batches.size());
+  Progress bar("calibration", n, c.progress, "batches");
   auto stats = quantize::collect_stats(
-      model, tensors, static_cast<int64_t>(batches.size()),
+      model, tensors, n,
       [&](int64_t i) {
+        bar.update(i);  // batches [0, i) are done
         return std::map<std::string, Tensor>{{input, batches[i]}};
       },
       2048, c.num_threads);
+  bar.update(n);
   precision::CalibrationCache cache;
   cache.algorithm =
       c.calibration_algorithm == "entropy" ? "EntropyCalibration2" : "MinMaxCalibration";
@@ -695,7 +704,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
           TRT_LOG_WARN("{}", result.warnings.back());
         }
       } else {
-        cache = calibrate(c, model, tensors);
+        cache = calibrate(c, model, tensors, result.calibration_preprocessing);
         const fs::path cache_path = c.calibration_cache.empty()
                                         ? fs::path(output.string() + ".cache")
                                         : c.calibration_cache;

@@ -16,6 +16,8 @@
 
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "core/progress.h"
+#include "data/input_images.h"
 #include "engine/session.h"
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
@@ -23,6 +25,7 @@
 #include "quantize/auto_method.h"
 #include "quantize/calibration.h"
 #include "quantize/detection_head.h"
+#include "quantize/eval_split.h"
 #include "quantize/qdq.h"
 #include "quantize/report.h"
 #include "trtutils/file_util.h"
@@ -57,6 +60,7 @@ class BatchSource {
   // The model input has no batch axis (e.g. torchvision's detectors: [3, H, W]): batches of one
   // sample are fed without their leading axis.
   bool unbatched = false;
+  std::string preprocessing;  // images: preprocessing_summary
   int64_t num_batches() const {
     return file_ ? static_cast<int64_t>(ranges_.size()) : static_cast<int64_t>(batches_.size());
   }
@@ -155,18 +159,15 @@ BatchSource load_batches(const QuantizeOptions& o, const ir::Graph& g) {
   };
   if (fs::is_directory(o.calibration_data)) {
     fixed_batch();
-    TRT_CHECK_ARG(ms.size() == 4 && ms[1].is_static() && ms[2].is_static() && ms[3].is_static(),
-                  "an image directory needs a model input of shape [N, C, H, W] with static C, H, "
-                  "W; '{}' is {}",
-                  in.name, ir::sym_shape_str(ms));
-    ImageBatcherOptions bo;
+    ImageBatcherOptions bo = data::fit_images_to_input(o.image_preprocess, in);
     bo.image_dir = o.calibration_data;
-    bo.shape = {ms[2].value, ms[3].value, ms[1].value};
     bo.batch_size = bs;
-    bo.order = DataOrder::kNCHW;
-    bo.resize_method = ResizeMethod::kLinear;
     bo.keep_partial = !static_batch;
+    bo.num_threads = o.num_threads;
+    bo.progress = o.progress;
     ImageBatcher batcher(bo);
+    src.preprocessing = preprocessing_summary(batcher.options());
+    TRT_LOG_INFO("calibration images: {}", src.preprocessing);
     for (Tensor t = batcher.next_batch(); !t.empty(); t = batcher.next_batch())
       src.add(to_dtype(t, in.dtype));
     return src;
@@ -417,7 +418,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
                 "num_bins must be in 256..{}, got {}", kMaxHistogramBins, o.num_bins);
   check_thread_count(o.num_threads);
   TRT_CHECK_ARG(o.block_size >= 2, "block_size must be >= 2, got {}", o.block_size);
-  TRT_CHECK_ARG(o.eval_batches >= 0, "eval_batches must be >= 0, got {}", o.eval_batches);
+  TRT_CHECK_ARG(!o.eval_batches || *o.eval_batches >= 0, "eval_batches must be >= 0, got {}",
+                o.eval_batches.value_or(0));
   TRT_CHECK_ARG(
       o.bias_correction == "auto" || o.bias_correction == "on" || o.bias_correction == "off",
       "invalid bias_correction '{}': choose one of auto, on, off", o.bias_correction);
@@ -486,31 +488,27 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   const ir::Model float_model = model;  // tensors are shared handles: no weight copy
   TRT_LOG_INFO("model prepared (peak RSS {:.0f} MiB)", peak_rss_mib());
 
-  // Data: held-out batches at the end for the report.
+  // Data: the calibration batches and the report's (eval_split.h).
   std::optional<BatchSource> data;
-  int64_t calib_batches = 0, eval_begin = 0;
+  int64_t calib_batches = 0;
+  std::vector<int64_t> eval_index;  // the report's batches
   if (have_data) {
     data = load_batches(o, model.graph);
-    const int64_t nb = data->num_batches();
-    const int64_t ev = std::min(o.eval_batches, nb);
-    if (nb > ev) {
-      calib_batches = nb - ev;
-      eval_begin = calib_batches;
-    } else {
-      calib_batches = nb;
-      eval_begin = 0;
-      if (ev > 0)
-        TRT_LOG_WARN(
-            "only {} batch(es) of calibration data: the report evaluates on calibration "
-            "batches (not held out)",
-            nb);
-    }
-    if (o.max_calibration_batches > 0)
-      calib_batches = std::min(calib_batches, o.max_calibration_batches);
+    const EvalSplit split = split_batches(data->num_batches(), data->samples(0, 1), o.eval_batches,
+                                          o.max_calibration_batches);
+    calib_batches = split.calib_batches;
+    eval_index = split.eval;
+    if (o.eval_batches && !eval_index.empty() && !split.held_out)
+      TRT_LOG_WARN(
+          "only {} batch(es) of calibration data: the report evaluates on calibration "
+          "batches (not held out)",
+          data->num_batches());
+    result.preprocessing = data->preprocessing;
     result.calibration_samples = data->samples(0, calib_batches);
-    result.eval_samples = ev > 0 ? data->samples(eval_begin, eval_begin + ev) : 0;
+    for (int64_t b : eval_index) result.eval_samples += data->samples(b, b + 1);
+    result.eval_held_out = split.held_out;
   }
-  const int64_t eval_count = have_data ? std::min(o.eval_batches, data->num_batches()) : 0;
+  const auto eval_count = static_cast<int64_t>(eval_index.size());
 
   // Placement and calibration (the scale table).
   if (o.keep_detection_head_float) {
@@ -599,9 +597,11 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   // Calibrates `tensors` (streaming over the calibration batches) into the table; with
   // `channels` / `hessians`, also accumulates those tensors' per-channel statistics / E[x x^T]
   // in the same pass.
+  // `show_progress`: the main calibration (min_sqnr's small ones are part of its search).
   auto calibrate = [&](const std::vector<std::string>& tensors,
                        std::map<std::string, ChannelStats>* channels = nullptr,
-                       std::map<std::string, HessianStats>* hessians = nullptr) {
+                       std::map<std::string, HessianStats>* hessians = nullptr,
+                       bool show_progress = false) {
     std::vector<std::string> streamed = tensors;
     std::set<std::string> listed(tensors.begin(), tensors.end());
     if (channels) {
@@ -626,8 +626,13 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, TensorStats> stats;
     for (const auto& t : tensors) stats.emplace(t, TensorStats(o.num_bins));
+    Progress bar("calibration", calib_batches, show_progress && o.progress, "batches");
     const size_t live = stream_tensors(
-        model, streamed, calib_batches, [&](int64_t i) { return data->feeds(i); },
+        model, streamed, calib_batches,
+        [&](int64_t i) {
+          bar.update(i);  // batches [0, i) are done
+          return data->feeds(i);
+        },
         {.num_threads = o.num_threads, .per_node = o.calibrate_per_node},
         [&](const std::string& name, const Tensor& t) {
           if (auto s = stats.find(name); s != stats.end()) s->second.add(t);
@@ -636,6 +641,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           if (!channels) return;
           if (auto c = channels->find(name); c != channels->end()) c->second.add(t);
         });
+    bar.update(calib_batches);
     const auto t1 = std::chrono::steady_clock::now();
     if (tensors.empty()) return;
     // auto: the first calibration's thresholds are provisional (the per-tensor table) until
@@ -660,7 +666,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   };
   calibrate(mode != QuantMode::kInt4 ? uncalibrated(placement) : std::vector<std::string>{},
             input_stats.empty() ? nullptr : &input_stats,
-            hessian_stats.empty() ? nullptr : &hessian_stats);
+            hessian_stats.empty() ? nullptr : &hessian_stats, /*show_progress=*/true);
 
   ApplyOptions ao{.mode = mode, .awq_clip = awq};
   ao.gptq = gptq;
@@ -702,13 +708,13 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   };
   if (method && *method == CalibrationMethod::kAuto && !kept_stats.empty()) {
     // Every method's table on the same statistics, judged by the outputs on a few calibration
-    // batches (not the held-out ones the report uses).
-    const int64_t bs = std::max<int64_t>(1, data->samples(0, 1));
-    const int64_t n = std::min(calib_batches, (kAutoSelectionSamples + bs - 1) / bs);
-    auto pick = [&](int64_t i) { return data->feeds(i * calib_batches / n); };
+    // batches (never held-out ones).
+    const std::vector<int64_t> picked =
+        spread_batches(calib_batches, data->samples(0, 1), kAutoSelectionSamples);
+    const auto n = static_cast<int64_t>(picked.size());
+    auto pick = [&](int64_t i) { return data->feeds(picked[static_cast<size_t>(i)]); };
     int64_t samples = 0;
-    for (int64_t i = 0; i < n; ++i)
-      samples += data->samples(i * calib_batches / n, i * calib_batches / n + 1);
+    for (int64_t b : picked) samples += data->samples(b, b + 1);
     const auto t0 = std::chrono::steady_clock::now();
     MethodSelection sel = select_calibration_method(
         kept_stats, cp, softmax,
@@ -749,7 +755,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   ir::Model qmodel = build(placement, &ast);
 
   // Report (and the sensitivity fallback, which needs it).
-  auto eval_feed = [&](int64_t i) { return data->feeds(eval_begin + i); };
+  auto eval_feed = [&](int64_t i) { return data->feeds(eval_index[static_cast<size_t>(i)]); };
   auto evaluate = [&](const ir::Model& qm,
                       const std::vector<std::pair<std::string, std::string>>& extra) {
     return compare_models(float_model, qm, extra, eval_count, eval_feed, o.num_threads);
@@ -788,10 +794,16 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     const double base = min_output_sqnr(metrics);
     std::vector<std::pair<double, std::string>> order;
-    for (const auto& name : placement.quantized_nodes) {
-      const auto ms = compare_to_reference(reference, with_node_in_float(qmodel, float_model, name),
-                                           output_pairs, eval_feed, o.num_threads);
-      order.emplace_back(min_output_sqnr(ms), name);
+    {
+      Progress bar("min_sqnr sensitivity", static_cast<int64_t>(placement.quantized_nodes.size()),
+                   o.progress, "layers");
+      for (const auto& name : placement.quantized_nodes) {
+        const auto ms =
+            compare_to_reference(reference, with_node_in_float(qmodel, float_model, name),
+                                 output_pairs, eval_feed, o.num_threads);
+        order.emplace_back(min_output_sqnr(ms), name);
+        bar.update(static_cast<int64_t>(order.size()));
+      }
     }
     // Largest gain first; ties keep graph order.
     std::stable_sort(order.begin(), order.end(),
@@ -799,6 +811,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     TRT_LOG_INFO("min_sqnr: sensitivity of {} node(s) measured in {:.1f} s", order.size(),
                  seconds(t0, std::chrono::steady_clock::now()));
     std::set<std::string> excluded = po.nodes_excluded_exact;
+    // At most every layer; the search stops as soon as the target is met.
+    Progress bar("min_sqnr fallback", static_cast<int64_t>(order.size()), o.progress, "layers");
     for (const auto& [alone, worst] : order) {
       excluded.insert(worst);
       result.excluded_by_fallback.push_back(worst);
@@ -811,7 +825,9 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           "min_sqnr: left {} in high precision (alone: {:+.2f} dB), output SQNR now {:.2f} dB",
           worst, alone - base, min_output_sqnr(metrics));
       if (min_output_sqnr(metrics) >= *o.min_sqnr) break;
+      bar.update(static_cast<int64_t>(result.excluded_by_fallback.size()));
     }
+    bar.finish(static_cast<int64_t>(result.excluded_by_fallback.size()));
   }
   for (size_t i = 0; i < output_pairs.size() && i < metrics.size(); ++i)
     result.outputs.push_back(

@@ -170,8 +170,10 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
                    js(o.output_path.string()));
   s += fmt::format("  \"quantize_mode\": {},\n  \"calibration_method\": {},\n", js(o.quantize_mode),
                    js(o.calibration_method));
-  s += fmt::format("  \"calibration_samples\": {},\n  \"eval_samples\": {},\n",
-                   r.calibration_samples, r.eval_samples);
+  s += fmt::format(
+      "  \"calibration_samples\": {},\n  \"eval_samples\": {},\n  \"eval_held_out\": {},\n",
+      r.calibration_samples, r.eval_samples, r.eval_held_out ? "true" : "false");
+  s += fmt::format("  \"preprocessing\": {},\n", js(r.preprocessing));
   s += fmt::format(
       "  \"quantized_nodes\": {},\n  \"qdq_pairs\": {},\n  \"quantized_weights\": {},\n"
       "  \"bias_corrected\": {},\n  \"gptq_rounded\": {},\n",

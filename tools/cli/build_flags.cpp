@@ -43,6 +43,7 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub) {
     c.data_batcher = to_batcher_options(f.batcher, sub);
   }
   c.num_threads = f.batcher.threads;
+  c.progress = true;
   for (const auto& spec : f.layer_precision) {
     const auto colon = spec.rfind(':');
     TRT_CHECK_ARG(colon != std::string::npos && colon > 0,
@@ -83,6 +84,13 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub) {
   c.opt_shapes = shapes(f.opt_shapes, "--opt_shapes");
   c.max_shapes = shapes(f.max_shapes, "--max_shapes");
   return c;
+}
+
+void print_calibration_notes(const builder::BuildResult& r) {
+  if (!r.calibration_preprocessing.empty())
+    fmt::print("calibration preprocessing: {}\n", r.calibration_preprocessing);
+  if (!r.calibration_cache_written.empty())
+    fmt::print("calibration cache written to {}\n", r.calibration_cache_written.string());
 }
 
 void add_build_flags(CLI::App* sub, BuildFlags& f) {

@@ -28,5 +28,8 @@ struct BuildFlags {
 void add_build_flags(CLI::App* sub, BuildFlags& f);
 // Checks the parsed text flags (messages name the flag) and completes f.config with them.
 builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub);
+// The calibration lines of a build's output (build, build_yolo, build_dla): the images'
+// preprocessing and the calibration cache written, where there are.
+void print_calibration_notes(const builder::BuildResult& r);
 
 }  // namespace trtutils::cli

@@ -36,8 +36,7 @@ void build(BuildFlags& f, const CLI::App* sub) {
   else
     fmt::print("built {}: {} layers ({}) in {:.1f} s\n", f.output, r.num_layers, summary,
                r.seconds);
-  if (!r.calibration_cache_written.empty())
-    fmt::print("calibration cache written to {}\n", r.calibration_cache_written.string());
+  print_calibration_notes(r);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "batcher_flags.h"
+#include "build_flags.h"
 #include "commands.h"
 #include "core/check.h"
 #include "flag_ranges.h"
@@ -35,6 +36,7 @@ void build_dla(BuildDlaFlags& f, const CLI::App* sub) {
     c.data_batcher = to_batcher_options(f.batcher, sub);
   }
   c.num_threads = f.batcher.threads;
+  c.progress = true;
   for (const auto& s : f.shapes) {
     auto [name, shape] = parse_shape_spec(s, "--shape");
     TRT_CHECK_ARG(!c.shapes.count(name), "--shape: input '{}' is given twice", name);
@@ -54,8 +56,7 @@ void build_dla(BuildDlaFlags& f, const CLI::App* sub) {
   fmt::print("built {}: {} layers, {} on DLA core {} (emulated), {} GPU-side; chunks: {}\n",
              f.output, r.build.num_layers, r.dla_layers, f.config.dla_core, r.other_layers,
              chunks.empty() ? "none" : chunks);
-  if (!r.build.calibration_cache_written.empty())
-    fmt::print("calibration cache written to {}\n", r.build.calibration_cache_written.string());
+  print_calibration_notes(r.build);
 }
 
 }  // namespace

@@ -47,8 +47,7 @@ void build_yolo(BuildYoloFlags& f, const CLI::App* sub) {
   else
     fmt::print("built {}: {} layers ({}) in {:.1f} s\n", f.build.output, r.build.num_layers,
                summary, r.build.seconds);
-  if (!r.build.calibration_cache_written.empty())
-    fmt::print("calibration cache written to {}\n", r.build.calibration_cache_written.string());
+  print_calibration_notes(r.build);
 }
 
 }  // namespace

@@ -1,14 +1,21 @@
 // trtutils quantize --onnx M --output M_qdq.onnx --calibration_data calib.npy
 //                   [--quantize_mode int8|fp8|int4] [--calibration_method
 //                   max|entropy|percentile|mse|rtn|awq_clip] [--calibrate_per_node]
+//   --calibration_data DIR (images): generate_calibration's [--input_shape H W C]
+//   [--input_dtype T] [--data_order NCHW|NHWC] [--max_images N] [--resize_method linear|letterbox]
+//   [--input_scale LO HI] [--mean R G B] [--std R G B] [--color_order RGB|BGR] [--pad_value V]
+//   (shape and dtype default to the model input's, resize to linear)
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
+#include "batcher_flags.h"
 #include "commands.h"
 #include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/logging.h"
 #include "trtutils/quantize.h"
 
 namespace trtutils::cli {
@@ -16,8 +23,10 @@ namespace trtutils::cli {
 namespace {
 struct QuantizeCliOptions {
   QuantizeOptions q;
+  BatcherFlags images;  // --calibration_data DIR: the preprocessing
   std::string report = "outputs";
   double min_sqnr = NAN;
+  int64_t eval_batches = 0;  // given: QuantizeOptions::eval_batches
   bool no_report_file = false;
 };
 
@@ -41,12 +50,40 @@ void print_fp8_range(std::vector<QuantizeRangeMetrics> v) {
                v[i].name, 100 * v[i].below_normal, 100 * v[i].flushed, 100 * v[i].clipped);
 }
 
-void run(QuantizeCliOptions o) {
+// The preprocessing flags into o.q; a warning when they are given for a .npy (its samples are
+// already preprocessed).
+void resolve_quantize_images(QuantizeCliOptions& o, const CLI::App* sub) {
+  o.q.image_preprocess = to_image_options(o.images, sub);
+  const std::vector<std::string> given = given_image_flags(sub);
+  std::error_code ec;
+  if (!given.empty() && !std::filesystem::is_directory(o.q.calibration_data, ec))
+    TRT_LOG_WARN(
+        "{} appl{} to an image directory only: --calibration_data '{}' is not one "
+        "(ignored)",
+        fmt::join(given, ", "), given.size() == 1 ? "ies" : "y", o.q.calibration_data.string());
+}
+
+// How many samples calibrated and how many the report (and --min_sqnr) used, and whether those
+// were held out.
+void print_eval_samples(const QuantizeResult& r) {
+  std::string how;
+  if (r.eval_samples > 0)
+    how = r.eval_held_out ? " (held out)"
+                          : " (calibration samples, none held out; --eval_batches N holds out N "
+                            "batches)";
+  fmt::print("calibration samples: {}, evaluation samples: {}{}\n", r.calibration_samples,
+             r.eval_samples, how);
+}
+
+void run(QuantizeCliOptions o, const CLI::App* sub) {
   TRT_CHECK_ARG(o.report == "outputs" || o.report == "per_tensor",
                 "invalid --report '{}': choose one of outputs, per_tensor", o.report);
+  resolve_quantize_images(o, sub);
+  if (sub->count("--eval_batches") > 0) o.q.eval_batches = o.eval_batches;
   o.q.report_per_tensor = o.report == "per_tensor";
   if (!std::isnan(o.min_sqnr)) o.q.min_sqnr = o.min_sqnr;
   o.q.write_report = !o.no_report_file;
+  o.q.progress = true;
   const QuantizeResult r = quantize_onnx(o.q);
   if (r.already_quantized) {
     fmt::print("{} already has Q/DQ nodes: copied unchanged to {}\n", o.q.onnx_path.string(),
@@ -59,8 +96,8 @@ void run(QuantizeCliOptions o) {
   if (r.num_bias_corrected > 0) fmt::print("bias correction: {} layer(s)\n", r.num_bias_corrected);
   if (r.num_gptq_rounded > 0)
     fmt::print("gptq weight rounding: {} weight(s)\n", r.num_gptq_rounded);
-  fmt::print("calibration samples: {}, evaluation samples: {}\n", r.calibration_samples,
-             r.eval_samples);
+  if (!r.preprocessing.empty()) fmt::print("preprocessing: {}\n", r.preprocessing);
+  print_eval_samples(r);
   if (!r.calibration_method_chosen.empty()) {
     std::string scores;
     for (const auto& [m, db] : r.calibration_method_scores)
@@ -115,7 +152,10 @@ void add_quantize_command(CLI::App& app) {
   sub->add_option("--onnx", o->q.onnx_path, "float ONNX model")->required();
   sub->add_option("--output", o->q.output_path, "Q/DQ ONNX model to write")->required();
   sub->add_option("--calibration_data", o->q.calibration_data,
-                  ".npy (first axis = samples) or an image directory");
+                  ".npy (first axis = samples) or an image directory (preprocessed as the "
+                  "flags below say)");
+  o->images.resize_method = "linear";  // quantize's default: stretch to the input's H x W
+  add_image_flags(sub, o->images, /*from_model=*/true);
   sub->add_option("--quantize_mode", o->q.quantize_mode, "int8 | fp8 | int4")
       ->capture_default_str();
   sub->add_option("--calibration_method", o->q.calibration_method,
@@ -139,13 +179,16 @@ void add_quantize_command(CLI::App& app) {
       "high_precision_dtype: anchor-list reshapes, Concat, Sigmoid, DFL, box arithmetic)");
   add_ranged(sub, "--block_size", o->q.block_size, "int4 block length along K", int64_t{2},
              int64_t{1} << 16);
-  add_ranged(sub, "--eval_batches", o->q.eval_batches, "held-out batches for the accuracy report",
-             int64_t{0}, int64_t{1} << 20);
+  sub->add_option("--eval_batches", o->eval_batches,
+                  "hold out the last N batches for the accuracy report and --min_sqnr (0: no "
+                  "report; default: none held out, the report runs on about 32 calibration "
+                  "samples spread over the set)")
+      ->check(in_range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("--report", o->report, "outputs | per_tensor")->capture_default_str();
   sub->add_option("--min_sqnr", o->min_sqnr,
                   "dB: leave layers in float until the outputs reach it, those whose float "
                   "version alone gains the most output SQNR first (measured: one evaluation of "
-                  "the held-out batches per quantized layer)")
+                  "the report's samples per quantized layer)")
       ->check(in_range(0.0, 200.0));
   add_ranged(sub, "--max_calibration_batches", o->q.max_calibration_batches, "0: all", int64_t{0},
              int64_t{1} << 30);
@@ -165,7 +208,7 @@ void add_quantize_command(CLI::App& app) {
   add_threads_flag(sub, o->q.num_threads, "CPU threads");
   sub->add_option("--plot", o->q.plot, "PNG of per-tensor SQNR (bars in graph order)");
   sub->add_flag("--no_report_file", o->no_report_file, "do not write <output>.report.json");
-  sub->callback([o] { run(*o); });
+  sub->callback([o, sub] { run(*o, sub); });
 }
 
 }  // namespace trtutils::cli

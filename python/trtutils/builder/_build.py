@@ -145,6 +145,7 @@ def make_build_config(
     c.timing_cache = _path(timing_cache)
     c.cache = bool(cache)
     c.verbose = bool(verbose)
+    c.progress = bool(verbose)  # as ImageBatcher's
     c.backend = backend
     c.target_sm = _DEFAULTS["target_sm"] if target_sm is None else int(target_sm)
     c.no_fallback = bool(no_fallback)

@@ -19,6 +19,7 @@ def quantize_onnx(
     quantize_mode: str = "int8",
     calibration_method: str = "max",
     *,
+    image_preprocess: _trtutils.ImageBatcherOptions | None = None,
     calibrate_per_node: bool = False,
     verbose: bool | None = None,
     batch_size: int = 1,
@@ -30,7 +31,7 @@ def quantize_onnx(
     high_precision_dtype: str = "fp32",
     keep_detection_head_float: bool = True,
     block_size: int = 128,
-    eval_batches: int = 1,
+    eval_batches: int | None = None,
     report_per_tensor: bool = False,
     min_sqnr: float | None = None,
     max_calibration_batches: int = 0,
@@ -43,7 +44,11 @@ def quantize_onnx(
     """Quantize ``onnx_path`` into ``output_path`` (written atomically); returns its resolved
     path. quantize_mode "int8" | "fp8" | "int4"; calibration_method "max" | "entropy" |
     "percentile" | "mse" (int4: "rtn" | "awq_clip"). calibration_data: a .npy whose first axis
-    is samples, or a directory of images. Raises MissingFileError (a FileNotFoundError) for a
+    is samples, or a directory of images, preprocessed as image_preprocess says (an
+    ImageBatcherOptions; start from ``QuantizeOptions().image_preprocess``, quantize's defaults:
+    the model input's size and dtype, linear resize, values in [0, 1]). eval_batches None: the
+    report runs on about 32 calibration samples (none held out); N: the last N batches are held
+    out for it. Raises MissingFileError (a FileNotFoundError) for a
     missing model or calibration file, InvalidArgumentError (a ValueError) for an invalid mode
     or method. Use :func:`quantize_onnx_report` for the accuracy report."""
     quantize_onnx_report(**locals())
@@ -67,8 +72,12 @@ def quantize_onnx_report(
     o.quantize_mode = quantize_mode
     o.calibration_method = calibration_method
     verbose = options.pop("verbose", None)
+    o.progress = bool(verbose)  # as ImageBatcher's
     for key in ("op_types_to_quantize", "op_types_to_exclude", "nodes_to_exclude"):
         options[key] = list(options.get(key) or [])  # type: ignore[call-overload]
+    image_preprocess = options.pop("image_preprocess", None)
+    if image_preprocess is not None:
+        o.image_preprocess = image_preprocess
     plot = options.pop("plot", None)
     o.plot = "" if plot is None else str(plot)
     for key, value in options.items():
