@@ -528,15 +528,22 @@ std::map<std::string, cuda::FallbackNode> plan_gpu_fallback(const ir::Model& mod
 
 }  // namespace
 
-BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& c) {
+BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& config) {
   check_output_is_not_input(
       "--output", output,
       {{"--onnx", onnx},
-       {"--calibration_data", c.calibration_data},
-       {"--calibration_cache", c.calibration_cache},
-       {"--timing_cache", c.timing_cache == "global" ? fs::path() : fs::path(c.timing_cache)}});
-  if (c.backend == "tensorrt")  // TensorRT itself, through trtexec (src/tensorrt)
-    return build_with_trtexec(onnx, output, c, /*dry_run=*/false);
+       {"--calibration_data", config.calibration_data},
+       {"--calibration_cache", config.calibration_cache},
+       {"--timing_cache",
+        config.timing_cache == "global" ? fs::path() : fs::path(config.timing_cache)}});
+  if (config.backend == "tensorrt")  // TensorRT itself, through trtexec (src/tensorrt)
+    return build_with_trtexec(onnx, output, config, /*dry_run=*/false);
+  // The engine records the images' preprocessing as applied (shape and dtype from the model).
+  BuildConfig c = config;
+  if (c.data_batcher) {
+    require_regular_file(onnx, "ONNX model");
+    c.data_batcher = images_fitted_to_model(*c.data_batcher, onnx);
+  }
   const auto t_start = std::chrono::steady_clock::now();
   BuildResult result;
   result.engine_path = output;

@@ -2,6 +2,7 @@
 
 #include "core/check.h"
 #include "data/input_images.h"
+#include "onnx/onnx_io.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::builder {
@@ -15,6 +16,16 @@ int64_t fixed_batch(const ir::ValueInfo& in) {
 }
 
 }  // namespace
+
+ImageBatcherOptions images_fitted_to_model(const ImageBatcherOptions& images,
+                                           const std::filesystem::path& onnx) {
+  if (images.shape.size() == 3 && images.dtype != DataType::kUndefined) return images;
+  const ir::Model model = onnx_io::load_model(onnx);
+  TRT_CHECK_ARG(model.graph.inputs.size() == 1,
+                "calibration images feed one input, but the model has {} inputs",
+                model.graph.inputs.size());
+  return data::fit_images_to_input(images, model.graph.inputs[0]);
+}
 
 std::vector<Tensor> calibration_image_batches(const ImageBatcherOptions& options,
                                               const ir::ValueInfo& input,

@@ -2,6 +2,7 @@
 // to the model input they feed.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,12 @@ namespace trtutils::builder {
 std::vector<Tensor> calibration_image_batches(const ImageBatcherOptions& options,
                                               const ir::ValueInfo& input,
                                               std::string& preprocessing);
+
+// `images` with the shape and dtype they leave to the model (data::fit_images_to_input against
+// the first input of the model at `onnx`, read only when something is left to it), so that the
+// engine records the preprocessing that was applied: the same images given with or without an
+// explicit shape and dtype give the same engine.
+ImageBatcherOptions images_fitted_to_model(const ImageBatcherOptions& images,
+                                           const std::filesystem::path& onnx);
 
 }  // namespace trtutils::builder
