@@ -27,4 +27,11 @@ inline CommandResult run_command(const std::string& command, int timeout_s = 120
   return r;
 }
 
+#ifdef TRTUTILS_CLI
+// The CLI under test (TRTUTILS_CLI: its path, set by tests/CMakeLists.txt) with `args`.
+inline CommandResult run_cli(const std::string& args) {
+  return run_command(std::string(TRTUTILS_CLI) + " " + args);
+}
+#endif
+
 }  // namespace trtutils::test_util

@@ -19,10 +19,7 @@ namespace trtutils {
 namespace {
 
 using Result = test_util::CommandResult;
-
-Result run_cli(const std::string& args) {
-  return test_util::run_command(std::string(TRTUTILS_CLI) + " " + args);
-}
+using test_util::run_cli;
 
 class CliTest : public ::testing::Test {
  protected:

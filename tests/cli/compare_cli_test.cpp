@@ -20,10 +20,7 @@ namespace trtutils {
 namespace {
 
 using Result = test_util::CommandResult;
-
-Result run_cli(const std::string& args) {
-  return test_util::run_command(std::string(TRTUTILS_CLI) + " " + args);
-}
+using test_util::run_cli;
 
 Tensor random_weights(Shape shape, uint32_t seed, float scale = 0.3f) {
   Tensor t(DataType::kFloat32, shape);
