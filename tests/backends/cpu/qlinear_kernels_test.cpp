@@ -378,3 +378,25 @@ TEST(QlinearKernels, BadInputsThrowNamingTheNode) {
 
 }  // namespace
 }  // namespace trtutils
+
+namespace trtutils {
+namespace {
+
+// Issue 29: Debian's oneDNN 2.6 brgconv (avx512_core_vnni) returned wrong values for 3x3 pad-1
+// int8 convolutions with 1792-2048 input channels on 15x15 maps and larger (fcn_resnet50's
+// head; see skip_faulty_brgconv). The fast path must match the reference there, signed and
+// non-negative X.
+TEST(QlinearKernels, WideInputChannelConvMatchesReference) {
+  for (int64_t hw : {20, 28})
+    for (int lo : {-128, 0}) {
+      SCOPED_TRACE(::testing::Message() << "hw " << hw << " x from " << lo);
+      Args a = conv_args(1, 2048, 64, hw, 3, false);
+      a.t[kX] = random_int8({1, 2048, hw, hw}, 1, lo, 127);
+      const auto attrs = conv_attrs(1);
+      expect_within_one_step(run(qnode("QConv", attrs), a, false),
+                             run(qnode("QConv", attrs), a, true));
+    }
+}
+
+}  // namespace
+}  // namespace trtutils
