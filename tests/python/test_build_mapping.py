@@ -27,6 +27,10 @@ CASES = {
          "precision_constraints": "obey", "workspace": None},
         ["--fp16", "--layer_precision", "0:fp32", "--precision_constraints", "obey"],
     ),  # fmt: skip
+    "gpu_switches": (
+        {"backend": "cuda", "target_sm": 90, "gpu_switches": {"ATTENTION": 0}},
+        ["--backend", "cuda", "--target_sm", "90", "--gpu_switch", "ATTENTION=0"],
+    ),
     "formats_shapes": (
         {"input_tensor_formats": ["fp16:LINEAR"], "shapes": [("input", (1, 3, 224, 224))],
          "fp16": True},

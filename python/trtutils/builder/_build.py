@@ -120,6 +120,7 @@ def make_build_config(
     target_sm: int | None = None,
     no_fallback: bool = False,
     num_threads: int = 0,
+    gpu_switches: Mapping[str, Any] | None = None,
 ) -> _trtutils.BuildConfig:
     """The BuildConfig for build_engine's keyword arguments (see there)."""
     c = _trtutils.BuildConfig()
@@ -150,6 +151,7 @@ def make_build_config(
     c.target_sm = _DEFAULTS["target_sm"] if target_sm is None else int(target_sm)
     c.no_fallback = bool(no_fallback)
     c.num_threads = int(num_threads)
+    c.gpu_switches = {str(k): str(v) for k, v in (gpu_switches or {}).items()}
     return c
 
 
@@ -212,6 +214,7 @@ def build_engine(
     target_sm: int | None = None,
     no_fallback: bool = False,
     num_threads: int = 0,
+    gpu_switches: Mapping[str, Any] | None = None,
 ) -> _trtutils.BuildResult:
     """Build an engine from an ONNX model and write it to ``output`` (atomically; nothing is
     written on any error). Returns the BuildResult (layers per precision, warnings, time).
@@ -231,7 +234,8 @@ def build_engine(
     and calibration_algorithm ("entropy" | "minmax"); precision_constraints ("none" | "prefer" |
     "obey"); min/opt/max_shapes (an optimization profile); tf32; backend ("auto" | "cpu" |
     "cuda" | "tensorrt"); target_sm (default: set_target_sm's, else this machine's GPU);
-    no_fallback (refuse layers without a GPU kernel); num_threads.
+    no_fallback (refuse layers without a GPU kernel); num_threads; gpu_switches ({"NAME":
+    "VALUE"}: the CUDA kernel switches recorded in a GPU engine, as `build --gpu_switch`).
 
     Raises ValueError (the seed's rules, e.g. "strongly_typed=True derives precision from the
     ONNX graph; remove fp16/int8/fp8 builder flags."), MissingFileError for a missing model,
@@ -249,7 +253,7 @@ def build_engine(
         shapes=shapes, min_shapes=min_shapes, opt_shapes=opt_shapes, max_shapes=max_shapes,
         workspace=workspace, optimization_level=optimization_level, timing_cache=timing_cache,
         cache=cache, verbose=verbose, backend=backend, target_sm=target_sm,
-        no_fallback=no_fallback, num_threads=num_threads,
+        no_fallback=no_fallback, num_threads=num_threads, gpu_switches=gpu_switches,
     )  # fmt: skip
     if strongly_typed and (input_tensor_formats or output_tensor_formats):
         warnings.warn(
