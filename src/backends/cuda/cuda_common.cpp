@@ -91,6 +91,10 @@ std::shared_ptr<void> device_malloc(size_t bytes) {
 
 std::shared_ptr<void> upload_bytes(const void* data, size_t bytes) {
   if (DeviceWeights* shared = DeviceWeightsScope::current()) return shared->upload(data, bytes);
+  return upload_private(data, bytes);
+}
+
+std::shared_ptr<void> upload_private(const void* data, size_t bytes) {
   auto buf = device_malloc(bytes);
   if (bytes) TRT_CUDA_CHECK(cudaMemcpy(buf.get(), data, bytes, cudaMemcpyHostToDevice));
   return buf;

@@ -104,8 +104,13 @@ class DeviceAllocator {
 
 // A cudaMalloc'd buffer with one owner (weights and what ops derive from them).
 std::shared_ptr<void> device_malloc(size_t bytes);
-// Uploads host bytes into a fresh device_malloc buffer (synchronous).
+// Uploads host bytes into a fresh device_malloc buffer (synchronous); while a DeviceWeights is in
+// scope (the engine's, device_weights.h), into the engine's shared copy of those bytes instead.
+// For weights and what ops derive from them.
 std::shared_ptr<void> upload_bytes(const void* data, size_t bytes);
+// The same, never shared: for tables that depend on run-time shapes (an engine would otherwise
+// keep one per shape ever seen).
+std::shared_ptr<void> upload_private(const void* data, size_t bytes);
 
 // ---- values -------------------------------------------------------------------------------------
 // A tensor at run time: on the device (ptr), on the host (host), or both.

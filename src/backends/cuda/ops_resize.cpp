@@ -95,7 +95,7 @@ class ResizeOp : public GpuOp {
           all.push_back(i * strides[d]);
         }
       }
-      tables_ = upload_bytes(all.data(), all.size() * sizeof(int64_t));
+      tables_ = upload_private(all.data(), all.size() * sizeof(int64_t));
       nearest_ = {};
       nearest_.rank = static_cast<int>(rank);
       for (size_t d = 0; d < rank; ++d) {
@@ -154,7 +154,7 @@ class ResizeOp : public GpuOp {
                 "{}: linear Resize of {} axes before the last has no CUDA kernel (at most 3)",
                 node.describe(), outer);
       if (bytes.empty()) bytes.resize(8);
-      tables_ = upload_bytes(bytes.data(), bytes.size());
+      tables_ = upload_private(bytes.data(), bytes.size());
       const auto* base = static_cast<const uint8_t*>(tables_.get());
       linear_ = {};
       linear_.rank = static_cast<int>(rank);
