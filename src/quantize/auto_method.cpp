@@ -1,6 +1,7 @@
 #include "quantize/auto_method.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "backends/cuda/cuda_executor.h"
 #include "core/check.h"
+#include "core/progress.h"
 #include "passes/passes.h"
 #include "quantize/report.h"
 #include "trtutils/logging.h"
@@ -60,7 +62,8 @@ MethodSelection select_calibration_method(
     const std::set<std::string>& by_max,
     const std::function<ir::Model(const std::map<std::string, double>&)>& make_model,
     const ir::Model& float_model, int64_t num_batches, int64_t num_samples,
-    const std::function<std::map<std::string, Tensor>(int64_t)>& feed, int num_threads) {
+    const std::function<std::map<std::string, Tensor>(int64_t)>& feed, int num_threads,
+    bool progress) {
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<std::string> names;
   for (const auto& v : float_model.graph.outputs) {
@@ -80,7 +83,9 @@ MethodSelection select_calibration_method(
   double best_db = -std::numeric_limits<double>::infinity();
   bool gpu = true;  // until a candidate fails to run there
   std::vector<std::pair<std::map<std::string, double>, double>> tried;
+  Progress bar("calibration_method auto", std::size(candidates), progress, "candidates");
   for (const auto& [method, name] : candidates) {
+    bar.update(static_cast<int64_t>(best.scores.size()));
     ThresholdTable t = choose_thresholds(stats, method, p, by_max);
     // Two methods often agree on every tensor (per_tensor and mse, say): scored once.
     auto same =
@@ -99,6 +104,7 @@ MethodSelection select_calibration_method(
       best.thresholds = std::move(t);
     }
   }
+  bar.update(static_cast<int64_t>(std::size(candidates)));
   best.on_gpu = gpu;
   return best;
 }

@@ -41,6 +41,7 @@ MethodSelection select_calibration_method(
     const std::set<std::string>& by_max,
     const std::function<ir::Model(const std::map<std::string, double>&)>& make_model,
     const ir::Model& float_model, int64_t num_batches, int64_t num_samples,
-    const std::function<std::map<std::string, Tensor>(int64_t)>& feed, int num_threads);
+    const std::function<std::map<std::string, Tensor>(int64_t)>& feed, int num_threads,
+    bool progress = false);  // a progress display over the candidates (core/progress.h)
 
 }  // namespace trtutils::quantize

@@ -726,7 +726,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           table = saved;
           return m;
         },
-        float_model, n, samples, pick, o.num_threads);
+        float_model, n, samples, pick, o.num_threads, o.progress);
     result.calibration_method_chosen = sel.name;
     result.auto_selection_samples = samples;
     result.auto_selection_on_gpu = sel.on_gpu;
