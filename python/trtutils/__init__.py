@@ -16,9 +16,16 @@ the matching built-in (``InvalidArgumentError`` a ``ValueError``, ``MissingFileE
 from __future__ import annotations
 
 import atexit as _atexit
+import os as _os
 import sys as _sys
 
-from . import _trtutils
+# Idle OpenMP threads (ours and oneDNN's) sleep instead of spinning, as in the CLI: spinning makes
+# runs on a shared machine many times slower. libgomp reads this when it is loaded, which is the
+# import below unless another module loaded it first; a policy the user set is kept.
+if "OMP_WAIT_POLICY" not in _os.environ and "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+from . import _trtutils  # noqa: E402
 from ._benchmark import BenchmarkResult, Metric, benchmark_engine
 from ._engine import TRTEngine
 from ._flags import FLAGS
