@@ -60,6 +60,13 @@ TrtVersion parse_trt_version(std::string_view text) {
   return {};
 }
 
+TrtVersion parse_trt_version_arg(std::string_view text) {
+  static const std::regex kVersion(R"((\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(text.begin(), text.end(), m, kVersion)) return {};
+  return {std::stoi(m[1].str()), std::stoi(m[2].str()), m[3].matched ? std::stoi(m[3].str()) : 0};
+}
+
 namespace {
 
 bool executable(const fs::path& p) {
@@ -408,9 +415,42 @@ void check_trtexec_result(int exit_code, const std::string& output, const builde
 
 namespace trtutils::builder {
 
+namespace {
+
+struct TrtexecChoice {
+  std::filesystem::path exe;
+  tensorrt::TrtVersion version;
+};
+
+// The trtexec to run or, for a dry run, to print (see build_with_trtexec).
+TrtexecChoice choose_trtexec(bool dry_run, const std::optional<tensorrt::TrtVersion>& given) {
+  TRT_CHECK_ARG(!given || dry_run,
+                "a TensorRT version (--trt_version) applies to a dry run only: a build runs the "
+                "installed trtexec and reads its version");
+  if (given) return {"trtexec", *given};
+  const auto exe = tensorrt::find_trtexec();
+  if (!exe && dry_run) {
+    TRT_LOG_WARN(
+        "trtexec not found (PATH, /usr/src/tensorrt/bin, $TENSORRT_ROOT/bin): the command "
+        "printed is for TensorRT {}; give --trt_version X.Y for another version",
+        tensorrt::kDefaultDryRunVersion.str());
+    return {"trtexec", tensorrt::kDefaultDryRunVersion};
+  }
+  TRT_CHECK(exe.has_value(), ErrorCode::kNotSupported,
+            "--backend tensorrt: trtexec not found (searched PATH, /usr/src/tensorrt/bin and "
+            "$TENSORRT_ROOT/bin); install TensorRT or set TENSORRT_ROOT, or build with --backend "
+            "cpu");
+  const tensorrt::TrtVersion version = tensorrt::query_trtexec_version(*exe);
+  TRT_LOG_INFO("trtexec {} (TensorRT {})", exe->string(), version.str());
+  return {*exe, version};
+}
+
+}  // namespace
+
 BuildResult build_with_trtexec(const std::filesystem::path& onnx,
                                const std::filesystem::path& output, const BuildConfig& config,
-                               bool dry_run, int dla_core) {
+                               bool dry_run, int dla_core,
+                               std::optional<tensorrt::TrtVersion> trt_version) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
   BuildResult result;
@@ -420,13 +460,7 @@ BuildResult build_with_trtexec(const std::filesystem::path& onnx,
   const int local_sm = p.gpu_count > 0 ? p.gpu.sm_major * 10 + p.gpu.sm_minor : 0;
   result.warnings = validate_build_config(vc, config.target_sm > 0 ? config.target_sm : local_sm);
 
-  const auto exe = tensorrt::find_trtexec();
-  TRT_CHECK(exe.has_value(), ErrorCode::kNotSupported,
-            "--backend tensorrt: trtexec not found (searched PATH, /usr/src/tensorrt/bin and "
-            "$TENSORRT_ROOT/bin); install TensorRT or set TENSORRT_ROOT, or build with --backend "
-            "cpu");
-  const tensorrt::TrtVersion version = tensorrt::query_trtexec_version(*exe);
-  TRT_LOG_INFO("trtexec {} (TensorRT {})", exe->string(), version.str());
+  const auto [exe, version] = choose_trtexec(dry_run, trt_version);
 
   tensorrt::TrtexecOptions o;
   o.dla_core = dla_core;
@@ -446,7 +480,7 @@ BuildResult build_with_trtexec(const std::filesystem::path& onnx,
       dry_run ? output : fs::path(output.string() + ".tmp-trtexec-" + std::to_string(::getpid()));
   tensorrt::TrtexecCommand cmd = tensorrt::trtexec_args(onnx, tmp, config, version, o);
   result.warnings.insert(result.warnings.end(), cmd.warnings.begin(), cmd.warnings.end());
-  const std::string command = tensorrt::shell_command(*exe, cmd.args);
+  const std::string command = tensorrt::shell_command(exe, cmd.args);
   if (dry_run) {
     fmt::print("{}\n", command);
     std::fflush(stdout);

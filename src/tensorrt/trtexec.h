@@ -58,6 +58,12 @@ TrtVersion decode_trt_version(int64_t encoded);
 // "10.3.0" / "10.3" in `text`; unknown (major 0) if none.
 TrtVersion parse_trt_version(std::string_view text);
 
+// The version a dry run maps the flags for when no trtexec is installed and none is given:
+// TensorRT 10.3 (JetPack 6's, and the calibration cache's default).
+inline constexpr TrtVersion kDefaultDryRunVersion{10, 3, 0};
+// "X.Y" or "X.Y.Z" (digits only) -> the version; unknown (major 0) for anything else.
+TrtVersion parse_trt_version_arg(std::string_view text);
+
 // The trtexec executable, if any (see the search order above).
 std::optional<std::filesystem::path> find_trtexec();
 // Runs `<trtexec> --help`; Error(kNotSupported) if no version can be read from its output.
@@ -96,10 +102,14 @@ namespace trtutils::builder {
 // `--backend tensorrt`: validates the config (the seed's rules), finds trtexec, reads its
 // version, maps the flags and runs it, streaming its output to the log; the engine is written to
 // a temporary file and renamed to `output` on success (nothing is left on failure). dry_run:
-// prints the exact command on stdout and runs nothing (no engine; engine_path empty).
-// dla_core >= 0 adds the DLA flags. Error(kNotSupported) when trtexec is not found.
+// prints the exact command on stdout and runs nothing (no engine; engine_path empty): the
+// command for `trt_version` when given (no trtexec is looked for, the command names plain
+// `trtexec`), else for the installed trtexec, else (none found; a warning says so) for
+// kDefaultDryRunVersion. trt_version without dry_run: Error(kInvalidArgument).
+// dla_core >= 0 adds the DLA flags. Error(kNotSupported) when a build finds no trtexec.
 BuildResult build_with_trtexec(const std::filesystem::path& onnx,
                                const std::filesystem::path& output, const BuildConfig& config,
-                               bool dry_run, int dla_core = -1);
+                               bool dry_run, int dla_core = -1,
+                               std::optional<tensorrt::TrtVersion> trt_version = std::nullopt);
 
 }  // namespace trtutils::builder

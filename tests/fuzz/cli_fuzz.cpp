@@ -1,12 +1,14 @@
 // libFuzzer harness: the trtutils command-line parser (tools/cli: make_app). The input is split at
 // '\0' bytes (or at '\n' when it has none) into the arguments after argv[0]. make_app(false)
 // stops once the command line is parsed and checked and the global flags are applied: no
-// command runs. Those flags set process-wide state (log level, memory limit), restored after
-// each input.
+// command runs. A parse error's message is made too, as run_cli makes it (its suggestions and
+// argument order: tools/cli/parse_messages.h). Those flags set process-wide state (log level,
+// memory limit), restored after each input.
 #include <string>
 #include <vector>
 
 #include "../../tools/cli/commands.h"
+#include "../../tools/cli/parse_messages.h"
 #include "fuzz_util.h"
 #include "trtutils/status.h"
 #include "trtutils/tensor.h"
@@ -42,8 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     app->parse(static_cast<int>(argv.size()), argv.data());
     fuzz::fuzz_fail("make_app(false) ran past the parse");
-  } catch (const CLI::Error&) {  // parse errors, and CLI::Success where a command would run
-  } catch (const Error&) {       // e.g. a bad --max_memory
+  } catch (const CLI::ParseError& e) {  // parse errors, and CLI::Success where a command would run
+    (void)cli::parse_error_message(*app, e, static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::Error&) {
+  } catch (const Error&) {  // e.g. a bad --max_memory
   }
   fuzz::quiet_logs();
   set_memory_limit(g_memory_limit);

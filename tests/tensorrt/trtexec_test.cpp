@@ -449,5 +449,22 @@ TEST_F(FakeTrtexecYolo, CliDryRunPrintsTheCommand) {
   EXPECT_FALSE(fs::exists(dir_ / "d.engine"));
 }
 
+// --trt_version: the command for that TensorRT, not for the installed (fake) 10.3.
+TEST_F(FakeTrtexecYolo, CliDryRunForAGivenVersion) {
+  install("100300");
+  const fs::path onnx = boxes_scores_model();
+  const auto r = test_util::run_command(
+      std::string(TRTUTILS_CLI) + " build_yolo --onnx " + onnx.string() + " --output " +
+      (dir_ / "d.engine").string() +
+      " --num_classes 2 --box_coding corner --backend tensorrt --dry_run --trt_version 11.0");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("trtexec --onnx=" + (dir_ / "d_nms.onnx").string()), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("TensorRT 11.0.0 builds every network strongly typed"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "args.txt"));  // the installed trtexec was not run
+  EXPECT_FALSE(fs::exists(dir_ / "d.engine"));
+}
+
 }  // namespace
 }  // namespace trtutils::tensorrt

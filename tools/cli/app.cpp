@@ -23,6 +23,12 @@ std::unique_ptr<CLI::App> make_app(bool run_commands) {
   app->add_option("--max_memory", v->max_memory,
                   "refuse any tensor or model larger than this (e.g. 512M, 8G; default: physical "
                   "memory)");
+  // -v, -q and --max_memory also after the subcommand (`trtutils run ... -v`): a subcommand hands
+  // the flags it does not know to the app. Set before any subcommand is added (they inherit it).
+  app->fallthrough();
+  app->footer(
+      "-v, -q and --max_memory go before or after the subcommand (`trtutils run ... -v`); "
+      "`trtutils --help` lists them.");  // every subcommand's help inherits it
   app->parse_complete_callback([v, run_commands] {
     if (!v->max_memory.empty()) set_memory_limit(parse_byte_size(v->max_memory, "--max_memory"));
     // --verbose=N takes any int: clamp before adding (1 + INT_MAX overflowed: cli_fuzz).

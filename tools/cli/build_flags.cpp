@@ -93,6 +93,18 @@ void print_calibration_notes(const builder::BuildResult& r) {
     fmt::print("calibration cache written to {}\n", r.calibration_cache_written.string());
 }
 
+std::optional<tensorrt::TrtVersion> dry_run_trt_version(const BuildFlags& f) {
+  if (f.trt_version.empty()) return std::nullopt;
+  TRT_CHECK(f.config.backend == "tensorrt" && f.dry_run, ErrorCode::kConfig,
+            "--trt_version applies to --backend tensorrt --dry_run (a build runs the installed "
+            "trtexec and reads its version)");
+  const tensorrt::TrtVersion v = tensorrt::parse_trt_version_arg(f.trt_version);
+  TRT_CHECK_ARG(v.known(),
+                "--trt_version '{}': expected a TensorRT version X.Y or X.Y.Z, e.g. 10.3",
+                f.trt_version);
+  return v;
+}
+
 void add_build_flags(CLI::App* sub, BuildFlags& f) {
   sub->add_flag("--strongly_typed", f.config.strongly_typed,
                 "take every precision from the graph (input dtypes, casts, Q/DQ)");
@@ -136,6 +148,11 @@ void add_build_flags(CLI::App* sub, BuildFlags& f) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "tensorrt"}))
       ->capture_default_str();
   sub->add_flag("--dry_run", f.dry_run, "--backend tensorrt: print the trtexec command only");
+  sub->add_option("--trt_version", f.trt_version,
+                  "--backend tensorrt --dry_run: print the trtexec command for this TensorRT "
+                  "version (X.Y, e.g. 8.6, 10.3, 11.0: the flags differ between them) instead of "
+                  "the installed trtexec's; without a trtexec on this machine the default is " +
+                      tensorrt::kDefaultDryRunVersion.str());
   add_ranged(sub, "--target_sm", f.config.target_sm,
              "build for this GPU architecture (e.g. 90, 100) instead of the local one (0: local)",
              0, 999);

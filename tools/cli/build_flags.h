@@ -3,10 +3,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "batcher_flags.h"
+#include "tensorrt/trtexec.h"
 #include "trtutils/builder.h"
 
 namespace trtutils::cli {
@@ -21,6 +23,7 @@ struct BuildFlags {
   std::vector<std::string> gpu_switches;  // NAME=VALUE
   uint64_t workspace_mib = 0;
   bool dry_run = false;
+  std::string trt_version;  // --trt_version X.Y (--backend tensorrt --dry_run)
 };
 
 // Registers every build flag on `sub` (--strongly_typed ... --target_sm, --dry_run; not --onnx
@@ -31,5 +34,8 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub);
 // The calibration lines of a build's output (build, build_yolo, build_dla): the images'
 // preprocessing and the calibration cache written, where there are.
 void print_calibration_notes(const builder::BuildResult& r);
+// --trt_version as a version (nullopt when not given); Error(kInvalidArgument) for a malformed
+// one, Error(kConfig) without --backend tensorrt --dry_run.
+std::optional<tensorrt::TrtVersion> dry_run_trt_version(const BuildFlags& f);
 
 }  // namespace trtutils::cli

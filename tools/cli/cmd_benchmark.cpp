@@ -7,6 +7,7 @@
 // nothing and reports 0). Like trtexec's "GPU Compute Time", the compute part has its own
 // percentiles and throughput; --no_data_transfers (trtexec's --noDataTransfers) leaves the
 // inputs on the device and the outputs there, so the wall-clock figures are the compute alone.
+// A p99 over twice the median gets a warning naming the likely causes (stats.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -166,6 +167,9 @@ void bench(const BenchOptions& o) {
       "max {:.3f}\n",
       *std::min_element(ms.begin(), ms.end()), mean, median, percentile(ms, 90), percentile(ms, 95),
       percentile(ms, 99), *std::max_element(ms.begin(), ms.end()));
+  if (const std::string w = unsteady_latency_warning(median, percentile(ms, 99), o.threads);
+      !w.empty())
+    TRT_LOG_WARN("{}", w);
   const bool gpu = backend.rfind("cuda", 0) == 0;
   fmt::print("split (median ms): host-to-device {:.3f}, compute {:.3f}, device-to-host {:.3f}{}\n",
              percentile(h2d, 50), percentile(compute, 50), percentile(d2h, 50),

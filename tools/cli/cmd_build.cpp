@@ -4,7 +4,8 @@
 //   [--input_tensor_formats [DTYPE:]FORMAT ...] [--output_tensor_formats ...]
 //   [--shape NAME:d0,d1,... ...] [--min_shapes/--opt_shapes/--max_shapes NAME:d0,d1,...]
 //   [--workspace MIB] [--optimization_level 0-5] [--timing_cache FILE|global] [--cache]
-//   [--backend auto|cpu|cuda] [--target_sm N] [--threads N]
+//   [--backend auto|cpu|cuda|tensorrt] [--dry_run [--trt_version X.Y]] [--target_sm N] [--threads
+//   N]
 // Option-combination errors (the seed's rules) exit with code 2, other errors with 1.
 #include <filesystem>
 
@@ -21,8 +22,10 @@ namespace {
 
 void build(BuildFlags& f, const CLI::App* sub) {
   builder::BuildConfig& c = resolve_build_flags(f, sub);
+  const auto trt_version = dry_run_trt_version(f);
   if (c.backend == "tensorrt") {
-    const builder::BuildResult r = builder::build_with_trtexec(f.onnx, f.output, c, f.dry_run);
+    const builder::BuildResult r =
+        builder::build_with_trtexec(f.onnx, f.output, c, f.dry_run, -1, trt_version);
     if (!f.dry_run) fmt::print("built {} with trtexec in {:.1f} s\n", f.output, r.seconds);
     return;
   }

@@ -4,7 +4,7 @@
 // A YOLO detector with EfficientNMS inside the engine (include/trtutils/yolo.h); the engine's
 // outputs are num_dets, det_boxes, det_scores, det_classes. --backend tensorrt writes
 // <output stem>_nms.onnx with TensorRT's EfficientNMS_TRT plugin node and hands it to trtexec
-// (--dry_run: prints the command). Exit codes as build's.
+// (--dry_run: prints the command, --trt_version X.Y: for that TensorRT). Exit codes as build's.
 #include <fmt/format.h>
 
 #include "build_flags.h"
@@ -27,11 +27,13 @@ struct BuildYoloFlags {
 
 void build_yolo(BuildYoloFlags& f, const CLI::App* sub) {
   const builder::BuildConfig& c = resolve_build_flags(f.build, sub);
+  const auto trt_version = dry_run_trt_version(f.build);
   if (c.backend == "tensorrt" && f.build.dry_run) {
     const auto nms_onnx = builder::tensorrt_nms_onnx_path(f.build.output);
     const auto head = builder::write_yolo_nms_onnx(f.build.onnx, nms_onnx, f.yolo, true);
     fmt::print("{}\nEfficientNMS_TRT model written to {}\n", head.description, nms_onnx.string());
-    (void)builder::build_with_trtexec(nms_onnx, f.build.output, c, /*dry_run=*/true);
+    (void)builder::build_with_trtexec(nms_onnx, f.build.output, c, /*dry_run=*/true, -1,
+                                      trt_version);
     return;
   }
   TRT_CHECK_ARG(!f.build.dry_run, "--dry_run applies to --backend tensorrt only");

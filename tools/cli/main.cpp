@@ -2,8 +2,10 @@
 // run_cli.cpp turns every error into one message on stderr and a non-zero exit code.
 #include "run_cli.h"
 #include "trtutils/file_util.h"
+#include "wait_policy.h"
 
 int main(int argc, char** argv) {
+  trtutils::cli::reexec_with_passive_openmp_wait(argv);  // returns at once on the second start
   trtutils::install_interrupt_cleanup();  // SIGINT/SIGTERM: no temporary or partial output left
   return trtutils::cli::run_cli(argc, argv);
 }

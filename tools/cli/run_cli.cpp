@@ -6,6 +6,7 @@
 #include <new>
 
 #include "commands.h"
+#include "parse_messages.h"
 #include "trtutils/status.h"
 
 namespace trtutils::cli {
@@ -18,14 +19,16 @@ int run_parsed(CLI::App& app, int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // One line, as every other error (CLI11 writes two, and quotes arguments unescaped), and
-    // exit code 2 for a usage error, as the Python original's argparse does.
+    // exit code 2 for a usage error, as the Python original's argparse does; unknown names get
+    // a suggestion (parse_messages.h).
     std::string where = "trtutils";
     for (const CLI::App* sub = &app; !sub->get_subcommands().empty();) {
       sub = sub->get_subcommands().front();
       where += " " + sub->get_name();
     }
+    const std::string message = parse_error_message(app, e, argc, argv);
     std::fprintf(stderr, "error: %s (see `%s --help`)\n",
-                 escape_control_characters(e.what()).c_str(), where.c_str());
+                 escape_control_characters(message).c_str(), where.c_str());
     return 2;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
