@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -540,9 +541,13 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     return build_with_trtexec(onnx, output, config, /*dry_run=*/false);
   // The engine records the images' preprocessing as applied (shape and dtype from the model).
   BuildConfig c = config;
-  if (c.data_batcher) {
+  // Loaded before the cache key is made when the images take their shape or dtype from it (the
+  // build below uses this load).
+  std::optional<ir::Model> loaded;
+  if (c.data_batcher && images_need_model(*c.data_batcher)) {
     require_regular_file(onnx, "ONNX model");
-    c.data_batcher = images_fitted_to_model(*c.data_batcher, onnx);
+    loaded = onnx_io::load_model(onnx);
+    c.data_batcher = images_fitted_to_model(*c.data_batcher, loaded->graph);
   }
   const auto t_start = std::chrono::steady_clock::now();
   BuildResult result;
@@ -612,7 +617,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
 
   TRT_LOG_INFO("[1/6] loading {}", onnx.string());
-  ir::Model model = onnx_io::load_model(onnx);
+  ir::Model model = loaded ? std::move(*loaded) : onnx_io::load_model(onnx);
   ir::Graph& g = model.graph;
   quantize::name_nodes(g);
   g.topological_sort();

@@ -2,7 +2,6 @@
 
 #include "core/check.h"
 #include "data/input_images.h"
-#include "onnx/onnx_io.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::builder {
@@ -17,14 +16,16 @@ int64_t fixed_batch(const ir::ValueInfo& in) {
 
 }  // namespace
 
+bool images_need_model(const ImageBatcherOptions& images) {
+  return images.shape.size() != 3 || images.dtype == DataType::kUndefined;
+}
+
 ImageBatcherOptions images_fitted_to_model(const ImageBatcherOptions& images,
-                                           const std::filesystem::path& onnx) {
-  if (images.shape.size() == 3 && images.dtype != DataType::kUndefined) return images;
-  const ir::Model model = onnx_io::load_model(onnx);
-  TRT_CHECK_ARG(model.graph.inputs.size() == 1,
+                                           const ir::Graph& model) {
+  TRT_CHECK_ARG(model.inputs.size() == 1,
                 "calibration images feed one input, but the model has {} inputs",
-                model.graph.inputs.size());
-  return data::fit_images_to_input(images, model.graph.inputs[0]);
+                model.inputs.size());
+  return data::fit_images_to_input(images, model.inputs[0]);
 }
 
 std::vector<Tensor> calibration_image_batches(const ImageBatcherOptions& options,

@@ -2,7 +2,6 @@
 // to the model input they feed.
 #pragma once
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,11 +18,12 @@ std::vector<Tensor> calibration_image_batches(const ImageBatcherOptions& options
                                               const ir::ValueInfo& input,
                                               std::string& preprocessing);
 
+// Whether `images` leave their shape or dtype to the model input.
+bool images_need_model(const ImageBatcherOptions& images);
 // `images` with the shape and dtype they leave to the model (data::fit_images_to_input against
-// the first input of the model at `onnx`, read only when something is left to it), so that the
-// engine records the preprocessing that was applied: the same images given with or without an
-// explicit shape and dtype give the same engine.
+// its one input), so that the engine records the preprocessing that was applied: the same
+// images given with or without an explicit shape and dtype give the same engine.
 ImageBatcherOptions images_fitted_to_model(const ImageBatcherOptions& images,
-                                           const std::filesystem::path& onnx);
+                                           const ir::Graph& model);
 
 }  // namespace trtutils::builder
