@@ -4,12 +4,12 @@
 // (a 4096 x 8192 MatMul) and a convolution chain in float16, whose packed NHWC weights are
 // shared too.
 #include <cuda_runtime.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "backends/cuda/cuda_test_util.h"
 #include "backends/cuda/resnet_block.h"
+#include "data_pipeline/fixtures.h"
 #include "onnx/onnx_io.h"
 #include "trtutils/builder.h"
 #include "trtutils/engine.h"
@@ -39,20 +39,14 @@ size_t free_device_bytes() {
   return free;
 }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("trtutils_shared_w_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
-
 TEST(CudaSharedWeights, TwoContextsHoldTheWeightsOnce) {
   TRT_REQUIRE_CUDA();
-  TempDir dir;
-  save_wide_matmul(dir.path / "wide.onnx");
+  testing_data::TempDir dir;
+  save_wide_matmul(dir / "wide.onnx");
   builder::BuildConfig cfg;
   cfg.backend = "cuda";
-  builder::build_engine(dir.path / "wide.onnx", dir.path / "wide.engine", cfg);
-  auto engine = Engine::load(dir.path / "wide.engine");
+  builder::build_engine(dir / "wide.onnx", dir / "wide.engine", cfg);
+  auto engine = Engine::load(dir / "wide.engine");
   EXPECT_EQ(engine->device_weight_bytes(), 0u);
   const std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, kIn}, 3)}};
 
@@ -79,13 +73,13 @@ TEST(CudaSharedWeights, TwoContextsHoldTheWeightsOnce) {
 
 TEST(CudaSharedWeights, PackedFloat16WeightsAreSharedAndOutputsEqual) {
   TRT_REQUIRE_CUDA();
-  TempDir dir;
-  onnx_io::save_model(testing_models::resnet_block(ir::Dim(int64_t{64})), dir.path / "r.onnx");
+  testing_data::TempDir dir;
+  onnx_io::save_model(testing_models::resnet_block(ir::Dim(int64_t{64})), dir / "r.onnx");
   builder::BuildConfig cfg;
   cfg.backend = "cuda";
   cfg.fp16 = true;
-  builder::build_engine(dir.path / "r.onnx", dir.path / "r.engine", cfg);
-  auto engine = Engine::load(dir.path / "r.engine");
+  builder::build_engine(dir / "r.onnx", dir / "r.engine", cfg);
+  auto engine = Engine::load(dir / "r.engine");
   const std::map<std::string, Tensor> in{
       {"x", random_tensor(DataType::kFloat32, {64, 3, 15, 15}, 5)}};
   auto first = engine->create_execution_context();
