@@ -86,10 +86,14 @@ void infer_arg_reduce(InferContext& ctx) {
 
 }  // namespace
 
-void register_einsum_op(OpRegistry& r);  // einsum.cpp
+void register_einsum_op(OpRegistry& r);       // einsum.cpp
+void register_cumsum_op(OpRegistry& r);       // cumsum.cpp
+void register_grid_sample_op(OpRegistry& r);  // grid_sample.cpp
 
 void register_index_ops(OpRegistry& r) {
   register_einsum_op(r);
+  register_cumsum_op(r);
+  register_grid_sample_op(r);
   r.add({"ArgMax", "", infer_arg_reduce});
   r.add({"ArgMin", "", infer_arg_reduce});
   r.add({"Loop", "", infer_loop});

@@ -231,6 +231,7 @@ void register_nn_ops(OpRegistry& r) {
   r.add({"GlobalMaxPool", "", infer_global_pool});
   r.add({"BatchNormalization", "", infer_batchnorm});
   r.add({"InstanceNormalization", "", infer_same_as_input});
+  r.add({"GroupNormalization", "", infer_same_as_input});
   r.add({"LayerNormalization", "", infer_layernorm});
   r.add({"Gemm", "", infer_gemm});
   r.add({"MatMul", "", infer_matmul});

@@ -110,6 +110,9 @@ const std::vector<ClaimedOp> kClaimedOps = {
     {"ScatterElements", {"scatter_elements", "scatter_with", "scatter_without"}},
     {"RoiAlign", {"roialign"}},
     {"Einsum", {"einsum"}},
+    {"CumSum", {"cumsum"}},
+    {"GridSample", {"gridsample"}},
+    {"Not", {"not"}},
     // Inference only: the training-mode tests (random masks) are refused as not supported.
     {"Dropout", {"dropout", "training_dropout"}},
     {"Reshape", {"reshape"}},

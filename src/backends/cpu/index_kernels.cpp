@@ -137,8 +137,10 @@ void arg_reduce_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_roi_align_kernel(KernelRegistry& r);  // roi_align_kernel.cpp
-void register_einsum_kernel(KernelRegistry& r);     // einsum_kernel.cpp
+void register_roi_align_kernel(KernelRegistry& r);    // roi_align_kernel.cpp
+void register_einsum_kernel(KernelRegistry& r);       // einsum_kernel.cpp
+void register_cumsum_kernel(KernelRegistry& r);       // cumsum_kernel.cpp
+void register_grid_sample_kernel(KernelRegistry& r);  // grid_sample_kernel.cpp
 
 void register_index_kernels(KernelRegistry& r) {
   r.add({"ArgMax", "", arg_reduce_kernel<true>});
@@ -148,6 +150,8 @@ void register_index_kernels(KernelRegistry& r) {
   r.add({"Scatter", "", scatter_elements_kernel});
   register_roi_align_kernel(r);
   register_einsum_kernel(r);
+  register_cumsum_kernel(r);
+  register_grid_sample_kernel(r);
 }
 
 }  // namespace trtutils::cpu

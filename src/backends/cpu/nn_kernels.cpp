@@ -81,6 +81,7 @@ void register_nn_kernels(KernelRegistry& r) {
   r.add({"GlobalMaxPool", "", nn::global_max_pool_kernel});
   r.add({"BatchNormalization", "", nn::batch_norm_kernel});
   r.add({"InstanceNormalization", "", nn::instance_norm_kernel});
+  r.add({"GroupNormalization", "", nn::group_norm_kernel});
   r.add({"LayerNormalization", "", nn::layer_norm_kernel});
 }
 

@@ -67,6 +67,7 @@ void global_average_pool_kernel(KernelContext& ctx);
 void global_max_pool_kernel(KernelContext& ctx);
 void batch_norm_kernel(KernelContext& ctx);
 void instance_norm_kernel(KernelContext& ctx);
+void group_norm_kernel(KernelContext& ctx);
 void layer_norm_kernel(KernelContext& ctx);
 
 // ---- oneDNN fast paths (float32 only; false = not handled, use the reference) --------------

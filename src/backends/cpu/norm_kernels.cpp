@@ -1,6 +1,7 @@
 // BatchNormalization (inference), InstanceNormalization and LayerNormalization on the CPU.
 // Statistics and coefficients are computed in double (two-pass mean / variance).
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/nn_kernels.h"
@@ -179,6 +180,54 @@ void instance_norm_kernel(KernelContext& ctx) {
   else
     instance_norm(x.data<float>(), y.data<float>(), n, c, inner, to_doubles(s), to_doubles(bt),
                   eps);
+  set_output_from(ctx, 0, x_in.dtype(), y);
+}
+
+// GroupNormalization (opsets 18, 21): mean and variance per sample and group of C / num_groups
+// channels; scale and bias per channel (opset 21; also accepted at 18) or per group (opset 18's
+// text). stash_type float32 or float64: statistics in double either way.
+void group_norm_kernel(KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  TRT_CHECK_ARG(x_in.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
+                node.describe(), shape_str(x_in.shape()));
+  const int64_t n = x_in.dim(0), c = x_in.dim(1);
+  const int64_t g = node.attr_int("num_groups", 0);
+  TRT_CHECK_ARG(g >= 1 && c % g == 0, "{}: num_groups {} must divide the {} channels",
+                node.describe(), g, c);
+  const Tensor& s = ctx.input(1);
+  const Tensor& bt = ctx.input(2);
+  require_float(node, s.dtype(), "scale");
+  require_float(node, bt.dtype(), "bias");
+  TRT_CHECK_ARG((s.numel() == c || s.numel() == g) && bt.numel() == s.numel(),
+                "{}: scale {} and bias {} must have {} (channels) or {} (groups) elements",
+                node.describe(), shape_str(s.shape()), shape_str(bt.shape()), c, g);
+  const double eps = node.attr_float("epsilon", 1e-5f);
+  const int64_t inner = n * c > 0 ? x_in.numel() / (n * c) : 0;
+  const int64_t per_group = c / g * inner;
+  const Tensor x = to_compute(x_in, node, "input X");
+  Tensor y(x.dtype(), x.shape());
+  const std::vector<double> sv = to_doubles(s), bv = to_doubles(bt);
+  const bool per_channel = s.numel() == c;
+  auto norm = [&](const auto* px, auto* py) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(px)>>;
+#pragma omp parallel for schedule(static)
+    for (int64_t ng = 0; ng < n * g; ++ng) {
+      double mean, var;
+      moments(px + ng * per_group, per_group, mean, var);
+      const double rstd = 1.0 / std::sqrt(var + eps);
+      for (int64_t e = 0; e < per_group; ++e) {
+        const int64_t ch = (ng % g) * (c / g) + e / inner;
+        const size_t k = static_cast<size_t>(per_channel ? ch : ng % g);
+        const int64_t p = ng * per_group + e;
+        py[p] = static_cast<T>((static_cast<double>(px[p]) - mean) * rstd * sv[k] + bv[k]);
+      }
+    }
+  };
+  if (x.dtype() == DataType::kFloat64)
+    norm(x.data<double>(), y.data<double>());
+  else
+    norm(x.data<float>(), y.data<float>());
   set_output_from(ctx, 0, x_in.dtype(), y);
 }
 

@@ -374,6 +374,10 @@ const OpTable& op_table() {
     register_conv_transpose_ops(*table);
     register_nms_ops(*table);
     register_topk_ops(*table);
+    register_index_ops(*table);
+    register_norm_ops(*table);
+    register_roi_align_ops(*table);
+    register_grid_sample_ops(*table);
     return table;
   }();
   return *t;

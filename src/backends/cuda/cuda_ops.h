@@ -255,6 +255,11 @@ void register_attention_ops(OpTable& t);
 void register_conv_transpose_ops(OpTable& t);  // ops_conv_transpose.cpp
 void register_nms_ops(OpTable& t);             // ops_nms.cpp: com.trtutils::EfficientNMS
 void register_topk_ops(OpTable& t);            // ops_topk.cpp: TopK
+void register_index_ops(
+    OpTable& t);  // ops_index.cpp: ArgMax, Gather/ScatterElements, ...ND, NonZero
+void register_norm_ops(OpTable& t);       // ops_norm.cpp: InstanceNormalization, GroupNormalization
+void register_roi_align_ops(OpTable& t);  // ops_roi_align.cpp: RoiAlign
+void register_grid_sample_ops(OpTable& t);  // ops_grid_sample.cpp: GridSample
 
 // A kernel switch (kernel_switches.h: the engine's recorded value, or for an Executor made
 // directly the environment): "0" / "off" / "false" turn it off, any other value on; unset: `def`.
