@@ -44,6 +44,7 @@
 // Engine::load and load_image throw.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -88,6 +89,20 @@ struct Detection {
   float score = 0;
   int64_t class_id = 0;
 };
+
+// The colour of a class's boxes in draw_detections (and in `trtutils detect`'s JSON): a palette
+// of 18 distinct hues that read on photos, cycled by class id (negative ids too). R, G, B.
+std::array<uint8_t, 3> detection_color(int64_t class_id);
+
+// `image` as RGB (convert_image_channels) with each detection's box outlined in its class colour
+// (1 pixel per 300 of the shorter side, inside the box's pixel extent) and a filled tag above it
+// (inside when there is no room above) reading "<label> <score>" in the built-in 5x7 font:
+// labels[class_id], or "class <id>" past the end of `labels`. The lowest score is drawn first,
+// so that the best boxes end on top. What `trtutils detect` writes to <name>.png
+// (write_png). Error(kInvalidArgument) / kOutOfRange for an image over 16384 pixels a side or
+// 2^25 pixels in all.
+Image draw_detections(const Image& image, const std::vector<Detection>& detections,
+                      const std::vector<std::string>& labels = {});
 
 class Detector {
  public:

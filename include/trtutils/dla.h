@@ -28,18 +28,21 @@
 // Error(kInvalidArgument): dla_core outside 0..1, max_chunks outside 1..16 (TensorRT loads at
 // most 16 DLA loadables per core), min_layers < 1.
 //
-// build.backend "tensorrt" hands the build to trtexec (src/tensorrt/trtexec.h) with
-// --useDLACore and --allowGPUFallback; dry_run prints its command instead of running it.
+// build.backend "tensorrt" hands the build to trtexec (trtutils/tensorrt.h) with
+// --useDLACore and --allowGPUFallback; dry_run prints its command instead of running it, for
+// trt_version when given (else the installed trtexec's, else kDefaultDryRunVersion's).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "trtutils/builder.h"
 #include "trtutils/tensor.h"
+#include "trtutils/tensorrt.h"
 
 namespace trtutils::builder {
 
@@ -50,6 +53,11 @@ struct DlaLayerReport {
   bool dla = false;
   std::string rule;    // the failed rule's id ("" when dla)
   std::string detail;  // what broke it
+  // The failed rule's entry in the rule table (src/precision/dla_rules.cpp): what it allows
+  // ("kernel height and width in [1, 32]") and where NVIDIA says so. Empty when dla, and for a
+  // rule outside the table.
+  std::string limit{};
+  std::string source{};
 };
 
 // Layers [begin, end) of the checked graph's node order.
@@ -83,6 +91,9 @@ struct DlaConfig {
   int max_chunks = 1;
   int min_layers = 20;
   bool dry_run = false;  // build.backend "tensorrt" only: print the trtexec command
+  // dry_run: the TensorRT version whose trtexec flags are printed (no trtexec is looked for);
+  // nullopt: the installed trtexec's. Without dry_run: Error(kInvalidArgument).
+  std::optional<tensorrt::TrtVersion> trt_version{};
   // Everything else, as build_engine takes it (strongly_typed, int8 + calibration, target_sm,
   // shapes, timing cache, backend ...). Weakly typed DLA builds always allow FP16.
   BuildConfig build{};

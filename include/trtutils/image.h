@@ -29,4 +29,20 @@ struct Image {
 // 2^27 pixels in all; the message names the file.
 Image load_image(const std::filesystem::path& path);
 
+// `image` with `channels` channels (1, 3 or 4), by ImageBatcher's rules (image_batcher.h):
+// gray <-> colour by BT.601 luma / replication, an alpha channel dropped (not composited) unless
+// 4 are asked, where images without alpha get 255.
+Image convert_image_channels(const Image& image, int channels);
+
+// `image` as an 8-bit RGB PNG (convert_image_channels(image, 3)), written atomically. Error(kIO)
+// naming the path when it cannot be written; kInvalidArgument / kOutOfRange for an image over
+// 16384 pixels a side or 2^25 pixels in all.
+void write_png(const std::filesystem::path& path, const Image& image);
+
+// The image files of `dir` that ImageBatcher takes (*.jpg *.jpeg *.png *.bmp *.webp in any case,
+// not starting with '.'; regular files, not recursive), in byte order of their names.
+// Error(kIO) for a missing or unlistable folder, kInvalidArgument for a file or a folder without
+// images.
+std::vector<std::filesystem::path> list_image_files(const std::filesystem::path& dir);
+
 }  // namespace trtutils

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace trtutils {
 
@@ -32,5 +33,19 @@ struct PlatformInfo {
 
 // Queries once and caches the answer.
 const PlatformInfo& platform_info();
+
+// One way this build can run or build engines here (`trtutils info` lists them).
+struct BackendInfo {
+  std::string name{};                     // "cpu", "cuda" or "tensorrt"
+  bool usable = false;                    // it can run (cuda: a device) or build (tensorrt) here
+  bool strongly_typed_supported = false;  // STRONGLY_TYPED_SUPPORTED for that backend
+  // What was found ("NVIDIA H100 (SM 90), CUDA runtime 13.0, ...", "/usr/bin/trtexec (TensorRT
+  // 10.3)"), or why it is not usable; empty for cpu.
+  std::string detail{};
+};
+// cpu, cuda, tensorrt, in that order. Not cached: the tensorrt entry looks for trtexec
+// (trtutils/tensorrt.h) and runs `trtexec --help` for its version, which throws
+// Error(kNotSupported) when a trtexec is found whose version cannot be read.
+std::vector<BackendInfo> backend_info();
 
 }  // namespace trtutils

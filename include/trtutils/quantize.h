@@ -174,4 +174,25 @@ QuantizeResult quantize_onnx(const QuantizeOptions& options);
 const std::vector<std::string>& quantize_mode_names();
 const std::vector<std::string>& calibration_method_names(const std::string& quantize_mode);
 
+// calib_to_qdq: a weakly-typed INT8 calibration cache (TensorRT's text format) + the float ONNX
+// model it was made for -> the same model with Q/DQ nodes, for strongly-typed builds (TensorRT
+// 11 has no calibrators; strongly-typed DLA builds refuse caches). The Q/DQ placement and scales
+// are those of the builder's weakly-typed INT8 path, so a strongly-typed build of the result has
+// the layer precisions of the weakly-typed build from the same cache. A tensor the cache has no
+// scale for leaves the layers reading it in float (`missing`).
+struct CalibToQdqResult {
+  int64_t qdq_pairs = 0;  // activation QuantizeLinear -> DequantizeLinear pairs
+  int64_t quantized_weights = 0;
+  int64_t quantized_layers = 0;
+  std::vector<std::string> missing{};  // activation tensors without a scale in the cache
+  std::vector<std::string> warnings{};
+};
+// Loads `onnx` and `calibration_cache`, converts, writes `output` atomically; nothing is written
+// on error. Error(kInvalidArgument) for an output that is one of the inputs (naming --output
+// and the flag), a model that already has Q/DQ nodes, or a cache with no scale for any tensor
+// the placement quantizes; kIO / kInvalidArgument for files that cannot be read or parsed.
+CalibToQdqResult calib_to_qdq(const std::filesystem::path& onnx,
+                              const std::filesystem::path& calibration_cache,
+                              const std::filesystem::path& output);
+
 }  // namespace trtutils

@@ -59,4 +59,23 @@ YoloBuildResult build_yolo_engine(const std::filesystem::path& onnx,
                                   const std::filesystem::path& output, const YoloConfig& yolo = {},
                                   const BuildConfig& build = {});
 
+// The head write_yolo_nms_onnx recognised.
+struct YoloHeadInfo {
+  std::string layout{};       // as YoloBuildResult::layout
+  std::string description{};  // as YoloBuildResult::description
+};
+
+// The graph half of build_yolo_engine alone: `onnx` with the NMS appended (the rules above),
+// written to `out` atomically: our com.trtutils::EfficientNMS node, or with tensorrt_plugin
+// TensorRT's EfficientNMS_TRT (the same attributes plus background_class -1, score_activation
+// 0, plugin_version "1"; the com.trtutils opset import removed), which trtexec builds with the
+// plugin library TensorRT ships. An end-to-end model is written unchanged. Errors as
+// build_yolo_engine's (an `out` that is `onnx` is refused naming --output and --onnx).
+YoloHeadInfo write_yolo_nms_onnx(const std::filesystem::path& onnx,
+                                 const std::filesystem::path& out, const YoloConfig& yolo = {},
+                                 bool tensorrt_plugin = false);
+// Where build_yolo_engine with backend "tensorrt" keeps that model: <output dir>/<output
+// stem>_nms.onnx.
+std::filesystem::path tensorrt_nms_onnx_path(const std::filesystem::path& output);
+
 }  // namespace trtutils::builder

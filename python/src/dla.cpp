@@ -23,7 +23,9 @@ void bind_report(py::module_& m) {
       .def_readonly("op", &DlaLayerReport::op)
       .def_readonly("dla", &DlaLayerReport::dla)
       .def_readonly("rule", &DlaLayerReport::rule)
-      .def_readonly("detail", &DlaLayerReport::detail);
+      .def_readonly("detail", &DlaLayerReport::detail)
+      .def_readonly("limit", &DlaLayerReport::limit)
+      .def_readonly("source", &DlaLayerReport::source);
   py::class_<DlaChunkReport>(m, "DlaChunkReport")
       .def_readonly("begin", &DlaChunkReport::begin)
       .def_readonly("end", &DlaChunkReport::end)

@@ -281,6 +281,8 @@ class DlaLayerReport:
     dla: bool
     rule: str
     detail: str
+    limit: str
+    source: str
 
 class DlaChunkReport:
     begin: int

@@ -14,6 +14,7 @@
 
 #include "core/check.h"
 #include "trtutils/file_util.h"
+#include "trtutils/plot.h"
 
 namespace trtutils::chart {
 
@@ -787,3 +788,12 @@ void write_latency_histogram_png(const std::filesystem::path& path,
 }
 
 }  // namespace trtutils::chart
+
+namespace trtutils {
+
+void plot_latency_histogram_png(const std::vector<double>& latencies_ms,
+                                const std::filesystem::path& path, const std::string& title) {
+  chart::write_latency_histogram_png(path, latencies_ms, title);
+}
+
+}  // namespace trtutils

@@ -294,6 +294,10 @@ DlaReport can_run_on_dla(const fs::path& onnx, const DlaCheckOptions& o) {
     l.dla = a.verdicts[i].ok;
     l.rule = a.verdicts[i].rule;
     l.detail = a.verdicts[i].detail;
+    if (const precision::DlaRule* rule = l.dla ? nullptr : precision::find_dla_rule(l.rule)) {
+      l.limit = std::string(rule->limit);
+      l.source = std::string(rule->source);
+    }
     r.dla_layers += l.dla ? 1 : 0;
     r.layers.push_back(std::move(l));
   }
@@ -322,11 +326,14 @@ DlaBuildResult build_dla_engine(const fs::path& onnx, const fs::path& output, co
   if (in.backend == "tensorrt") {
     BuildConfig c = in;
     if (!c.strongly_typed) c.fp16 = true;
-    result.build = build_with_trtexec(onnx, output, c, dc.dry_run, dc.dla_core);
+    result.build = build_with_trtexec(onnx, output, c, dc.dry_run, dc.dla_core, dc.trt_version);
     result.emulated = false;
     return result;
   }
   TRT_CHECK_ARG(!dc.dry_run, "dry_run needs backend 'tensorrt' (it prints the trtexec command)");
+  TRT_CHECK_ARG(!dc.trt_version,
+                "trt_version applies to a dry run with backend 'tensorrt' only (the trtexec "
+                "command it prints)");
 
   const PlatformInfo& p = platform_info();
   const int local_sm = p.gpu_count > 0 ? p.gpu.sm_major * 10 + p.gpu.sm_minor : 0;

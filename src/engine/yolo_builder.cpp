@@ -359,14 +359,14 @@ BuildResult build_with_tensorrt_plugin(ir::Model& model, const fs::path& output,
 
 }  // namespace
 
-YoloHead write_yolo_nms_onnx(const fs::path& onnx, const fs::path& out, const YoloConfig& yolo,
-                             bool tensorrt_plugin) {
+YoloHeadInfo write_yolo_nms_onnx(const fs::path& onnx, const fs::path& out, const YoloConfig& yolo,
+                                 bool tensorrt_plugin) {
   check_output_is_not_input("--output", out, {{"--onnx", onnx}});
   validate_yolo_config(yolo);
   YoloModel y = load_with_nms(onnx, yolo);
   if (tensorrt_plugin) use_tensorrt_plugin(y.model);
   onnx_io::save_model(y.model, out);
-  return y.head;
+  return {yolo_layout_name(y.head.layout), y.head.description};
 }
 
 fs::path tensorrt_nms_onnx_path(const fs::path& output) {

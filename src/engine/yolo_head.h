@@ -28,13 +28,6 @@ struct YoloHead {
 // com.trtutils domain is imported.
 YoloHead add_yolo_nms(ir::Model& model, const YoloConfig& config, const std::string& source);
 
-// `onnx` with the NMS appended, written to `out`: our com.trtutils::EfficientNMS node, or with
-// tensorrt_plugin TensorRT's EfficientNMS_TRT (the same attributes plus background_class -1,
-// score_activation 0, plugin_version "1"; opset import of com.trtutils removed), which trtexec
-// builds with the plugin library TensorRT ships.
-YoloHead write_yolo_nms_onnx(const std::filesystem::path& onnx, const std::filesystem::path& out,
-                             const YoloConfig& yolo, bool tensorrt_plugin);
-// Where build_yolo --backend tensorrt keeps that model: <output dir>/<output stem>_nms.onnx.
-std::filesystem::path tensorrt_nms_onnx_path(const std::filesystem::path& output);
+// write_yolo_nms_onnx and tensorrt_nms_onnx_path: include/trtutils/yolo.h.
 
 }  // namespace trtutils::builder

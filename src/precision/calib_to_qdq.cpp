@@ -78,3 +78,13 @@ CalibToQdqResult calib_to_qdq_file(const std::filesystem::path& onnx,
 }
 
 }  // namespace trtutils::precision
+
+namespace trtutils {
+
+CalibToQdqResult calib_to_qdq(const std::filesystem::path& onnx,
+                              const std::filesystem::path& calibration_cache,
+                              const std::filesystem::path& output) {
+  return precision::calib_to_qdq_file(onnx, calibration_cache, output);
+}
+
+}  // namespace trtutils

@@ -16,22 +16,19 @@
 
 #include "ir/graph.h"
 #include "precision/calibration_cache.h"
+#include "trtutils/quantize.h"
 
 namespace trtutils::precision {
 
-struct CalibToQdqResult {
-  int64_t qdq_pairs = 0;  // activation QuantizeLinear -> DequantizeLinear pairs
-  int64_t quantized_weights = 0;
-  int64_t quantized_layers = 0;
-  std::vector<std::string> missing;  // activation tensors without a scale in the cache
-  std::vector<std::string> warnings;
-};
+// The result: trtutils::CalibToQdqResult (include/trtutils/quantize.h).
+using CalibToQdqResult = ::trtutils::CalibToQdqResult;
 
 // Rewrites `model` in place. Error(kInvalidArgument) if it already has Q/DQ nodes or the cache
 // has no scale for any tensor the placement quantizes.
 CalibToQdqResult calib_to_qdq(ir::Model& model, const CalibrationCache& cache);
 
 // Loads, converts and saves (onnx_io::save_model, atomic). Nothing is written on error.
+// trtutils::calib_to_qdq (the public name).
 CalibToQdqResult calib_to_qdq_file(const std::filesystem::path& onnx,
                                    const std::filesystem::path& calibration_cache,
                                    const std::filesystem::path& output);

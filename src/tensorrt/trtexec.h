@@ -1,4 +1,6 @@
-// The TensorRT hand-off: build with NVIDIA's trtexec where TensorRT is installed.
+// The TensorRT hand-off: build with NVIDIA's trtexec where TensorRT is installed. The public
+// part (TrtVersion, find_trtexec, query_trtexec_version, build_with_trtexec) is
+// include/trtutils/tensorrt.h; this header adds the flag mapping and its helpers.
 //
 //   find_trtexec()          PATH, then /usr/src/tensorrt/bin, then $TENSORRT_ROOT/bin
 //   query_trtexec_version() runs `trtexec --help` and reads its banner
@@ -39,17 +41,9 @@
 #include <vector>
 
 #include "trtutils/builder.h"
+#include "trtutils/tensorrt.h"
 
 namespace trtutils::tensorrt {
-
-struct TrtVersion {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-  bool known() const { return major > 0; }
-  bool at_least(int ma, int mi) const { return major > ma || (major == ma && minor >= mi); }
-  std::string str() const;  // "10.3.0"
-};
 
 // NV_TENSORRT_VERSION as banners print it: 8601 -> 8.6.1 (major * 1000 + minor * 100 + patch
 // before 10), 100300 -> 10.3.0 (major * 10000 + minor * 100 + patch from 10 on).
@@ -57,17 +51,6 @@ TrtVersion decode_trt_version(int64_t encoded);
 // Finds "[TensorRT v100300]" / "TensorRT v8601", or "TensorRT version: 10.3.0", or a plain
 // "10.3.0" / "10.3" in `text`; unknown (major 0) if none.
 TrtVersion parse_trt_version(std::string_view text);
-
-// The version a dry run maps the flags for when no trtexec is installed and none is given:
-// TensorRT 10.3 (JetPack 6's, and the calibration cache's default).
-inline constexpr TrtVersion kDefaultDryRunVersion{10, 3, 0};
-// "X.Y" or "X.Y.Z" (digits only) -> the version; unknown (major 0) for anything else.
-TrtVersion parse_trt_version_arg(std::string_view text);
-
-// The trtexec executable, if any (see the search order above).
-std::optional<std::filesystem::path> find_trtexec();
-// Runs `<trtexec> --help`; Error(kNotSupported) if no version can be read from its output.
-TrtVersion query_trtexec_version(const std::filesystem::path& trtexec);
 
 struct TrtexecOptions {
   int dla_core = -1;  // >= 0: --useDLACore=N --allowGPUFallback
@@ -96,20 +79,3 @@ void check_trtexec_result(int exit_code, const std::string& output,
                           const builder::BuildConfig& config);
 
 }  // namespace trtutils::tensorrt
-
-namespace trtutils::builder {
-
-// `--backend tensorrt`: validates the config (the seed's rules), finds trtexec, reads its
-// version, maps the flags and runs it, streaming its output to the log; the engine is written to
-// a temporary file and renamed to `output` on success (nothing is left on failure). dry_run:
-// prints the exact command on stdout and runs nothing (no engine; engine_path empty): the
-// command for `trt_version` when given (no trtexec is looked for, the command names plain
-// `trtexec`), else for the installed trtexec, else (none found; a warning says so) for
-// kDefaultDryRunVersion. trt_version without dry_run: Error(kInvalidArgument).
-// dla_core >= 0 adds the DLA flags. Error(kNotSupported) when a build finds no trtexec.
-BuildResult build_with_trtexec(const std::filesystem::path& onnx,
-                               const std::filesystem::path& output, const BuildConfig& config,
-                               bool dry_run, int dla_core = -1,
-                               std::optional<tensorrt::TrtVersion> trt_version = std::nullopt);
-
-}  // namespace trtutils::builder

@@ -12,6 +12,7 @@
 #include "ir/graph_builder.h"
 #include "onnx/onnx_io.h"
 #include "tensorrt/trtexec.h"
+#include "trtutils/dla.h"
 #include "trtutils/status.h"
 
 namespace trtutils::tensorrt {
@@ -94,6 +95,50 @@ TEST_F(DryRunWithoutTrtexec, TheFlagIsChecked) {
   EXPECT_TRUE(has(bad, "--trt_version 'ten': expected a TensorRT version X.Y")) << bad.output;
   const auto help = test_util::run_command(std::string(TRTUTILS_CLI) + " build --help");
   EXPECT_TRUE(has(help, "--trt_version")) << help.output;
+}
+
+// build_dla takes --trt_version as build does: the DLA flags for that TensorRT, or its refusal
+// where that TensorRT has no DLA; the same checks of the flag.
+TEST_F(DryRunWithoutTrtexec, BuildDlaPrintsTheCommandForTheGivenVersion) {
+  const auto r86 = build("--dry_run --trt_version 8.6 --dla_core 1", "build_dla");
+  EXPECT_EQ(r86.code, 0) << r86.output;
+  EXPECT_TRUE(has(r86, "trtexec --onnx=" + onnx_.string() + " --saveEngine=")) << r86.output;
+  EXPECT_TRUE(has(r86, " --fp16 ")) << r86.output;  // weakly typed DLA builds allow FP16
+  EXPECT_TRUE(has(r86, " --useDLACore=1 --allowGPUFallback")) << r86.output;
+  EXPECT_FALSE(has(r86, "trtexec not found")) << r86.output;  // not looked for
+  const auto r107 = build("--dry_run --trt_version 10.7 --strongly_typed", "build_dla");
+  EXPECT_EQ(r107.code, 0) << r107.output;
+  EXPECT_TRUE(has(r107, " --stronglyTyped ")) << r107.output;
+  EXPECT_TRUE(has(r107, " --useDLACore=0 --allowGPUFallback")) << r107.output;
+  const auto r109 = build("--dry_run --trt_version 10.9", "build_dla");
+  EXPECT_EQ(r109.code, 1) << r109.output;
+  EXPECT_TRUE(has(r109, "TensorRT 10.9.0 has no DLA support on Jetson")) << r109.output;
+  EXPECT_FALSE(fs::exists(dir_ / "m.engine"));
+}
+
+TEST_F(DryRunWithoutTrtexec, BuildDlaChecksTheFlag) {
+  const auto no_dry_run = build("--trt_version 10.3", "build_dla");
+  EXPECT_EQ(no_dry_run.code, 2) << no_dry_run.output;
+  EXPECT_TRUE(has(no_dry_run, "--trt_version applies to --backend tensorrt --dry_run"))
+      << no_dry_run.output;
+  const auto bad = build("--dry_run --trt_version ten", "build_dla");
+  EXPECT_EQ(bad.code, 1) << bad.output;
+  EXPECT_TRUE(has(bad, "--trt_version 'ten': expected a TensorRT version X.Y")) << bad.output;
+  const auto help = test_util::run_command(std::string(TRTUTILS_CLI) + " build_dla --help");
+  EXPECT_TRUE(has(help, "--trt_version")) << help.output;
+}
+
+TEST(TrtexecDryRun, ADlaVersionWithoutDryRunIsRefused) {
+  try {
+    (void)builder::build_dla_engine(
+        "m.onnx", "m.engine",
+        {.trt_version = TrtVersion{10, 3, 0}, .build = {.backend = "cpu", .target_sm = 87}});
+    ADD_FAILURE() << "a DLA build took a TensorRT version";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("trt_version applies to a dry run"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(DryRunWithoutTrtexec, NoVersionGivesTheDefaultsCommand) {

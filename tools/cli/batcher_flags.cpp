@@ -1,7 +1,7 @@
 #include "batcher_flags.h"
 
-#include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 
 namespace trtutils::cli {
 

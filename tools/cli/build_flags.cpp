@@ -6,8 +6,8 @@
 #include <map>
 
 #include "commands.h"
-#include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 
 namespace trtutils::cli {
 
@@ -93,16 +93,25 @@ void print_calibration_notes(const builder::BuildResult& r) {
     fmt::print("calibration cache written to {}\n", r.calibration_cache_written.string());
 }
 
-std::optional<tensorrt::TrtVersion> dry_run_trt_version(const BuildFlags& f) {
-  if (f.trt_version.empty()) return std::nullopt;
-  TRT_CHECK(f.config.backend == "tensorrt" && f.dry_run, ErrorCode::kConfig,
+std::optional<tensorrt::TrtVersion> dry_run_trt_version(const std::string& trt_version,
+                                                        const std::string& backend, bool dry_run) {
+  if (trt_version.empty()) return std::nullopt;
+  TRT_CHECK(backend == "tensorrt" && dry_run, ErrorCode::kConfig,
             "--trt_version applies to --backend tensorrt --dry_run (a build runs the installed "
             "trtexec and reads its version)");
-  const tensorrt::TrtVersion v = tensorrt::parse_trt_version_arg(f.trt_version);
+  const tensorrt::TrtVersion v = tensorrt::parse_trt_version_arg(trt_version);
   TRT_CHECK_ARG(v.known(),
                 "--trt_version '{}': expected a TensorRT version X.Y or X.Y.Z, e.g. 10.3",
-                f.trt_version);
+                trt_version);
   return v;
+}
+
+void add_trt_version_flag(CLI::App* sub, std::string& trt_version) {
+  sub->add_option("--trt_version", trt_version,
+                  "--backend tensorrt --dry_run: print the trtexec command for this TensorRT "
+                  "version (X.Y, e.g. 8.6, 10.3, 11.0: the flags differ between them) instead of "
+                  "the installed trtexec's; without a trtexec on this machine the default is " +
+                      tensorrt::kDefaultDryRunVersion.str());
 }
 
 void add_build_flags(CLI::App* sub, BuildFlags& f) {
@@ -148,11 +157,7 @@ void add_build_flags(CLI::App* sub, BuildFlags& f) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "tensorrt"}))
       ->capture_default_str();
   sub->add_flag("--dry_run", f.dry_run, "--backend tensorrt: print the trtexec command only");
-  sub->add_option("--trt_version", f.trt_version,
-                  "--backend tensorrt --dry_run: print the trtexec command for this TensorRT "
-                  "version (X.Y, e.g. 8.6, 10.3, 11.0: the flags differ between them) instead of "
-                  "the installed trtexec's; without a trtexec on this machine the default is " +
-                      tensorrt::kDefaultDryRunVersion.str());
+  add_trt_version_flag(sub, f.trt_version);
   add_ranged(sub, "--target_sm", f.config.target_sm,
              "build for this GPU architecture (e.g. 90, 100) instead of the local one (0: local)",
              0, 999);

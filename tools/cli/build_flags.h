@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "batcher_flags.h"
-#include "tensorrt/trtexec.h"
 #include "trtutils/builder.h"
+#include "trtutils/tensorrt.h"
 
 namespace trtutils::cli {
 
@@ -34,8 +34,15 @@ builder::BuildConfig& resolve_build_flags(BuildFlags& f, const CLI::App* sub);
 // The calibration lines of a build's output (build, build_yolo, build_dla): the images'
 // preprocessing and the calibration cache written, where there are.
 void print_calibration_notes(const builder::BuildResult& r);
+// --trt_version X.Y (build, build_yolo, build_dla): the TensorRT version a dry run prints the
+// trtexec command for.
+void add_trt_version_flag(CLI::App* sub, std::string& trt_version);
 // --trt_version as a version (nullopt when not given); Error(kInvalidArgument) for a malformed
 // one, Error(kConfig) without --backend tensorrt --dry_run.
-std::optional<tensorrt::TrtVersion> dry_run_trt_version(const BuildFlags& f);
+std::optional<tensorrt::TrtVersion> dry_run_trt_version(const std::string& trt_version,
+                                                        const std::string& backend, bool dry_run);
+inline std::optional<tensorrt::TrtVersion> dry_run_trt_version(const BuildFlags& f) {
+  return dry_run_trt_version(f.trt_version, f.config.backend, f.dry_run);
+}
 
 }  // namespace trtutils::cli

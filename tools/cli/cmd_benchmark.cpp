@@ -17,14 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "core/check.h"
-#include "core/png_chart.h"
-#include "engine/session.h"
 #include "flag_ranges.h"
 #include "stats.h"
+#include "trtutils/check.h"
 #include "trtutils/engine.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
+#include "trtutils/onnx_session.h"
+#include "trtutils/plot.h"
 
 namespace trtutils::cli {
 
@@ -94,7 +94,7 @@ void bench(const BenchOptions& o) {
   std::function<std::vector<LayerTime>()> layer_times;
   std::map<std::string, Tensor> feeds;
   std::string backend = "cpu", what;
-  std::unique_ptr<Session> session;
+  std::unique_ptr<OnnxSession> session;
   std::shared_ptr<Engine> engine;
   std::unique_ptr<ExecutionContext> ctx;
   if (!o.engine.empty()) {
@@ -123,13 +123,13 @@ void bench(const BenchOptions& o) {
     if (info.contains("dla") && info["dla"].value("emulated", false))
       backend += " (DLA layers emulated: not DLA timings)";
   } else {
-    session = std::make_unique<Session>(
-        Session::from_file(o.onnx, {.num_threads = o.threads, .profile = o.profile}));
+    session = std::make_unique<OnnxSession>(
+        o.onnx, OnnxSessionOptions{.num_threads = o.threads, .profile = o.profile});
     feeds = make_feeds(session->inputs(), o.inputs, o.seed);
     run_once = [&] { session->run(feeds); };
     layer_times = [&] {
       std::vector<LayerTime> v;
-      for (const auto& p : session->profile()) v.push_back({p.name, p.op_type, p.total_ms, {}});
+      for (const auto& p : session->profile()) v.push_back({p.name, p.op, p.total_ms, {}});
       return v;
     };
     what = o.onnx;
@@ -198,7 +198,7 @@ void bench(const BenchOptions& o) {
     layers_json = print_profile(now);
   }
   if (!o.plot.empty()) {
-    chart::write_latency_histogram_png(o.plot, ms, "Latency per iteration (ms): " + what);
+    plot_latency_histogram_png(ms, o.plot, "Latency per iteration (ms): " + what);
     fmt::print("latency histogram written to {}\n", o.plot);
   }
   if (!o.json.empty()) {

@@ -11,10 +11,10 @@
 
 #include "build_flags.h"
 #include "commands.h"
-#include "core/check.h"
-#include "tensorrt/trtexec.h"
 #include "trtutils/builder.h"
+#include "trtutils/check.h"
 #include "trtutils/logging.h"
+#include "trtutils/tensorrt.h"
 
 namespace trtutils::cli {
 

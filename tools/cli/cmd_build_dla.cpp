@@ -1,15 +1,16 @@
 // trtutils build_dla --onnx MODEL --output ENGINE [--dla_core 0|1] [--strongly_typed]
 //   [--max_chunks N] [--min_layers N] [--target_sm 87] [--int8] [--fp16] [--fp8]
 //   [--calibration_cache FILE] [--calibration_data calib.npy | --calibration_dir DIR ...]
-//   [--shape NAME:d0,d1,...] [--backend cpu|tensorrt] [--dry_run] [--threads N]
+//   [--shape NAME:d0,d1,...] [--backend cpu|tensorrt] [--dry_run [--trt_version X.Y]]
+//   [--threads N]
 // A DLA engine for Jetson Orin (include/trtutils/dla.h). Option-combination errors exit with 2.
 #include <fmt/format.h>
 
 #include "batcher_flags.h"
 #include "build_flags.h"
 #include "commands.h"
-#include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 #include "trtutils/dla.h"
 #include "trtutils/logging.h"
 
@@ -23,6 +24,7 @@ struct BuildDlaFlags {
   std::string calibration_cache, calibration_data, timing_cache;
   BatcherFlags batcher;
   std::vector<std::string> shapes;
+  std::string trt_version;  // --trt_version X.Y (--backend tensorrt --dry_run)
 };
 
 void build_dla(BuildDlaFlags& f, const CLI::App* sub) {
@@ -42,6 +44,7 @@ void build_dla(BuildDlaFlags& f, const CLI::App* sub) {
     TRT_CHECK_ARG(!c.shapes.count(name), "--shape: input '{}' is given twice", name);
     c.shapes[name] = shape;
   }
+  f.config.trt_version = dry_run_trt_version(f.trt_version, c.backend, f.config.dry_run);
   const builder::DlaBuildResult r = builder::build_dla_engine(f.onnx, f.output, f.config);
   if (f.config.dry_run) return;  // the command was printed
   if (c.backend == "tensorrt") {
@@ -95,6 +98,7 @@ void add_build_dla_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--dry_run", f->config.dry_run,
                 "--backend tensorrt: print the trtexec command, run nothing");
+  add_trt_version_flag(sub, f->trt_version);
   sub->callback([f, sub] {
     f->config.build.verbose = log_level() >= LogLevel::kVerbose;
     build_dla(*f, sub);

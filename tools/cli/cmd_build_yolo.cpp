@@ -9,11 +9,10 @@
 
 #include "build_flags.h"
 #include "commands.h"
-#include "core/check.h"
-#include "engine/yolo_head.h"
 #include "flag_ranges.h"
-#include "tensorrt/trtexec.h"
+#include "trtutils/check.h"
 #include "trtutils/logging.h"
+#include "trtutils/tensorrt.h"
 #include "trtutils/yolo.h"
 
 namespace trtutils::cli {

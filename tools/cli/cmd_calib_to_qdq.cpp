@@ -1,10 +1,10 @@
 // trtutils calib_to_qdq --onnx MODEL --calibration_cache CACHE --output MODEL_qdq.onnx
 // A weakly-typed INT8 calibration cache -> a Q/DQ ONNX for strongly-typed builds
-// (src/precision/calib_to_qdq.h).
+// (include/trtutils/quantize.h).
 #include <fmt/format.h>
 
 #include "commands.h"
-#include "precision/calib_to_qdq.h"
+#include "trtutils/quantize.h"
 
 namespace trtutils::cli {
 
@@ -19,7 +19,7 @@ void add_calib_to_qdq_command(CLI::App& app) {
   sub->add_option("--calibration_cache", f->cache, "TensorRT INT8 calibration cache")->required();
   sub->add_option("--output", f->output, "Q/DQ ONNX model to write")->required();
   sub->callback([f] {
-    const auto r = precision::calib_to_qdq_file(f->onnx, f->cache, f->output);
+    const auto r = calib_to_qdq(f->onnx, f->cache, f->output);
     fmt::print(
         "wrote {}: {} Q/DQ pair(s), {} quantized weight(s), {} INT8 layer(s){}\n", f->output,
         r.qdq_pairs, r.quantized_weights, r.quantized_layers,

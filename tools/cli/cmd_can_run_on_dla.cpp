@@ -6,9 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "core/check.h"
 #include "flag_ranges.h"
-#include "precision/dla_rules.h"
+#include "trtutils/check.h"
 #include "trtutils/dla.h"
 
 namespace trtutils::cli {
@@ -45,9 +44,9 @@ void run(const CanRunOnDlaFlags& f) {
       if (!l.dla) {
         j["rule"] = l.rule;
         j["detail"] = l.detail;
-        if (const auto* rule = precision::find_dla_rule(l.rule)) {
-          j["limit"] = std::string(rule->limit);
-          j["source"] = std::string(rule->source);
+        if (!l.limit.empty() || !l.source.empty()) {  // the rule is in the table
+          j["limit"] = l.limit;
+          j["source"] = l.source;
         }
       }
       layers.push_back(j);

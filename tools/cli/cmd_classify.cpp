@@ -10,9 +10,9 @@
 
 #include "batcher_flags.h"
 #include "commands.h"
-#include "core/check.h"
 #include "flag_ranges.h"
 #include "image_inputs.h"
+#include "trtutils/check.h"
 #include "trtutils/detector.h"
 
 namespace trtutils::cli {

@@ -13,8 +13,8 @@
 #include "compare_layers.h"
 #include "compare_report.h"
 #include "compare_side.h"
-#include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
@@ -64,7 +64,7 @@ std::map<std::string, Tensor> compare_feeds_for(const CompareSide& a, const Comp
   if (!other->is_saved())
     for (const auto& v : other->inputs())
       TRT_CHECK_ARG(std::any_of(model->inputs().begin(), model->inputs().end(),
-                                [&](const ir::ValueInfo& w) { return w.name == v.name; }),
+                                [&](const ModelTensorInfo& w) { return w.name == v.name; }),
                     "side B's input '{}' is not an input of side A: both sides must take the "
                     "same inputs",
                     v.name);

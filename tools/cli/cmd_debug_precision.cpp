@@ -17,12 +17,11 @@
 #include "compare_flags.h"
 #include "compare_report.h"
 #include "compare_side.h"
-#include "core/check.h"
-#include "engine/session.h"
 #include "flag_ranges.h"
-#include "onnx/onnx_io.h"
 #include "trtutils/builder.h"
+#include "trtutils/check.h"
 #include "trtutils/logging.h"
+#include "trtutils/onnx_session.h"
 
 namespace trtutils::cli {
 
@@ -45,7 +44,7 @@ class Prober {
  public:
   Prober(const DebugPrecisionCli& o, const fs::path& scratch)
       : o_(o), scratch_(scratch), options_(resolve_tolerance_flags(o.tol)) {
-    Session ref = Session::from_file(o.onnx, {.num_threads = o.threads});
+    OnnxSession ref(o.onnx, {.num_threads = o.threads});
     feeds_ = make_compare_feeds(ref.inputs(), o.in);
     reference_ = ref.run(feeds_);
     cache_ =
@@ -89,8 +88,7 @@ class Prober {
   // The reduced-precision layers of the first (nothing forced) engine that are ONNX nodes.
   void collect_candidates(const Engine& e) {
     std::set<std::string> nodes;
-    const ir::Model model = onnx_io::load_model(o_.onnx);
-    for (const auto& n : model.graph.nodes) nodes.insert(n.name);
+    for (const auto& n : onnx_model_info(o_.onnx).nodes) nodes.insert(n.name);
     for (const auto& l : e.layers())
       if ((l.precision == "int8" || l.precision == "fp16" || l.precision == "fp8") &&
           nodes.count(l.name))

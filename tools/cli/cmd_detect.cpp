@@ -16,13 +16,12 @@
 
 #include "batcher_flags.h"
 #include "commands.h"
-#include "core/check.h"
-#include "core/png_chart.h"
-#include "data/preprocess.h"
 #include "flag_ranges.h"
 #include "image_inputs.h"
 #include "stats.h"
+#include "trtutils/check.h"
 #include "trtutils/detector.h"
+#include "trtutils/image.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cli {
@@ -45,64 +44,15 @@ struct DetectFlags {
   BatcherFlags pre;
 };
 
-// Box colours by class id (cycled): distinct hues that read on photos.
-constexpr chart::Rgb kPalette[] = {
-    {255, 56, 56},  {255, 157, 151}, {255, 112, 31}, {255, 178, 29}, {207, 210, 49},
-    {72, 249, 10},  {26, 147, 52},   {0, 212, 187},  {44, 153, 168}, {0, 194, 255},
-    {52, 69, 147},  {100, 115, 255}, {0, 24, 236},   {132, 56, 255}, {82, 0, 133},
-    {203, 56, 255}, {255, 149, 200}, {255, 55, 199}};
-
-chart::Rgb class_color(int64_t class_id) {
-  constexpr int64_t n = sizeof(kPalette) / sizeof(kPalette[0]);
-  return kPalette[((class_id % n) + n) % n];
-}
-
-std::string display_label(const std::vector<std::string>& labels, int64_t class_id) {
-  const auto l = label_of(labels, class_id);
-  return l ? *l : fmt::format("class {}", class_id);
-}
-
-// The image (as RGB) with each box outlined in its class colour, `thick` pixels inside the box's
-// pixel extent, and a filled label tag above it (inside when there is no room above).
-chart::Canvas draw_detections(const Image& img, const std::vector<Detection>& dets,
-                              const std::vector<std::string>& labels) {
-  Image rgb = data::convert_channels(img, 3);
-  chart::Canvas c = chart::Canvas::from_rgb(static_cast<int>(img.width),
-                                            static_cast<int>(img.height), std::move(rgb.pixels));
-  const int side = std::min(c.width(), c.height());
-  const int thick = std::max(1, side / 300);
-  const int scale = std::max(1, side / 360);
-  // Lowest score first, so that the best boxes end on top.
-  for (auto it = dets.rbegin(); it != dets.rend(); ++it) {
-    const Detection& d = *it;
-    const chart::Rgb color = class_color(d.class_id);
-    const int x1 = std::clamp(static_cast<int>(std::floor(d.x1)), 0, c.width() - 1);
-    const int y1 = std::clamp(static_cast<int>(std::floor(d.y1)), 0, c.height() - 1);
-    const int x2 = std::clamp(static_cast<int>(std::ceil(d.x2)) - 1, x1, c.width() - 1);
-    const int y2 = std::clamp(static_cast<int>(std::ceil(d.y2)) - 1, y1, c.height() - 1);
-    for (int t = 0; t < thick && x1 + t <= x2 - t && y1 + t <= y2 - t; ++t)
-      c.rect(x1 + t, y1 + t, x2 - t, y2 - t, color);
-    const std::string text = fmt::format("{} {:.2f}", display_label(labels, d.class_id), d.score);
-    const int tw = chart::text_width(text, scale) + 2 * scale;
-    const int th = (chart::kGlyphH + chart::kDescent + 2) * scale;
-    const int ty = y1 - th >= 0 ? y1 - th : y1;
-    c.fill_rect(x1, ty, x1 + tw - 1, ty + th - 1, color);
-    const bool light = color.r * 299 + color.g * 587 + color.b * 114 > 140'000;
-    c.text(x1 + scale, ty + scale, text, light ? chart::colors::kBlack : chart::colors::kWhite,
-           scale);
-  }
-  return c;
-}
-
 nlohmann::json detections_json(const std::vector<Detection>& dets,
                                const std::vector<std::string>& labels) {
   nlohmann::json list = nlohmann::json::array();
   for (const Detection& d : dets) {
-    const chart::Rgb col = class_color(d.class_id);
+    const std::array<uint8_t, 3> col = detection_color(d.class_id);
     nlohmann::json e = {{"class_id", d.class_id},
                         {"score", d.score},
                         {"box", {d.x1, d.y1, d.x2, d.y2}},
-                        {"color", {col.r, col.g, col.b}}};
+                        {"color", {col[0], col[1], col[2]}}};
     if (const auto l = label_of(labels, d.class_id)) e["label"] = *l;
     list.push_back(std::move(e));
   }
@@ -129,7 +79,7 @@ void write_result(const DetectFlags& f, const fs::path& out_dir, const Decoded& 
                          {"detections", detections_json(dets, labels)},
                          {"batch", batch},
                          {"latency_ms", latency_json(lat)}});
-  chart::write_png(png_path, draw_detections(d.image, dets, labels));
+  write_png(png_path, draw_detections(d.image, dets, labels));
   fmt::print(
       "{}: {} detection{} in {:.1f} ms (decode {:.1f}, preprocess {:.1f}, inference "
       "{:.1f}, postprocess {:.1f}{}) -> {}, {}\n",

@@ -8,7 +8,7 @@
 
 #include "batcher_flags.h"
 #include "commands.h"
-#include "core/check.h"
+#include "trtutils/check.h"
 #include "trtutils/image_batcher.h"
 #include "trtutils/logging.h"
 

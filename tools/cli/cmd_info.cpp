@@ -3,9 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backends/cuda/cuda_executor.h"
 #include "commands.h"
-#include "tensorrt/trtexec.h"
 #include "trtutils/platform.h"
 
 namespace trtutils::cli {
@@ -14,27 +12,12 @@ namespace {
 // Each backend: usable here, STRONGLY_TYPED_SUPPORTED, and what was found.
 nlohmann::json backends_json() {
   nlohmann::json a = nlohmann::json::array();
-  a.push_back({{"name", "cpu"}, {"usable", true}, {"strongly_typed_supported", true}});
-  const cuda::DeviceStatus d = cuda::device_status();
-  a.push_back({{"name", "cuda"},
-               {"usable", d.usable},
-               {"strongly_typed_supported", !cuda::supported_ops().empty()},
-               {"detail",
-                d.usable ? d.name + " (SM " + std::to_string(d.sm) + "), " + d.libraries : d.why}});
-  const auto exe = tensorrt::find_trtexec();
-  if (exe) {
-    const auto v = tensorrt::query_trtexec_version(*exe);
-    a.push_back({{"name", "tensorrt"},
-                 {"usable", v.known()},
-                 {"strongly_typed_supported", v.at_least(10, 1)},
-                 {"detail", exe->string() + " (TensorRT " + std::to_string(v.major) + "." +
-                                std::to_string(v.minor) + ")"}});
-  } else {
-    a.push_back(
-        {{"name", "tensorrt"},
-         {"usable", false},
-         {"strongly_typed_supported", false},
-         {"detail", "trtexec not found (PATH, /usr/src/tensorrt/bin, $TENSORRT_ROOT/bin)"}});
+  for (const BackendInfo& b : backend_info()) {
+    nlohmann::json j = {{"name", b.name},
+                        {"usable", b.usable},
+                        {"strongly_typed_supported", b.strongly_typed_supported}};
+    if (!b.detail.empty()) j["detail"] = b.detail;
+    a.push_back(std::move(j));
   }
   return a;
 }

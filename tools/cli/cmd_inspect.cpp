@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "core/check.h"
+#include "trtutils/check.h"
 #include "trtutils/engine.h"
 
 namespace trtutils::cli {

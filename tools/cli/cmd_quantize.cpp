@@ -13,8 +13,8 @@
 
 #include "batcher_flags.h"
 #include "commands.h"
-#include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 #include "trtutils/logging.h"
 #include "trtutils/quantize.h"
 

@@ -5,13 +5,13 @@
 #include <fstream>
 
 #include "commands.h"
-#include "core/check.h"
-#include "engine/session.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 #include "trtutils/engine.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
+#include "trtutils/onnx_session.h"
 
 namespace trtutils::cli {
 
@@ -85,8 +85,7 @@ void run(const RunOptions& o) {
                static_cast<double>(ctx->peak_activation_bytes()) / (1 << 20));
     return;
   }
-  Session session =
-      Session::from_file(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
+  OnnxSession session(o.onnx, {.num_threads = o.threads, .use_reference = o.reference});
   TRT_LOG_INFO("model loaded: RSS {:.1f} MiB (peak {:.1f} MiB)", proc_status_mib("VmRSS"),
                proc_status_mib("VmHWM"));
   std::vector<std::string> names;

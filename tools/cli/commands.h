@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trtutils/onnx_session.h"
 #include "trtutils/tensor.h"
 
 namespace trtutils::cli {
@@ -37,25 +38,21 @@ void add_debug_precision_command(CLI::App& app);
 }  // namespace trtutils::cli
 
 namespace trtutils {
-class Session;
 class Engine;
-namespace ir {
-struct ValueInfo;
-}
 namespace cli {
 // Shared by run and benchmark: "NAME=FILE.npy" (or "FILE.npy" for a single-input model) specs
 // to feeds; one input left out gets seeded random data (floats uniform in [0, 1), integers in
 // [0, 10)); its symbolic dims are set to 1.
-std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& inputs,
+std::map<std::string, Tensor> make_feeds(const std::vector<ModelTensorInfo>& inputs,
                                          const std::vector<std::string>& specs, uint64_t seed);
 // Seeded random data for one input (as make_feeds makes it); its symbolic dims are set to 1.
-Tensor random_input(const ir::ValueInfo& input, uint64_t seed);
+Tensor random_input(const ModelTensorInfo& input, uint64_t seed);
 // Refuses (before any work) an output path that is the model or one of the --input files.
 void check_output_is_not_an_input(const char* flag, const std::filesystem::path& output,
                                   const std::string& model_flag, const std::string& model,
                                   const std::vector<std::string>& input_specs);
-// The inputs of an engine as graph values; dynamic dims take the profile's opt size.
-std::vector<ir::ValueInfo> engine_inputs(const Engine& engine);
+// The inputs of an engine as model tensors; dynamic dims take the profile's opt size.
+std::vector<ModelTensorInfo> engine_inputs(const Engine& engine);
 // "NAME:d0,d1,..." (or "NAME:d0xd1x...") -> (name, shape); Error(kInvalidArgument) otherwise.
 std::pair<std::string, Shape> parse_shape_spec(const std::string& spec, const char* flag);
 // "512M", "8G", "1024" (bytes), "64KiB" -> bytes; Error(kInvalidArgument) naming the flag.

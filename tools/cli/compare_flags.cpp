@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "commands.h"
-#include "core/check.h"
 #include "flag_ranges.h"
+#include "trtutils/check.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
 
@@ -50,11 +50,11 @@ void apply_tolerances(const std::vector<std::string>& specs, const char* flag,
   }
 }
 
-ir::ValueInfo with_given_shape(ir::ValueInfo v, const std::map<std::string, Shape>& shapes) {
+ModelTensorInfo with_given_shape(ModelTensorInfo v, const std::map<std::string, Shape>& shapes) {
   auto it = shapes.find(v.name);
   if (it != shapes.end()) {
-    ir::SymShape s;
-    for (int64_t d : it->second) s.emplace_back(d);
+    std::vector<ModelDim> s;
+    for (int64_t d : it->second) s.push_back({.value = d});
     v.shape = s;
     return v;
   }
@@ -70,7 +70,7 @@ ir::ValueInfo with_given_shape(ir::ValueInfo v, const std::map<std::string, Shap
   return v;
 }
 
-std::map<std::string, std::string> given_input_files(const std::vector<ir::ValueInfo>& inputs,
+std::map<std::string, std::string> given_input_files(const std::vector<ModelTensorInfo>& inputs,
                                                      const InputFlags& f) {
   std::map<std::string, std::string> files;
   for (const auto& spec : f.inputs) {
@@ -125,14 +125,14 @@ void add_input_flags(CLI::App* sub, InputFlags& f) {
                   "NAME:1x3x224x224: the shape of a dynamic input's random data");
 }
 
-std::map<std::string, Tensor> make_compare_feeds(const std::vector<ir::ValueInfo>& inputs,
+std::map<std::string, Tensor> make_compare_feeds(const std::vector<ModelTensorInfo>& inputs,
                                                  const InputFlags& f) {
   std::map<std::string, Shape> shapes;
   for (const auto& spec : f.shapes) shapes.insert(parse_shape_spec(spec, "--shapes"));
   std::map<std::string, std::string> files = given_input_files(inputs, f);
   std::map<std::string, Tensor> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const ir::ValueInfo& v = inputs[i];
+    const ModelTensorInfo& v = inputs[i];
     const auto dir_file =
         std::filesystem::path(f.input_dir) / (sanitize_file_name(v.name) + ".npy");
     if (!files.count(v.name) && !f.input_dir.empty() && std::filesystem::exists(dir_file))

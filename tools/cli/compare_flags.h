@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
 #include "trtutils/compare.h"
+#include "trtutils/onnx_session.h"
 #include "trtutils/tensor.h"
 
 namespace trtutils::cli {
@@ -32,7 +32,7 @@ struct InputFlags {
 void add_input_flags(CLI::App* sub, InputFlags& f);
 // One tensor per input: from --input, else from --input_dir, else seeded random data (uniform
 // in [0, 1) for floats; input i gets seed + i) of its static shape or its --shapes entry.
-std::map<std::string, Tensor> make_compare_feeds(const std::vector<ir::ValueInfo>& inputs,
+std::map<std::string, Tensor> make_compare_feeds(const std::vector<ModelTensorInfo>& inputs,
                                                  const InputFlags& f);
 
 }  // namespace trtutils::cli

@@ -5,10 +5,8 @@
 #include <algorithm>
 
 #include "commands.h"
-#include "core/check.h"
-#include "engine/session.h"
-#include "onnx/onnx_io.h"
 #include "trtutils/builder.h"
+#include "trtutils/check.h"
 #include "trtutils/logging.h"
 #include "trtutils/npy.h"
 
@@ -47,7 +45,7 @@ CompareSide::CompareSide(std::string label, const fs::path& path, const std::str
   }
   if (path.extension() == ".onnx" && backend != "cuda") {
     kind_ = Kind::kOnnx;
-    Session s = Session::from_file(path, {.num_threads = threads});
+    OnnxSession s(path, {.num_threads = threads});
     inputs_ = s.inputs();
     for (const auto& o : s.outputs()) outputs_.push_back(o.name);
     return;
@@ -82,7 +80,7 @@ std::map<std::string, Tensor> CompareSide::run(const std::map<std::string, Tenso
     for (const auto& n : outputs_) r[n] = npy_load(path_ / (n + ".npy"));
     return r;
   }
-  if (kind_ == Kind::kOnnx) return Session::from_file(path_, {.num_threads = threads_}).run(feeds);
+  if (kind_ == Kind::kOnnx) return OnnxSession(path_, {.num_threads = threads_}).run(feeds);
   return engine_->create_execution_context({.num_threads = threads_})->execute(feeds);
 }
 
@@ -94,9 +92,8 @@ std::map<std::string, Tensor> CompareSide::run_marked(const std::map<std::string
                 label_);
   order.clear();
   if (kind_ == Kind::kOnnx) {
-    Session s = Session::from_file(path_, {.num_threads = threads_, .mark_all_outputs = true});
-    for (const auto& n : s.model().graph.nodes)
-      for (const auto& o : n.outputs) order.push_back(o);
+    OnnxSession s(path_, {.num_threads = threads_, .mark_all_outputs = true});
+    order = s.node_output_names();
     return s.run(feeds);
   }
   for (const auto& l : engine_->layers())

@@ -1,5 +1,5 @@
 // One side of `trtutils compare`: an engine file, an ONNX model run on a backend, or a folder of
-// saved outputs (<output name>.npy). ONNX models run on the CPU backend through a Session (as
+// saved outputs (<output name>.npy). ONNX models run on the CPU backend through an OnnxSession (as
 // `run --onnx` does); with --backend cuda they are built into an fp32 engine in a temporary
 // folder first and run as an engine, through the same ExecutionContext as engine files.
 #pragma once
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
 #include "trtutils/engine.h"
+#include "trtutils/onnx_session.h"
 #include "trtutils/tensor.h"
 
 namespace trtutils::cli {
@@ -40,7 +40,7 @@ class CompareSide {
   bool is_saved() const { return kind_ == Kind::kSaved; }
   const std::string& label() const { return label_; }
   std::string describe() const;
-  const std::vector<ir::ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ModelTensorInfo>& inputs() const { return inputs_; }
   const std::vector<std::string>& output_names() const { return outputs_; }
   // The outputs of a normal run (nothing marked). Saved outputs: the folder's .npy files by
   // file name without .npy.
@@ -58,7 +58,7 @@ class CompareSide {
   std::string backend_;
   int threads_ = 0;
   std::shared_ptr<Engine> engine_;
-  std::vector<ir::ValueInfo> inputs_;
+  std::vector<ModelTensorInfo> inputs_;
   std::vector<std::string> outputs_;
 };
 

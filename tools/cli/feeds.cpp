@@ -2,8 +2,7 @@
 #include <random>
 
 #include "commands.h"
-#include "core/check.h"
-#include "engine/session.h"
+#include "trtutils/check.h"
 #include "trtutils/engine.h"
 #include "trtutils/file_util.h"
 #include "trtutils/logging.h"
@@ -21,7 +20,7 @@ std::string sanitize_file_name(const std::string& name) {
 
 namespace {
 
-Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
+Tensor random_tensor(const ModelTensorInfo& v, std::mt19937_64& rng) {
   TRT_CHECK(v.shape.has_value(), ErrorCode::kInvalidArgument,
             "input '{}' has no declared shape; give it with --input {}=FILE.npy", v.name, v.name);
   Shape shape;
@@ -76,25 +75,25 @@ Tensor random_tensor(const ir::ValueInfo& v, std::mt19937_64& rng) {
 
 }  // namespace
 
-Tensor random_input(const ir::ValueInfo& input, uint64_t seed) {
+Tensor random_input(const ModelTensorInfo& input, uint64_t seed) {
   std::mt19937_64 rng(seed);
   return random_tensor(input, rng);
 }
 
-std::vector<ir::ValueInfo> engine_inputs(const Engine& engine) {
-  std::vector<ir::ValueInfo> r;
+std::vector<ModelTensorInfo> engine_inputs(const Engine& engine) {
+  std::vector<ModelTensorInfo> r;
   for (const auto& t : engine.inputs()) {
-    ir::ValueInfo v;
+    ModelTensorInfo v;
     v.name = t.name;
     v.dtype = t.dtype;
-    ir::SymShape s;
+    std::vector<ModelDim> s;
     for (size_t d = 0; d < t.shape.size(); ++d) {
       if (t.shape[d] >= 0)
-        s.emplace_back(t.shape[d]);
+        s.push_back({.value = t.shape[d]});
       else if (d < t.opt_shape.size())
-        s.emplace_back(t.opt_shape[d]);
+        s.push_back({.value = t.opt_shape[d]});
       else
-        s.emplace_back(d < t.dim_names.size() ? t.dim_names[d] : std::string());
+        s.push_back({.param = d < t.dim_names.size() ? t.dim_names[d] : std::string()});
     }
     v.shape = s;
     r.push_back(v);
@@ -155,7 +154,7 @@ void check_output_is_not_an_input(const char* flag, const std::filesystem::path&
     check_output_is_not_input(flag, output, {{"--input", spec.substr(spec.find('=') + 1)}});
 }
 
-std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& inputs,
+std::map<std::string, Tensor> make_feeds(const std::vector<ModelTensorInfo>& inputs,
                                          const std::vector<std::string>& specs, uint64_t seed) {
   std::map<std::string, Tensor> feeds;
   for (const auto& spec : specs) {
@@ -178,7 +177,7 @@ std::map<std::string, Tensor> make_feeds(const std::vector<ir::ValueInfo>& input
       throw Error(e.code(), fmt::format("--input {}: {}", name, e.what()));
     }
   }
-  std::vector<const ir::ValueInfo*> missing;
+  std::vector<const ModelTensorInfo*> missing;
   for (const auto& v : inputs)
     if (!feeds.count(v.name)) missing.push_back(&v);
   if (missing.size() == 1) {

@@ -12,7 +12,7 @@
 #include <string>
 #include <type_traits>
 
-#include "core/check.h"
+#include "trtutils/check.h"
 
 namespace trtutils::cli {
 

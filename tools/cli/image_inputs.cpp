@@ -3,9 +3,9 @@
 #include <fstream>
 #include <map>
 
-#include "core/check.h"
-#include "data/codecs.h"
+#include "trtutils/check.h"
 #include "trtutils/file_util.h"
+#include "trtutils/image.h"
 
 namespace trtutils::cli {
 
@@ -18,7 +18,7 @@ std::vector<ImageJob> image_jobs(const std::vector<std::string>& inputs, const f
   for (const std::string& in : inputs) {
     std::error_code ec;
     if (fs::is_directory(in, ec)) {
-      for (const fs::path& p : data::list_image_files(in)) jobs.push_back({p, p.stem().string()});
+      for (const fs::path& p : list_image_files(in)) jobs.push_back({p, p.stem().string()});
       continue;
     }
     require_regular_file(in, "image");
