@@ -175,8 +175,27 @@ def run_model(args, name):
                     ort_outputs(onnx_path, x, ort_dir)
                 row["cuda_vs_ort"] = compare(outs["cuda"], ort_dir)
                 row["cpu_vs_ort"] = compare(outs["cpu"], ort_dir)
+        if "error" not in row and args.bench:
+            for be in ("cuda", "cpu"):
+                jpath = os.path.join(work, f"{prec}_{be}_bench.json")
+                r, _ = sh([args.trtutils, "benchmark", "--engine", eng, "--backend", be,
+                           "--input", "input=" + os.path.join(work, "x.npy"), "--iterations",
+                           str(args.bench), "--warmup", "3", "--json", jpath], log)
+                if r.returncode == 0 and os.path.exists(jpath):
+                    row[f"bench_{be}_median_ms"] = bench_median(jpath)
         rows.append(row)
     return rows
+
+
+def bench_median(path):
+    """The median latency (ms) of a `trtutils benchmark --json` file."""
+    with open(path) as f:
+        j = json.load(f)
+    for k in ("median_ms", "latency_median_ms"):
+        if k in j:
+            return j[k]
+    lat = j.get("latency_ms") or j.get("latency") or {}
+    return lat.get("median") if isinstance(lat, dict) else None
 
 
 def main():
@@ -188,6 +207,8 @@ def main():
                     help="fp32 (--no_tf32), tf32 (the default float build), fp16 (--fp16)")
     ap.add_argument("--ort", action="store_true",
                     help="also compare both sides with ONNX Runtime (CPU) on the exported model")
+    ap.add_argument("--bench", type=int, default=0,
+                    help="also `trtutils benchmark` each engine on both backends, N iterations")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)

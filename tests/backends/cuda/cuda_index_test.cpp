@@ -297,5 +297,49 @@ TEST(CudaGridSample, MatchesTheCpuKernel) {
              {2e-3, 2e-3}, "GridSample float16");
 }
 
+// Einsum as one cuBLASLt product: the contractions exporters write (batched matmul, attention
+// scores and context, channel mixing, outer product, a transpose, ellipsis and size-1
+// broadcasting) against the CPU reference; diagonals and sums inside one operand fall back.
+TEST(CudaEinsum, ProductsMatchTheCpuKernel) {
+  TRT_REQUIRE_CUDA();
+  struct C {
+    const char* eq;
+    std::vector<Shape> shapes;
+  };
+  const std::vector<C> cases = {
+      {"bij,bjk->bik", {{3, 5, 7}, {3, 7, 4}}},
+      {"nqhd,nkhd->nhqk", {{2, 9, 3, 8}, {2, 11, 3, 8}}},
+      {"nhqk,nkhd->nqhd", {{2, 3, 9, 11}, {2, 11, 3, 8}}},
+      {"bhwc,hkc->bhwk", {{2, 5, 6, 8}, {5, 7, 8}}},
+      {"bij,jk->bik", {{3, 5, 7}, {7, 4}}},
+      {"i,j->ij", {{6}, {5}}},
+      {"ij,ij->i", {{4, 9}, {4, 9}}},
+      {"...ij,...jk->...ik", {{2, 3, 4, 5}, {3, 5, 6}}},
+      {"bij,bjk->bik", {{1, 5, 7}, {3, 7, 4}}},
+      {"ij->ji", {{7, 5}}},
+      {"bcij->bjci", {{2, 3, 4, 5}}},
+  };
+  uint32_t seed = 100;
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
+    for (const C& c : cases) {
+      std::vector<In> ins;
+      for (const Shape& s : c.shapes) ins.push_back(feed(random_tensor(dt, s, seed++)));
+      const Tolerance tol =
+          dt == DataType::kFloat32 ? Tolerance{1e-5, 1e-4} : Tolerance{1e-2, 1e-2};
+      NodeCase nc{"Einsum", ins, {as("equation", c.eq)}};
+      const auto want = run_cpu(nc);
+      cuda::ExecutorOptions o;
+      o.allow_tf32 = false;
+      const auto got = run_gpu(nc, o);
+      expect_close(got.at(0), want.at(0), tol, fmt::format("Einsum {} {}", c.eq, dtype_name(dt)));
+    }
+  for (const char* eq : {"ii->i", "ij->i"}) {
+    NodeCase nc{
+        "Einsum", {feed(random_tensor(DataType::kFloat32, {4, 4}, 7))}, {as("equation", eq)}};
+    cuda::Executor ex(make_model(nc), {});
+    EXPECT_EQ(ex.node_placement().at(0), "cpu (fallback)") << eq;
+  }
+}
+
 }  // namespace
 }  // namespace trtutils
