@@ -318,6 +318,9 @@ TEST(CudaEinsum, ProductsMatchTheCpuKernel) {
       {"bij,bjk->bik", {{1, 5, 7}, {3, 7, 4}}},
       {"ij->ji", {{7, 5}}},
       {"bcij->bjci", {{2, 3, 4, 5}}},
+      // MaxViT's relative attention (upper case, spaces)
+      {"B G H I D, B G H J D -> B G H I J", {{2, 3, 2, 7, 8}, {2, 3, 2, 7, 8}}},
+      {"B G H I J, B G H J D -> B G H I D", {{2, 3, 2, 7, 7}, {2, 3, 2, 7, 8}}},
   };
   uint32_t seed = 100;
   for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
