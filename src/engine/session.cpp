@@ -289,7 +289,13 @@ Session::Session(ir::Model model, SessionOptions options)
   g.topological_sort();
   std::set<std::string> disabled;
   if (!options_.fold_constants) disabled.insert("constant_folding");
-  if (options_.run_passes) passes::run_pipeline(g, opset_, disabled);
+  if (options_.run_passes) {
+    passes::run_pipeline(g, opset_, disabled);
+    // The reference runs the plain graph; the fast kernels get the CPU plan's layouts, except
+    // when every node output is returned (compare --layerwise matches NCHW values by name).
+    if (!options_.use_reference && !options_.mark_all_outputs)
+      passes::run_cpu_layout_pipeline(g, disabled);
+  }
 
   check_cpu_kernels(g);
   if (options_.mark_all_outputs) mark_every_node_output(g);

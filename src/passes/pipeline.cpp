@@ -49,15 +49,30 @@ size_t lower_inference_dropout(ir::Graph& graph, int64_t opset) {
   return lowered;
 }
 
-}  // namespace
-
-void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {
+// `disabled` plus the names in TRTUTILS_DISABLE_PASSES (comma-separated).
+std::set<std::string> disabled_passes(const std::set<std::string>& disabled_in) {
   std::set<std::string> disabled = disabled_in;
   if (const char* env = std::getenv("TRTUTILS_DISABLE_PASSES")) {
     std::stringstream ss(env);
     for (std::string name; std::getline(ss, name, ',');)
       if (!name.empty()) disabled.insert(name);
   }
+  return disabled;
+}
+
+}  // namespace
+
+void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled_in) {
+  const std::set<std::string> disabled = disabled_passes(disabled_in);
+  if (disabled.count("conv_layout")) return;
+  // After conv fusion (a FusedConv's residual and activation travel with it) and after the
+  // Q/DQ layout (QConv chains are channels-last already; float convs between them join in).
+  if (conv_channels_last(graph) && !disabled.count("dead_code_elimination"))
+    graph.remove_dead_nodes();
+}
+
+void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {
+  const std::set<std::string> disabled = disabled_passes(disabled_in);
   const size_t dropouts = lower_inference_dropout(graph, opset);
   if (dropouts) TRT_LOG_VERBOSE("{} inference Dropout node(s) run as Identity", dropouts);
   const bool fold = !disabled.count("constant_folding");
