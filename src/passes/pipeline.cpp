@@ -11,6 +11,11 @@
 //    then the int8 QConv chains go channels-last (qdq_layout), the int8 kernels' layout;
 // 5. dead-code elimination last, removing what folding and Q/DQ fusion left unused (the
 //    DequantizeLinear nodes whose readers were fused).
+// Then, only for graphs the CPU backend runs (run_cpu_layout_pipeline: Session, and the builder
+// for --backend cpu), the CPU plan's layout: float32 convolutions channels-last (conv_layout),
+// last because it needs the fused nodes (a FusedConv's residual travels with it) and the int8
+// chains' Transposes (float convolutions next to them reuse those twins); dead-code elimination
+// again afterwards for the Transposes back to NCHW that nobody reads.
 // Before all of them, inference Dropouts whose mask nobody reads become Identity (which every
 // backend runs; exporters leave them in, e.g. torchvision's Swin with ratio 0).
 #include <cstdlib>

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/nn_kernels.h"
+#include "engine/session.h"
 #include "ir/graph_builder.h"
 #include "passes/passes.h"
 
@@ -119,6 +120,38 @@ TEST(ConvLayout, ResidualChainStaysChannelsLastAndMatches) {
   passes::run_pipeline(off, kOpset);
   passes::run_cpu_layout_pipeline(off, {"conv_layout"});
   EXPECT_EQ(count_op(off, "Transpose"), 0u);
+}
+
+// Through a Session (layout pass, donated residual buffers, pooled tensors): two runs match the
+// reference session, and a residual that is read again later (here: also a graph output, and
+// read by a second conv) is not overwritten by the in-place sum.
+TEST(ConvLayout, SessionInPlaceResidualMatchesReference) {
+  for (bool residual_read_later : {false, true}) {
+    SCOPED_TRACE(residual_read_later ? "residual read later" : "residual dies at the add");
+    ir::GraphBuilder b("blocks");
+    const auto x = b.input("x", DataType::kFloat32, ir::sym_shape_from_static({2, 24, 9, 11}));
+    const std::string a = b.node("Relu", {conv(b, x, 24, 24, 3, 1, 1)})[0];
+    const std::string t1 = b.node("Relu", {conv(b, a, 24, 24, 3, 1, 5)})[0];
+    const std::string t = conv(b, t1, 24, 24, 1, 1, 2);
+    const std::string v = b.node("Relu", {b.node("Add", {t, a})[0]})[0];  // a: the residual
+    std::string y = conv(b, v, 24, 16, 3, 1, 3);
+    if (residual_read_later) {
+      y = b.node("Add", {y, conv(b, a, 24, 16, 1, 1, 4)})[0];
+      b.output(a, DataType::kFloat32);
+    }
+    b.output(y, DataType::kFloat32);
+    const ir::Model model = b.build(kOpset);
+    const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 24, 9, 11}, 7)}};
+    Session fast(model), ref(model, {.use_reference = true});
+    const auto want = ref.run(feeds);
+    for (int run = 0; run < 2; ++run) {
+      const auto got = fast.run(feeds);
+      for (const auto& [name, t] : want) {
+        SCOPED_TRACE(name);
+        expect_close(got.at(name), t);
+      }
+    }
+  }
 }
 
 // The channels-last FusedConv kernel against the reference (channels-first on permuted copies),

@@ -22,6 +22,7 @@
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/qlinear_kernels.h"
+#include "core/check.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cpu::nn {
@@ -520,8 +521,9 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       if (e->reorder_dst) {
         memory res = user_mem(e->user_dst_md, post.residual->raw());
         e->residual_reorder.execute(s, res, dst);
-      } else
+      } else if (y.raw() != post.residual->raw()) {  // else in place: dst holds it already
         std::memcpy(y.raw(), post.residual->raw(), y.nbytes());
+      }
     }
     // A pointwise entry is a matmul whose "src" is the weights and whose "weights" are x; a
     // channels-last pointwise one (and a convolution) reads x as src.
@@ -543,6 +545,9 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
     if (e->reorder_dst) e->dst_reorder.execute(s, dst, dst_user);
     s.wait();
   } catch (const dnnl::error& err) {
+    // In place, the residual may be partly overwritten: no reference run can follow.
+    TRT_CHECK(!(post.residual && y.raw() == post.residual->raw()), ErrorCode::kInternal,
+              "oneDNN convolution failed in place on its residual ({})", err.what());
     TRT_LOG_WARN("oneDNN convolution failed ({}); using the reference kernel", err.what());
     return false;
   }
