@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/check.h"
+#include "core/tensor_pool.h"
 
 namespace trtutils {
 
@@ -89,6 +90,12 @@ void Tensor::allocate() {
             shape_str(shape_), dtype_name(dtype_), static_cast<double>(bytes) / (1 << 20),
             static_cast<double>(memory_limit()) / (1 << 20));
   const size_t alloc = (bytes + 63) / 64 * 64 + 64;
+  if (TensorPool* pool = current_tensor_pool(); pool && alloc >= TensorPool::kMinBytes) {
+    buffer_ = pool->allocate(alloc);
+    TRT_CHECK(buffer_ != nullptr, ErrorCode::kOutOfRange,
+              "cannot allocate {} bytes for a tensor of shape {}", bytes, shape_str(shape_));
+    return;
+  }
   void* p = std::aligned_alloc(64, alloc);
   TRT_CHECK(p != nullptr, ErrorCode::kOutOfRange,
             "cannot allocate {} bytes for a tensor of shape {}", bytes, shape_str(shape_));

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "core/tensor_pool.h"
 #include "onnx/onnx_io.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
@@ -278,6 +280,9 @@ Session Session::from_file(const std::filesystem::path& onnx, SessionOptions opt
   return Session(onnx_io::load_model(onnx), options);
 }
 
+// Free buffers a session's pool keeps at most (beyond: returned to the system).
+constexpr size_t kPoolMaxFreeBytes = size_t{1} << 30;
+
 Session::ReleaseStaleCaches::~ReleaseStaleCaches() {
   cpu::nn::onednn_release_stale();
 }
@@ -285,11 +290,18 @@ Session::ReleaseStaleCaches::~ReleaseStaleCaches() {
 Session::Session(ir::Model model, SessionOptions options)
     : model_(std::move(model)), options_(options), opset_(model_.opset()) {
   check_thread_count(options_.num_threads);
+  pool_ = TensorPool::create(kPoolMaxFreeBytes);
   ir::Graph& g = model_.graph;
   g.topological_sort();
   std::set<std::string> disabled;
   if (!options_.fold_constants) disabled.insert("constant_folding");
-  if (options_.run_passes) passes::run_pipeline(g, opset_, disabled);
+  if (options_.run_passes) {
+    passes::run_pipeline(g, opset_, disabled);
+    // The reference runs the plain graph; the fast kernels get the CPU plan's layouts, except
+    // when every node output is returned (compare --layerwise matches NCHW values by name).
+    if (!options_.use_reference && !options_.mark_all_outputs)
+      passes::run_cpu_layout_pipeline(g, disabled);
+  }
 
   check_cpu_kernels(g);
   if (options_.mark_all_outputs) mark_every_node_output(g);
@@ -362,16 +374,22 @@ size_t Session::weight_bytes() const {
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& feeds) {
   check_feeds(feeds);
+  const TensorPoolScope pool_scope(pool_.get());
   if (options_.num_threads > 0) omp_set_num_threads(options_.num_threads);
   const ir::Graph& g = model_.graph;
   std::unordered_map<std::string, Tensor> env;
   for (const auto& [name, t] : feeds) env[name] = t;
+  const auto dies_at = [&](size_t i, const std::string& v) {
+    const auto& dead = last_use_[i];
+    return std::find(dead.begin(), dead.end(), v) != dead.end();
+  };
   std::vector<const Tensor*> inputs;
-  std::vector<bool> constant;
+  std::vector<bool> constant, donated;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const ir::Node& node = g.nodes[i];
     inputs.clear();
     constant.assign(node.inputs.size(), false);
+    donated.assign(node.inputs.size(), false);
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const std::string& in = node.inputs[k];
       if (in.empty()) {
@@ -387,6 +405,10 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
       TRT_CHECK(it != env.end(), ErrorCode::kInternal, "{}: input '{}' was not computed",
                 node.describe(), in);
       inputs.push_back(&it->second);
+      // The value dies here and this env entry holds its buffer alone (no view, no feed, no
+      // graph output: those are never in last_use_): the kernel may overwrite it.
+      donated[k] = dies_at(i, in) && it->second.weak_buffer().use_count() == 1 &&
+                   std::count(node.inputs.begin(), node.inputs.end(), in) == 1;
     }
     const auto t0 = options_.profile ? std::chrono::steady_clock::now()
                                      : std::chrono::steady_clock::time_point{};
@@ -398,7 +420,7 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
                                  auto it = env.find(name);
                                  return it == env.end() ? nullptr : &it->second;
                                })
-            : cpu::run_node(node, opset_, inputs, options_.use_reference, constant);
+            : cpu::run_node(node, opset_, inputs, options_.use_reference, constant, donated);
     if (options_.profile) {
       profile_[i].total_ms +=
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

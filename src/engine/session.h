@@ -9,12 +9,15 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
 
 namespace trtutils {
+
+class TensorPool;
 
 struct SessionOptions {
   int num_threads = 0;         // 0: OpenMP's default (all cores)
@@ -91,6 +94,9 @@ class Session {
   std::vector<std::vector<std::string>> last_use_;
   std::vector<NodeProfile> profile_;
   size_t peak_activation_bytes_ = 0;
+  // The tensors run() allocates come from here: repeated runs reuse the same pages (see
+  // core/tensor_pool.h). Shared by copies of the session; outlives it while its tensors do.
+  std::shared_ptr<TensorPool> pool_;
 };
 
 }  // namespace trtutils

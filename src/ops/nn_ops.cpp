@@ -81,19 +81,24 @@ void infer_conv(InferContext& ctx, bool transpose) {
   ctx.set_output(0, dt, out);
 }
 
+// MaxPool / AveragePool. A MaxPool with "channels_last" = 1 (the CPU's conv_layout pass) has X
+// and Y as [N, spatial..., C].
 void infer_pool(InferContext& ctx) {
   const ir::Node& node = ctx.node;
   const DataType dt = ctx.input_dtype(0);
   const SymShape* x = shape_of(ctx, 0, 3, "input X");
+  const bool last = node.attr_int("channels_last", 0) != 0;
   std::optional<SymShape> out;
   if (x) {
     const size_t nsp = x->size() - 2;
     const WindowSpec ws = read_window_spec(node, nsp, nullptr);
-    out = SymShape{(*x)[0], (*x)[1]};
+    const size_t sp0 = last ? 1 : 2;  // the first spatial axis
+    out = last ? SymShape{(*x)[0]} : SymShape{(*x)[0], (*x)[1]};
     for (size_t i = 0; i < nsp; ++i) {
-      const Dim& in = (*x)[2 + i];
+      const Dim& in = (*x)[sp0 + i];
       out->push_back(in.is_static() ? Dim(conv_axis(ws, i, in.value, node).out) : Dim());
     }
+    if (last) out->push_back(x->back());
   }
   ctx.set_output(0, dt, out);
   if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool Indices
@@ -203,9 +208,31 @@ void infer_matmul(InferContext& ctx) {
 }
 
 // com.trtutils::FusedConv (made by the conv_fusion pass): a Conv whose optional input 3, the
-// residual, has the output's shape.
+// residual, has the output's shape. With "channels_last" = 1 (the conv_layout pass) X, the
+// residual and Y are [N, spatial..., C]: the Conv geometry on [N, C, spatial...], moved back.
 void infer_fused_conv(InferContext& ctx) {
-  infer_conv(ctx, false);
+  if (ctx.node.attr_int("channels_last", 0) != 0) {
+    ir::ValueInfo x = ctx.input(0);
+    if (x.shape) {
+      TRT_CHECK_ARG(x.shape->size() >= 3, "{}: X must have rank >= 3, got {}", ctx.node.describe(),
+                    ir::sym_shape_str(*x.shape));
+      ir::SymShape s{(*x.shape)[0], x.shape->back()};
+      s.insert(s.end(), x.shape->begin() + 1, x.shape->end() - 1);
+      x.shape = s;
+    }
+    InferContext sub = ctx;
+    sub.inputs[0] = &x;
+    infer_conv(sub, false);
+    ctx.outputs[0] = sub.outputs[0];
+    if (auto& y = ctx.outputs[0].shape; y && y->size() >= 3) {
+      ir::SymShape s{(*y)[0]};
+      s.insert(s.end(), y->begin() + 2, y->end());
+      s.push_back((*y)[1]);
+      y = s;
+    }
+  } else {
+    infer_conv(ctx, false);
+  }
   if (!ctx.has_input(3)) return;
   TRT_CHECK_ARG(ctx.input_dtype(3) == ctx.input_dtype(0),
                 "{}: residual dtype {} differs from X's {}", ctx.node.describe(),

@@ -83,6 +83,20 @@ size_t fuse_qdq(ir::Graph& graph, int64_t opset);
 // nobody reads).
 size_t qdq_channels_last(ir::Graph& graph);
 
+// Runs float32 Conv and FusedConv nodes (constant weights, static or named shapes) channels-last
+// as FusedConv with "channels_last" = 1 (see ops/nn_ops.cpp): X and the residual are read
+// through Transpose(NCHW -> NHWC) and Y is written NHWC with a Transpose back, except where the
+// value already has a channels-last twin (made by a converted conv or an earlier Transpose), so
+// chains of convolutions stay channels-last and only their boundaries transpose. For the CPU
+// backend only (oneDNN's NHWC kernels); the CUDA backend does not read the attribute. Run
+// dead-code elimination afterwards. Returns the number of convolutions converted.
+size_t conv_channels_last(ir::Graph& graph);
+
+// The CPU plan's layout step, after run_pipeline on a graph that the CPU backend runs:
+// conv_channels_last ("conv_layout"), then dead-code elimination. `disabled` and
+// TRTUTILS_DISABLE_PASSES as for run_pipeline.
+void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {});
+
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that
 // Shape-driven subgraphs disappear when shapes are static), Q/DQ fusion, conv fusion, dead-code
 // elimination. `disabled` names passes to skip: "constant_folding", "qdq_fusion", "qdq_layout"

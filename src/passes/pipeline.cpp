@@ -11,6 +11,11 @@
 //    then the int8 QConv chains go channels-last (qdq_layout), the int8 kernels' layout;
 // 5. dead-code elimination last, removing what folding and Q/DQ fusion left unused (the
 //    DequantizeLinear nodes whose readers were fused).
+// Then, only for graphs the CPU backend runs (run_cpu_layout_pipeline: Session, and the builder
+// for --backend cpu), the CPU plan's layout: float32 convolutions channels-last (conv_layout),
+// last because it needs the fused nodes (a FusedConv's residual travels with it) and the int8
+// chains' Transposes (float convolutions next to them reuse those twins); dead-code elimination
+// again afterwards for the Transposes back to NCHW that nobody reads.
 // Before all of them, inference Dropouts whose mask nobody reads become Identity (which every
 // backend runs; exporters leave them in, e.g. torchvision's Swin with ratio 0).
 #include <cstdlib>
@@ -49,15 +54,30 @@ size_t lower_inference_dropout(ir::Graph& graph, int64_t opset) {
   return lowered;
 }
 
-}  // namespace
-
-void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {
+// `disabled` plus the names in TRTUTILS_DISABLE_PASSES (comma-separated).
+std::set<std::string> disabled_passes(const std::set<std::string>& disabled_in) {
   std::set<std::string> disabled = disabled_in;
   if (const char* env = std::getenv("TRTUTILS_DISABLE_PASSES")) {
     std::stringstream ss(env);
     for (std::string name; std::getline(ss, name, ',');)
       if (!name.empty()) disabled.insert(name);
   }
+  return disabled;
+}
+
+}  // namespace
+
+void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled_in) {
+  const std::set<std::string> disabled = disabled_passes(disabled_in);
+  if (disabled.count("conv_layout")) return;
+  // After conv fusion (a FusedConv's residual and activation travel with it) and after the
+  // Q/DQ layout (QConv chains are channels-last already; float convs between them join in).
+  if (conv_channels_last(graph) && !disabled.count("dead_code_elimination"))
+    graph.remove_dead_nodes();
+}
+
+void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {
+  const std::set<std::string> disabled = disabled_passes(disabled_in);
   const size_t dropouts = lower_inference_dropout(graph, opset);
   if (dropouts) TRT_LOG_VERBOSE("{} inference Dropout node(s) run as Identity", dropouts);
   const bool fold = !disabled.count("constant_folding");

@@ -125,21 +125,24 @@ void conv_transpose_reference(const ConvProblem& p, const T* x, const T* w, cons
 
 // Validates a Conv / ConvTranspose node's inputs and attributes and fills its problem and
 // output shape.
-ConvProblem make_problem(const KernelContext& ctx, bool transpose, Shape& out_shape) {
+// x_shape: X's shape channels-first ([N, C, spatial...]).
+ConvProblem make_problem(const KernelContext& ctx, bool transpose, const Shape& x_shape,
+                         Shape& out_shape) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
   const Tensor& w_in = ctx.input(1);
   const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
   const DataType dt = x_in.dtype();
+  const auto x_dim = [&](size_t i) { return x_shape[i]; };
   require_float(node, dt, "input X");
   TRT_CHECK(w_in.dtype() == dt && (!b_in || b_in->dtype() == dt), ErrorCode::kInvalidArgument,
             "{}: X, W and B must have the same dtype (got {}, {}, {})", node.describe(),
             dtype_name(dt), dtype_name(w_in.dtype()),
             b_in ? dtype_name(b_in->dtype()) : std::string_view("none"));
-  TRT_CHECK_ARG(x_in.rank() >= 3 && w_in.rank() == x_in.rank(),
+  TRT_CHECK_ARG(x_shape.size() >= 3 && w_in.rank() == x_shape.size(),
                 "{}: X {} and W {} must have the same rank >= 3", node.describe(),
-                shape_str(x_in.shape()), shape_str(w_in.shape()));
-  const size_t nsp = x_in.rank() - 2;
+                shape_str(x_shape), shape_str(w_in.shape()));
+  const size_t nsp = x_shape.size() - 2;
   TRT_CHECK(nsp <= 3, ErrorCode::kNotSupported,
             "{}: {}-D convolution is not supported (1-D, 2-D and 3-D are)", node.describe(), nsp);
 
@@ -148,8 +151,8 @@ ConvProblem make_problem(const KernelContext& ctx, bool transpose, Shape& out_sh
   p.nspatial = nsp;
   p.group = node.attr_int("group", 1);
   TRT_CHECK_ARG(p.group >= 1, "{}: group {} must be positive", node.describe(), p.group);
-  p.batch = x_in.dim(0);
-  p.in_channels = x_in.dim(1);
+  p.batch = x_dim(0);
+  p.in_channels = x_dim(1);
   if (transpose) {
     TRT_CHECK_ARG(w_in.dim(0) == p.in_channels && p.in_channels % p.group == 0,
                   "{}: W {} must have X's {} input channels (divisible by group {}) in dim 0",
@@ -170,9 +173,9 @@ ConvProblem make_problem(const KernelContext& ctx, bool transpose, Shape& out_sh
   out_shape = {p.batch, p.out_channels};
   const size_t o = 3 - nsp;  // leading padding axes
   for (size_t i = 0; i < nsp; ++i) {
-    const ops::AxisGeometry g = transpose ? ops::conv_transpose_axis(ws, i, x_in.dim(2 + i), node)
-                                          : ops::conv_axis(ws, i, x_in.dim(2 + i), node);
-    p.in[o + i] = x_in.dim(2 + i);
+    const ops::AxisGeometry g = transpose ? ops::conv_transpose_axis(ws, i, x_dim(2 + i), node)
+                                          : ops::conv_axis(ws, i, x_dim(2 + i), node);
+    p.in[o + i] = x_dim(2 + i);
     p.out[o + i] = g.out;
     p.kernel[o + i] = wk[i];
     p.stride[o + i] = ws.strides[i];
@@ -213,14 +216,121 @@ void apply_post_ops(const ConvPostOps& post, const T* residual, T* y, int64_t n)
     y[i] = apply_activation(post, residual ? y[i] + residual[i] : y[i]);
 }
 
+// [N, C, spatial...] <-> [N, spatial..., C] shapes.
+Shape channels_first_shape(const Shape& s) {
+  Shape r{s[0], s.back()};
+  r.insert(r.end(), s.begin() + 1, s.end() - 1);
+  return r;
+}
+Shape channels_last_shape(const Shape& s) {
+  Shape r{s[0]};
+  r.insert(r.end(), s.begin() + 2, s.end());
+  r.push_back(s[1]);
+  return r;
+}
+
+// t ([N, C, S] in memory as channels-first when to_last, else [N, S, C]) with its channel axis
+// moved: per image a C x S <-> S x C transpose in square tiles.
+template <typename T>
+Tensor permute_channels(const Tensor& t, bool to_last) {
+  const Shape out = to_last ? channels_last_shape(t.shape()) : channels_first_shape(t.shape());
+  const int64_t n = t.dim(0), c = to_last ? t.dim(1) : t.shape().back();
+  const int64_t sp = n == 0 || c == 0 ? 0 : t.numel() / (n * c);
+  const int64_t rows = to_last ? c : sp, cols = to_last ? sp : c;
+  Tensor r = Tensor::uninitialized(t.dtype(), out);
+  const T* src = t.data<T>();
+  T* dst = r.data<T>();
+  constexpr int64_t kTile = 32;
+  const int64_t rt = (rows + kTile - 1) / kTile, ct = (cols + kTile - 1) / kTile;
+#pragma omp parallel for collapse(2) schedule(static) if (n * rows * cols > (1 << 15))
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t tile = 0; tile < rt * ct; ++tile) {
+      const int64_t r0 = (tile / ct) * kTile, c0 = (tile % ct) * kTile;
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      const T* s = src + b * rows * cols;
+      T* d = dst + b * rows * cols;
+      for (int64_t i = r0; i < r1; ++i)
+        for (int64_t j = c0; j < c1; ++j) d[j * rows + i] = s[i * cols + j];
+    }
+  return r;
+}
+Tensor permute_channels_any(const Tensor& t, bool to_last) {
+  switch (dtype_bits(t.dtype())) {
+    case 16:
+      return permute_channels<uint16_t>(t, to_last);
+    case 64:
+      return permute_channels<uint64_t>(t, to_last);
+    default:
+      return permute_channels<uint32_t>(t, to_last);
+  }
+}
+
+void run_conv_channels_first(KernelContext& ctx, bool transpose, const ConvPostOps& post);
+
+// Y for the fast path: the residual's own buffer when the caller donated it (FusedConv input 3;
+// the sum post-op then adds it in place, saving a copy of Y), else a new uninitialized tensor.
+Tensor output_buffer(const KernelContext& ctx, const ConvPostOps& post, DataType dt,
+                     const Shape& shape) {
+  const Tensor& x = ctx.input(0);
+  if (post.residual && ctx.input_is_donated(3) && post.residual == ctx.inputs[3] &&
+      post.residual->dtype() == dt && post.residual->shape() == shape &&
+      post.residual->raw() != x.raw())
+    return *post.residual;
+  return Tensor::uninitialized(dt, shape);
+}
+
+// A FusedConv with channels_last = 1: X, R and Y are [N, spatial..., C]. The oneDNN fast path
+// reads and writes that layout directly; everything else runs channels-first on permuted
+// copies.
+void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  const Tensor& w_in = ctx.input(1);
+  const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
+  const DataType dt = x_in.dtype();
+  TRT_CHECK_ARG(x_in.rank() >= 3, "{}: X {} must have rank >= 3", node.describe(),
+                shape_str(x_in.shape()));
+  Shape out_shape;
+  ConvProblem p = make_problem(ctx, false, channels_first_shape(x_in.shape()), out_shape);
+  p.tactic = node.attr_string("tactic", "");
+  const Shape y_shape = channels_last_shape(out_shape);
+  if (post.residual)
+    TRT_CHECK_ARG(post.residual->dtype() == dt && post.residual->shape() == y_shape,
+                  "{}: residual {} {} must have the output's dtype and shape {} {}",
+                  node.describe(), dtype_name(post.residual->dtype()),
+                  shape_str(post.residual->shape()), dtype_name(dt), shape_str(y_shape));
+  if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
+    ctx.outputs.at(0) = output_buffer(ctx, post, dt, y_shape);
+    if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1),
+                    /*channels_last=*/true))
+      return;
+  }
+  const Tensor xf = permute_channels_any(x_in, false);
+  const Tensor rf = post.residual ? permute_channels_any(*post.residual, false) : Tensor();
+  KernelContext sub{
+      node, ctx.opset, {&xf, &w_in, b_in}, {Tensor()}, ctx.use_reference, ctx.constant_inputs, {}};
+  ConvPostOps first = post;
+  first.residual = post.residual ? &rf : nullptr;
+  run_conv_channels_first(sub, false, first);
+  ctx.outputs.at(0) = permute_channels_any(sub.outputs.at(0), true);
+}
+
 void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) {
+  if (!transpose && ctx.node.attr_int("channels_last", 0) != 0) {
+    run_conv_channels_last(ctx, post);
+    return;
+  }
+  run_conv_channels_first(ctx, transpose, post);
+}
+
+void run_conv_channels_first(KernelContext& ctx, bool transpose, const ConvPostOps& post) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
   const Tensor& w_in = ctx.input(1);
   const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
   const DataType dt = x_in.dtype();
   Shape out_shape;
-  ConvProblem p = make_problem(ctx, transpose, out_shape);
+  ConvProblem p = make_problem(ctx, transpose, x_in.shape(), out_shape);
   p.tactic = node.attr_string("tactic", "");
   if (post.residual) {
     TRT_CHECK_ARG(post.residual->dtype() == dt && post.residual->shape() == out_shape,
@@ -231,7 +341,7 @@ void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) 
 
   if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
     // oneDNN writes every element (after the residual copy, if any): no zero-fill needed.
-    ctx.outputs.at(0) = Tensor::uninitialized(dt, out_shape);
+    ctx.outputs.at(0) = output_buffer(ctx, post, dt, out_shape);
     if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1))) return;
   }
   const Tensor x = to_compute(x_in, node, "input X");

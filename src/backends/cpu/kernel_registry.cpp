@@ -58,14 +58,18 @@ std::vector<std::string> KernelRegistry::op_types() const {
 
 std::vector<Tensor> run_node(const ir::Node& node, int64_t opset,
                              const std::vector<const Tensor*>& inputs, bool use_reference,
-                             std::vector<bool> constant_inputs) {
+                             std::vector<bool> constant_inputs, std::vector<bool> donated_inputs) {
   const KernelDef* def = KernelRegistry::instance().find(node.domain, node.op_type);
   TRT_CHECK(def != nullptr, ErrorCode::kNotSupported,
             "{}: operator '{}{}{}' is not supported by the CPU backend", node.describe(),
             node.domain, node.domain.empty() ? "" : "::", node.op_type);
-  KernelContext ctx{node,          opset,
-                    inputs,        std::vector<Tensor>(node.outputs.size()),
-                    use_reference, std::move(constant_inputs)};
+  KernelContext ctx{node,
+                    opset,
+                    inputs,
+                    std::vector<Tensor>(node.outputs.size()),
+                    use_reference,
+                    std::move(constant_inputs),
+                    std::move(donated_inputs)};
   try {
     def->fn(ctx);
   } catch (const Error& e) {

@@ -81,8 +81,13 @@ void layer_norm_kernel(KernelContext& ctx);
 // buffer alive and re-checks a sample of its values on every hit.
 // cache_weights: w is a constant whose buffer outlives the call, so its packed form is cached
 // (keyed by the buffer); otherwise it is packed for this call only.
+// channels_last: X, Y (and the residual) are [N, spatial..., C] (FusedConv's "channels_last",
+// made by the conv_layout pass): the primitive reads and writes them in place, with no reorder;
+// pointwise convolutions then run as oneDNN 1x1 convolutions (as one matmul over all pixels only
+// with the "matmul" tactic). Not for ConvTranspose.
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-                 const ConvPostOps& post = {}, bool cache_weights = true);
+                 const ConvPostOps& post = {}, bool cache_weights = true,
+                 bool channels_last = false);
 // Y[M,N] = alpha * op(A) * op(B) + beta * C (C broadcast to [M,N], or absent).
 bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
                  float alpha, float beta, Tensor& y);

@@ -8,6 +8,7 @@
 // address may be reused) and released by onednn_release_stale() (Session's destructor) or the
 // next insertion. It re-checks a sample of the weight values on every hit (weights are immutable
 // initializers in practice; a changed sample rebuilds the entry).
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/qlinear_kernels.h"
+#include "core/check.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::cpu::nn {
@@ -124,7 +126,8 @@ struct ConvEntry {
   std::vector<uint32_t> sample;          // weight values when the entry was built
   dnnl::primitive prim;
   memory::desc user_src_md, user_dst_md, src_md, dst_md, bias_md;
-  bool pointwise = false;  // run as a batched matmul (src = weights, weights = x)
+  bool pointwise = false;       // run as a batched matmul (src = weights, weights = x)
+  bool pointwise_last = false;  // channels-last pointwise: one matmul, src = x, weights = W^T
   bool reorder_src = false, reorder_dst = false;
   dnnl::reorder src_reorder, dst_reorder;
   dnnl::reorder residual_reorder;  // user layout -> dst_md, when a sum post-op needs it
@@ -170,6 +173,12 @@ memory::desc activation_md(const memory::dims& dims) {
   if (policy == "nhwc")
     return memory::desc(dims, kF32, r == 3 ? Tag::acb : r == 4 ? Tag::acdb : Tag::acdeb);
   return memory::desc(dims, kF32, Tag::any);
+}
+
+// [N, C, spatial...] dims stored channels-last ([N, spatial..., C] in memory).
+memory::desc channels_last_md(const memory::dims& dims) {
+  const size_t r = dims.size();
+  return memory::desc(dims, kF32, r == 3 ? Tag::acb : r == 4 ? Tag::acdb : Tag::acdeb);
 }
 
 // 1x1, unpadded, ungrouped convolution on nchw = per image Y (M x S) = W (M x C) X (C x S): a
@@ -235,6 +244,46 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   e.ok = true;
 }
 
+// Unstrided pointwise convolution channels-last: Y (N*S x M) = X (N*S x C) W^T (C x M), one
+// matmul over every pixel of the batch; the bias is the matmul's own (per column) bias and W^T
+// is packed once into the layout the primitive wants (unpacked, the primitive re-blocks it on
+// every call: up to 2x slower at 1x1 shapes like C 256 -> M 64 on AVX-512).
+void build_pointwise_last(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias,
+                          const ConvPostOps& post) {
+  const int64_t rows = p.batch * p.out[0] * p.out[1] * p.out[2];
+  const memory::desc x_md = plain_md({rows, p.in_channels});
+  const memory::desc user_w_md({p.in_channels, p.out_channels}, kF32, {1, p.in_channels});
+  const memory::desc w_md({p.in_channels, p.out_channels}, kF32, Tag::any);
+  const memory::desc y_md = plain_md({rows, p.out_channels});
+  e.bias_md = has_bias ? plain_md({1, p.out_channels}) : memory::desc();
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  if (post.residual) ops.append_sum(1.0f);
+  append_activation(ops, post);
+  attr.set_post_ops(ops);
+  dnnl::matmul::desc d(x_md, w_md, e.bias_md, y_md);
+  dnnl::matmul::primitive_desc pd(d, attr, engine());
+  require_optimized(pd);
+  e.prim = dnnl::matmul(pd);
+  e.scratchpad_bytes = pd.scratchpad_desc().get_size();
+  e.pointwise_last = true;
+  e.user_src_md = x_md;
+  e.user_dst_md = y_md;
+  memory uw = user_mem(user_w_md, w.raw());
+  if (pd.weights_desc() == user_w_md) {
+    e.weights_mem = uw;
+  } else {
+    e.weights_mem = memory(pd.weights_desc(), engine());
+    dnnl::reorder(uw, e.weights_mem).execute(stream(), uw, e.weights_mem);
+    stream().wait();
+    e.cost_bytes += pd.weights_desc().get_size();
+  }
+  e.weights = w.weak_buffer();
+  e.sample = sample_of(w);
+  e.ok = true;
+}
+
 bool winograd_shape(const ConvProblem& p) {
   return p.nspatial == 2 && !p.transpose && p.group == 1 && p.kernel[1] == 3 && p.kernel[2] == 3 &&
          p.stride[1] == 1 && p.stride[2] == 1 && p.dilation[1] == 1 && p.dilation[2] == 1;
@@ -243,12 +292,15 @@ bool winograd_candidate(const ConvProblem& p) {
   const bool wanted = p.tactic.empty() ? conv_policy().winograd : p.tactic == "winograd";
   return wanted && winograd_shape(p);
 }
-bool pointwise_wanted(const ConvProblem& p) {
+bool pointwise_wanted(const ConvProblem& p, bool channels_last) {
+  // Channels-last, oneDNN's 1x1 convolution (brgconv_1x1, packed weights) is as fast as the
+  // matmul or faster: the matmul runs only when the builder's timing chose it.
+  if (channels_last) return p.tactic == "matmul";
   return p.tactic.empty() ? conv_policy().pointwise_matmul : p.tactic == "matmul";
 }
 
 void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias,
-                const ConvPostOps& post) {
+                const ConvPostOps& post, bool channels_last) {
   const size_t nsp = p.nspatial, o = 3 - nsp;
   memory::dims src_dims{p.batch, p.in_channels}, dst_dims{p.batch, p.out_channels};
   memory::dims strides, dilates, pad_l, pad_r, kdims;
@@ -292,10 +344,13 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   }
   const memory::desc user_w_md(wdims, kF32, wstrides);
   e.bias_md = has_bias ? plain_md({p.out_channels}) : memory::desc();
-  e.user_src_md = plain_md(src_dims);
-  e.user_dst_md = plain_md(dst_dims);
-  const memory::desc src_any = activation_md(src_dims);
-  const memory::desc dst_any = activation_md(dst_dims);
+  e.user_src_md = channels_last ? channels_last_md(src_dims) : plain_md(src_dims);
+  e.user_dst_md = channels_last ? channels_last_md(dst_dims) : plain_md(dst_dims);
+  // Channels-last tensors are the layout oneDNN's brgconv kernels read and write: asking for it
+  // leaves nothing to reorder (the "any" choice may be a blocked layout, reordered per call).
+  const bool want_user = channels_last && conv_policy().layout == "any";
+  memory::desc src_any = want_user ? e.user_src_md : activation_md(src_dims);
+  memory::desc dst_any = want_user ? e.user_dst_md : activation_md(dst_dims);
   const memory::desc w_any(wdims, kF32, Tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -315,13 +370,24 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
       require_optimized(pd);
       return pd;
     };
+    auto make_any_algo = [&] {
+      try {
+        return make_pd(winograd_candidate(p) ? dnnl::algorithm::convolution_winograd
+                                             : dnnl::algorithm::convolution_direct);
+      } catch (const dnnl::error&) {
+        if (!winograd_candidate(p)) throw;
+        return make_pd(dnnl::algorithm::convolution_direct);
+      }
+    };
     dnnl::convolution_forward::primitive_desc pd;
     try {
-      pd = make_pd(winograd_candidate(p) ? dnnl::algorithm::convolution_winograd
-                                         : dnnl::algorithm::convolution_direct);
+      pd = make_any_algo();
     } catch (const dnnl::error&) {
-      if (!winograd_candidate(p)) throw;
-      pd = make_pd(dnnl::algorithm::convolution_direct);
+      if (!want_user) throw;
+      // No optimized kernel on channels-last tensors: the primitive's own layout, reordered.
+      src_any = activation_md(src_dims);
+      dst_any = activation_md(dst_dims);
+      pd = make_any_algo();
     }
     e.prim = dnnl::convolution_forward(pd);
     e.src_md = pd.src_desc();
@@ -365,9 +431,9 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   e.ok = true;
 }
 
-std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias,
-                     const ConvPostOps& post) {
-  std::string key = p.transpose ? "deconv|" : "conv|";
+std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias, const ConvPostOps& post,
+                     bool channels_last) {
+  std::string key = p.transpose ? "deconv|" : channels_last ? "conv_last|" : "conv|";
   key += fmt::format("{}|", w.raw());
   append_dims(key, "x", {p.batch, p.in_channels, p.in[0], p.in[1], p.in[2]});
   append_dims(key, "y", {p.out_channels, p.out[0], p.out[1], p.out[2]});
@@ -393,12 +459,13 @@ std::vector<std::string> conv_tactics(const ConvProblem& p) {
 }
 
 static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                      Tensor& y, const ConvPostOps& post, bool cache_weights) {
+                      Tensor& y, const ConvPostOps& post, bool cache_weights, bool channels_last) {
   if (x.dtype() != DataType::kFloat32 || p.nspatial < 1 || p.nspatial > 3) return false;
+  if (channels_last && p.transpose) return false;
   if (post.residual && (post.residual->dtype() != DataType::kFloat32 ||
                         post.residual->shape() != y.shape() || p.transpose))
     return false;
-  const std::string key = conv_key(p, w, b != nullptr, post);
+  const std::string key = conv_key(p, w, b != nullptr, post, channels_last);
   std::shared_ptr<ConvEntry> e;
   {
     auto& cache = conv_cache();
@@ -410,15 +477,19 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       e = std::make_shared<ConvEntry>();
       try {
         bool built = false;
-        if (pointwise_wanted(p) && conv_is_pointwise(p)) {
+        if (pointwise_wanted(p, channels_last) && conv_is_pointwise(p) &&
+            !(channels_last && is_strided(p))) {
           try {
-            build_pointwise(*e, p, w, b != nullptr, post);
+            if (channels_last)
+              build_pointwise_last(*e, p, w, b != nullptr, post);
+            else
+              build_pointwise(*e, p, w, b != nullptr, post);
             built = true;
           } catch (const dnnl::error&) {
             *e = ConvEntry();
           }
         }
-        if (!built) build_conv(*e, p, w, b != nullptr, post);
+        if (!built) build_conv(*e, p, w, b != nullptr, post, channels_last);
       } catch (const dnnl::error& err) {
         TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
         e->ok = false;
@@ -451,10 +522,12 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       if (e->reorder_dst) {
         memory res = user_mem(e->user_dst_md, post.residual->raw());
         e->residual_reorder.execute(s, res, dst);
-      } else
+      } else if (y.raw() != post.residual->raw()) {  // else in place: dst holds it already
         std::memcpy(y.raw(), post.residual->raw(), y.nbytes());
+      }
     }
-    // A pointwise entry is a matmul whose "src" is the weights and whose "weights" are x.
+    // A pointwise entry is a matmul whose "src" is the weights and whose "weights" are x; a
+    // channels-last pointwise one (and a convolution) reads x as src.
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e->pointwise ? e->weights_mem : src},
                                          {DNNL_ARG_WEIGHTS, e->pointwise ? src : e->weights_mem},
                                          {DNNL_ARG_DST, dst}};
@@ -473,6 +546,9 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
     if (e->reorder_dst) e->dst_reorder.execute(s, dst, dst_user);
     s.wait();
   } catch (const dnnl::error& err) {
+    // In place, the residual may be partly overwritten: no reference run can follow.
+    TRT_CHECK(!(post.residual && y.raw() == post.residual->raw()), ErrorCode::kInternal,
+              "oneDNN convolution failed in place on its residual ({})", err.what());
     TRT_LOG_WARN("oneDNN convolution failed ({}); using the reference kernel", err.what());
     return false;
   }
@@ -589,8 +665,19 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
                         const Shape& b_shape, Tensor& y, const Shape& y_shape) {
   const size_t r = y_shape.size();
   if (r > DNNL_MAX_NDIMS || a.dtype() != DataType::kFloat32) return false;
-  const memory::dims ad(a_shape.begin(), a_shape.end()), bd(b_shape.begin(), b_shape.end()),
+  memory::dims ad(a_shape.begin(), a_shape.end()), bd(b_shape.begin(), b_shape.end()),
       yd(y_shape.begin(), y_shape.end());
+  // B shared by every batch (its batch dims all 1): A's batch dims fold into its rows, one
+  // (rows x K) x (K x N) product instead of many. A [197, 1, 768] x B [1, 768, 2304] (ViT's
+  // sequence-first attention projections) ran as 197 products of one row each, at a fifth of
+  // the rate.
+  if (r > 2 && std::all_of(b_shape.begin(), b_shape.end() - 2, [](int64_t d) { return d == 1; })) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < r; ++i) rows *= a_shape[i];
+    ad = {rows, a_shape[r - 1]};
+    bd = {b_shape[r - 2], b_shape[r - 1]};
+    yd = {rows, y_shape[r - 1]};
+  }
   std::string key = "matmul|";
   append_dims(key, "a", ad);
   append_dims(key, "b", bd);
@@ -632,8 +719,8 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
 }
 
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-                 const ConvPostOps& post, bool cache_weights) {
-  const bool ok = conv_impl(p, x, w, b, y, post, cache_weights);
+                 const ConvPostOps& post, bool cache_weights, bool channels_last) {
+  const bool ok = conv_impl(p, x, w, b, y, post, cache_weights, channels_last);
   (ok ? g_conv_runs : g_conv_fallbacks)++;
   return ok;
 }

@@ -241,11 +241,61 @@ void run_global_pool(KernelContext& ctx, bool is_max) {
   set_output_from(ctx, 0, x_in.dtype(), y);
 }
 
+// MaxPool on [N, spatial..., C] float32 (channels_last = 1, from the conv_layout pass): per
+// output pixel the maximum of the valid taps' C-vectors, contiguous in memory (padding taps
+// never win, as in the plain kernel).
+void max_pool_channels_last(const PoolProblem& p, int64_t n, int64_t c, const float* x, float* y) {
+  const int64_t rows = n * p.out[0] * p.out[1];
+#pragma omp parallel for schedule(static) if (rows * p.out[2] * c > (1 << 14))
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / (p.out[0] * p.out[1]), od = (r / p.out[1]) % p.out[0], oh = r % p.out[1];
+    const Taps td =
+        valid_taps(od * p.stride[0] - p.pad_begin[0], p.dilation[0], p.kernel[0], p.in[0]);
+    const Taps th =
+        valid_taps(oh * p.stride[1] - p.pad_begin[1], p.dilation[1], p.kernel[1], p.in[1]);
+    for (int64_t ow = 0; ow < p.out[2]; ++ow) {
+      const Taps tw =
+          valid_taps(ow * p.stride[2] - p.pad_begin[2], p.dilation[2], p.kernel[2], p.in[2]);
+      float* yp = y + ((r * p.out[2]) + ow) * c;
+      std::fill(yp, yp + c, -std::numeric_limits<float>::infinity());
+      for (int64_t kd = td.lo; kd < td.hi; ++kd)
+        for (int64_t kh = th.lo; kh < th.hi; ++kh) {
+          const int64_t id = td.start + kd * p.dilation[0], ih = th.start + kh * p.dilation[1];
+          const float* row = x + ((b * p.in[0] + id) * p.in[1] + ih) * p.in[2] * c;
+          for (int64_t kw = tw.lo; kw < tw.hi; ++kw) {
+            const float* xp = row + (tw.start + kw * p.dilation[2]) * c;
+            for (int64_t k = 0; k < c; ++k) yp[k] = std::max(yp[k], xp[k]);
+          }
+        }
+    }
+  }
+}
+
 }  // namespace
 
 void max_pool_kernel(KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
+  if (node.attr_int("channels_last", 0) != 0) {
+    // [N, spatial..., C]: only float32 without Indices (what the conv_layout pass converts).
+    TRT_CHECK(x_in.dtype() == DataType::kFloat32 && x_in.rank() >= 3 &&
+                  !(node.outputs.size() > 1 && !node.outputs[1].empty()),
+              ErrorCode::kNotSupported,
+              "{}: a channels-last MaxPool must be float32, rank >= 3, without Indices",
+              node.describe());
+    Shape first{x_in.dim(0), x_in.shape().back()};
+    first.insert(first.end(), x_in.shape().begin() + 1, x_in.shape().end() - 1);
+    Shape out_first;
+    // The geometry reads only the shape: a view of X with the channels-first shape.
+    const PoolProblem p = make_pool_problem(node, x_in.reshaped(first), out_first);
+    Shape out_last{out_first[0]};
+    out_last.insert(out_last.end(), out_first.begin() + 2, out_first.end());
+    out_last.push_back(out_first[1]);
+    Tensor& y = ctx.make_output(0, DataType::kFloat32, out_last);
+    max_pool_channels_last(p, x_in.dim(0), x_in.shape().back(), x_in.data<float>(),
+                           y.data<float>());
+    return;
+  }
   Shape out_shape;
   const PoolProblem p = make_pool_problem(node, x_in, out_shape);
   const int64_t storage_order = node.attr_int("storage_order", 0);

@@ -394,6 +394,8 @@ TEST(NnKernelsMatMul, FastMatchesReferenceWithBroadcast) {
       {{1, 3, 7, 8}, {2, 1, 8, 9}},
       {{3, 1, 16}, {3, 16, 1}},
       {{2, 3, 4, 5, 6}, {6, 7}},
+      {{37, 1, 24}, {1, 24, 40}},  // B's batch dims all 1: A's fold into its rows (ViT's QKV)
+      {{5, 1, 7}, {1, 1, 7, 3}},
   };
   uint32_t seed = 400;
   for (const auto& [as, bs] : cases) {

@@ -1,0 +1,179 @@
+// Conv layout (CPU plan): float32 convolutions run channels-last, so that chains of them pass
+// [N, H, W, C] tensors from one oneDNN primitive to the next with no reorder in between. Per
+// layer, the NCHW <-> blocked/NHWC reorders (src, dst and residual) cost about as much memory
+// traffic as a pointwise convolution's own reads and writes; here only the chain's boundaries
+// transpose. The same scheme as qdq_channels_last (qdq_fusion.cpp) for the int8 QConv.
+#include <unordered_set>
+
+#include "ir/graph_builder.h"
+#include "passes/passes.h"
+#include "trtutils/logging.h"
+
+namespace trtutils::passes {
+
+namespace {
+
+constexpr const char* kDomain = "com.trtutils";
+
+std::optional<ir::SymShape> static_or_named(const ir::Graph& g, const std::string& v) {
+  const auto info = g.find_value_info(v);
+  if (!info || !info->shape) return std::nullopt;
+  for (const auto& d : *info->shape)
+    if (!d.is_static() && d.param.empty()) return std::nullopt;
+  return info->shape;
+}
+
+DataType dtype_of(const ir::Graph& g, const std::string& v) {
+  const auto info = g.find_value_info(v);
+  return info ? info->dtype : DataType::kUndefined;
+}
+
+std::vector<int64_t> to_last_perm(size_t rank) {
+  std::vector<int64_t> p{0};
+  for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  p.push_back(1);
+  return p;
+}
+std::vector<int64_t> to_first_perm(size_t rank) {
+  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
+  for (size_t i = 1; i + 1 < rank; ++i) p.push_back(static_cast<int64_t>(i));
+  return p;
+}
+ir::SymShape permuted(const ir::SymShape& s, const std::vector<int64_t>& perm) {
+  ir::SymShape r;
+  for (int64_t p : perm) r.push_back(s[p]);
+  return r;
+}
+
+// A float32 Conv or FusedConv with constant weights that the channels-last kernel runs.
+bool candidate(const ir::Graph& g, const ir::Node& n) {
+  const bool conv = is_default_domain(n) && n.op_type == "Conv";
+  const bool fused = n.domain == kDomain && n.op_type == "FusedConv";
+  if (!(conv || fused) || n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0) ||
+      !n.has_input(1) || n.attr_int("channels_last", 0) != 0)
+    return false;
+  if (!g.is_initializer(n.inputs[1])) return false;
+  const auto xs = static_or_named(g, n.inputs[0]);
+  const auto ys = static_or_named(g, n.outputs[0]);
+  if (!xs || !ys || xs->size() < 3 || xs->size() > 5 || ys->size() != xs->size()) return false;
+  for (const std::string& v : {n.inputs[0], n.inputs[1], n.outputs[0]})
+    if (dtype_of(g, v) != DataType::kFloat32) return false;
+  if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+    const auto rs = static_or_named(g, n.inputs[3]);
+    if (!rs || rs->size() != ys->size() || dtype_of(g, n.inputs[3]) != DataType::kFloat32)
+      return false;
+  }
+  return true;
+}
+
+// A float32 MaxPool without Indices (the channels-last CPU kernel's case).
+bool max_pool_candidate(const ir::Graph& g, const ir::Node& n) {
+  if (!is_default_domain(n) || n.op_type != "MaxPool" || n.outputs.empty() ||
+      n.outputs[0].empty() || !n.has_input(0) || n.attr_int("channels_last", 0) != 0)
+    return false;
+  if (n.outputs.size() > 1 && !n.outputs[1].empty()) return false;
+  const auto xs = static_or_named(g, n.inputs[0]);
+  const auto ys = static_or_named(g, n.outputs[0]);
+  return xs && ys && xs->size() >= 3 && xs->size() <= 5 && ys->size() == xs->size() &&
+         dtype_of(g, n.inputs[0]) == DataType::kFloat32;
+}
+
+}  // namespace
+
+size_t conv_channels_last(ir::Graph& g) {
+  // value (NCHW) -> the same data as [N, spatial..., C], made by a converted conv or a Transpose
+  std::unordered_map<std::string, std::string> last_of;
+  std::vector<ir::Node> nodes;
+  nodes.reserve(g.nodes.size());
+  size_t converted = 0;
+  // Fresh names, unique against every name of the graph before the pass and each one made here
+  // (g.unique_name cannot see the nodes already moved into `nodes`).
+  std::unordered_set<std::string> used;
+  for (const auto& n : g.nodes) {
+    used.insert(n.name);
+    used.insert(n.outputs.begin(), n.outputs.end());
+  }
+  for (const auto& v : g.inputs) used.insert(v.name);
+  for (const auto& [name, t] : g.initializers) used.insert(name);
+  auto fresh = [&](const std::string& prefix) {
+    std::string c = prefix;
+    for (int i = 1; !used.insert(c).second; ++i) c = prefix + "_" + std::to_string(i);
+    return c;
+  };
+  auto transpose = [&](const std::string& in, const std::string& out,
+                       const std::vector<int64_t>& perm) {
+    ir::Node t;
+    t.name = fresh(out);
+    t.op_type = "Transpose";
+    t.inputs = {in};
+    t.outputs = {out};
+    t.attributes["perm"] = ir::attr_ints("perm", perm);
+    return t;
+  };
+  auto last = [&](const std::string& v, const ir::SymShape& shape) {
+    if (auto it = last_of.find(v); it != last_of.end()) return it->second;
+    const std::string out = fresh(v + "_nhwc");
+    nodes.push_back(transpose(v, out, to_last_perm(shape.size())));
+    g.value_info[out] =
+        ir::ValueInfo{out, DataType::kFloat32, permuted(shape, to_last_perm(shape.size())), {}};
+    last_of[v] = out;
+    return out;
+  };
+  for (ir::Node& n : g.nodes) {
+    // Twins that already exist (the int8 QConv chains' Transposes, qdq_channels_last).
+    if (n.op_type == "Transpose" && is_default_domain(n) && n.inputs.size() == 1 &&
+        n.outputs.size() == 1) {
+      const auto perm = n.attr_ints("perm", {});
+      if (perm.size() >= 3 && perm == to_last_perm(perm.size()))
+        last_of.emplace(n.inputs[0], n.outputs[0]);
+      if (perm.size() >= 3 && perm == to_first_perm(perm.size()))  // both for rank 3
+        last_of.emplace(n.outputs[0], n.inputs[0]);
+    }
+    // A MaxPool between converted convolutions (ResNet's stem) joins the chain: its input
+    // already has a twin, and the pooled tensor is a quarter of the stem's output.
+    if (max_pool_candidate(g, n) && last_of.count(n.inputs[0])) {
+      const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
+      n.inputs[0] = last_of.at(n.inputs[0]);
+      n.outputs.resize(1);
+      const std::string y = n.outputs[0];
+      const std::string y_last = fresh(y + "_nhwc");
+      n.outputs[0] = y_last;
+      n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
+      g.value_info[y_last] =
+          ir::ValueInfo{y_last, DataType::kFloat32, permuted(ys, to_last_perm(ys.size())), {}};
+      last_of[y] = y_last;
+      nodes.push_back(std::move(n));
+      nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
+      continue;
+    }
+    if (!candidate(g, n)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    const ir::SymShape xs = *static_or_named(g, n.inputs[0]);
+    const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
+    if (n.op_type == "Conv") {  // a FusedConv without residual or activation is a Conv
+      n.op_type = "FusedConv";
+      n.domain = kDomain;
+    }
+    n.inputs[0] = last(n.inputs[0], xs);
+    if (n.inputs.size() > 3 && !n.inputs[3].empty())
+      n.inputs[3] = last(n.inputs[3], *static_or_named(g, n.inputs[3]));
+    const std::string y = n.outputs[0];
+    const std::string y_last = fresh(y + "_nhwc");
+    n.outputs[0] = y_last;
+    n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
+    g.value_info[y_last] =
+        ir::ValueInfo{y_last, DataType::kFloat32, permuted(ys, to_last_perm(ys.size())), {}};
+    last_of[y] = y_last;
+    nodes.push_back(std::move(n));
+    // Y for readers that need NCHW; dead-code elimination drops it when nobody does.
+    nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
+    ++converted;
+  }
+  g.nodes = std::move(nodes);
+  if (converted) TRT_LOG_VERBOSE("conv layout: {} convolution(s) run channels-last", converted);
+  return converted;
+}
+
+}  // namespace trtutils::passes
