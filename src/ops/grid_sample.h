@@ -13,11 +13,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TRT_HOST_DEVICE __host__ __device__
-#else
-#define TRT_HOST_DEVICE
-#endif
+#include "ops/host_device.h"
 
 namespace trtutils::ir {
 struct Node;

@@ -66,6 +66,20 @@ void check_host_indices(const ir::Node& node, const Value& idx, int64_t size, in
                   node.describe(), i, axis, size);
 }
 
+// Host-known index tuples of GatherND / ScatterND checked (coordinate c addresses axis
+// first_axis + c).
+void check_host_tuples(const ir::Node& node, const Value& idx, const k::NdDesc& d,
+                       int64_t first_axis) {
+  if (!idx.host.defined()) return;
+  const std::vector<int64_t> v = idx.host.to_int64_vector();
+  for (size_t p = 0; p < v.size(); ++p) {
+    const int64_t c = static_cast<int64_t>(p) % d.k, size = d.dims[c];
+    TRT_CHECK_ARG(v[p] >= -size && v[p] < size,
+                  "{}: index {} is out of range for axis {} of size {}", node.describe(), v[p],
+                  first_axis + c, size);
+  }
+}
+
 // y = a device copy of data (the scatters' starting point).
 void* copy_of(RunContext& ctx, Value& data, Value& y) {
   const void* src = ctx.dev(data);
@@ -134,6 +148,17 @@ k::ElementsDesc elements_desc(const ir::Node& node, const Shape& data, const Sha
   return d;
 }
 
+// GatherElements' / ScatterElements' addressing: the axis attribute, the descriptor, and the
+// host-known indices checked.
+k::ElementsDesc elements_of(const ir::Node& node, const Value& data, const Value& idx) {
+  require_indices(node, idx.dtype);
+  const int64_t axis =
+      ops::normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(data.shape.size()), node);
+  const k::ElementsDesc d = elements_desc(node, data.shape, idx.shape, axis);
+  check_host_indices(node, idx, d.axis_len, axis);
+  return d;
+}
+
 class GatherElementsOp : public GpuOp {
  public:
   void run(RunContext& ctx, const std::vector<Value*>& in,
@@ -141,11 +166,7 @@ class GatherElementsOp : public GpuOp {
     const ir::Node& node = *ctx.node;
     Value& data = *in.at(0);
     Value& idx = *in.at(1);
-    require_indices(node, idx.dtype);
-    const int64_t axis = ops::normalize_axis(node.attr_int("axis", 0),
-                                             static_cast<int64_t>(data.shape.size()), node);
-    const k::ElementsDesc d = elements_desc(node, data.shape, idx.shape, axis);
-    check_host_indices(node, idx, d.axis_len, axis);
+    const k::ElementsDesc d = elements_of(node, data, idx);
     const size_t esz = index_element_size(node, data.dtype);
     const void* px = ctx.dev(data);
     const void* pi = ctx.dev(idx);
@@ -164,15 +185,11 @@ class ScatterElementsOp : public GpuOp {
     Value& data = *in.at(0);
     Value& idx = *in.at(1);
     Value& upd = *in.at(2);
-    require_indices(node, idx.dtype);
     TRT_CHECK_ARG(upd.shape == idx.shape && upd.dtype == data.dtype,
                   "{}: updates {} {} must have the indices' shape {} and the data's dtype {}",
                   node.describe(), dtype_name(upd.dtype), shape_str(upd.shape),
                   shape_str(idx.shape), dtype_name(data.dtype));
-    const int64_t axis = ops::normalize_axis(node.attr_int("axis", 0),
-                                             static_cast<int64_t>(data.shape.size()), node);
-    const k::ElementsDesc d = elements_desc(node, data.shape, idx.shape, axis);
-    check_host_indices(node, idx, d.axis_len, axis);
+    const k::ElementsDesc d = elements_of(node, data, idx);
     const size_t esz = index_element_size(node, data.dtype);
     const void* pi = ctx.dev(idx);
     const void* pu = ctx.dev(upd);
@@ -218,15 +235,7 @@ class GatherNdOp : public GpuOp {
       stride *= d.dims[c];
     }
     d.batch_elems = stride;
-    if (idx.host.defined()) {
-      const std::vector<int64_t> v = idx.host.to_int64_vector();
-      for (size_t p = 0; p < v.size(); ++p) {
-        const int64_t c = static_cast<int64_t>(p) % kk, size = d.dims[c];
-        TRT_CHECK_ARG(v[p] >= -size && v[p] < size,
-                      "{}: index {} is out of range for axis {} of size {}", node.describe(), v[p],
-                      b + c, size);
-      }
-    }
+    check_host_tuples(node, idx, d, b);
     Shape shape(idx.shape.begin(), idx.shape.end() - 1);
     shape.insert(shape.end(), data.shape.begin() + b + kk, data.shape.end());
     const size_t esz = index_element_size(node, data.dtype);
@@ -268,15 +277,7 @@ class ScatterNdOp : public GpuOp {
       stride *= d.dims[c];
     }
     d.per_batch = kk > 0 ? idx.numel() / kk : 0;
-    if (idx.host.defined()) {
-      const std::vector<int64_t> v = idx.host.to_int64_vector();
-      for (size_t p = 0; p < v.size(); ++p) {
-        const int64_t c = static_cast<int64_t>(p) % kk, size = d.dims[c];
-        TRT_CHECK_ARG(v[p] >= -size && v[p] < size,
-                      "{}: index {} is out of range for axis {} of size {}", node.describe(), v[p],
-                      c, size);
-      }
-    }
+    check_host_tuples(node, idx, d, 0);
     const size_t esz = index_element_size(node, data.dtype);
     const void* pi = ctx.dev(idx);
     const void* pu = ctx.dev(upd);

@@ -19,26 +19,7 @@ class RoiAlignOp : public GpuOp {
       TRT_CHECK(dt == DataType::kUndefined || float_type(dt), ErrorCode::kNotSupported,
                 "{}: {} input {} on the GPU", b.node.describe(), dtype_name(dt), i);
     }
-    const ir::Node& n = b.node;
-    a_.oh = n.attr_int("output_height", 1);
-    a_.ow = n.attr_int("output_width", 1);
-    a_.sampling = n.attr_int("sampling_ratio", 0);
-    a_.scale = n.attr_float("spatial_scale", 1.0f);
-    const std::string mode = n.attr_string("mode", "avg");
-    TRT_CHECK_ARG(mode == "avg" || mode == "max", "{}: mode '{}' (expected avg or max)",
-                  n.describe(), mode);
-    a_.max_mode = mode == "max";
-    const std::string ctm = b.opset >= 16
-                                ? n.attr_string("coordinate_transformation_mode", "half_pixel")
-                                : "output_half_pixel";
-    TRT_CHECK_ARG(ctm == "half_pixel" || ctm == "output_half_pixel",
-                  "{}: coordinate_transformation_mode '{}' (expected half_pixel or "
-                  "output_half_pixel)",
-                  n.describe(), ctm);
-    a_.half_pixel = ctm == "half_pixel";
-    TRT_CHECK_ARG(a_.oh >= 1 && a_.ow >= 1 && a_.sampling >= 0,
-                  "{}: output_height {}, output_width {} and sampling_ratio {} out of range",
-                  n.describe(), a_.oh, a_.ow, a_.sampling);
+    a_.attrs = ops::roi::parse_attrs(b.node, b.opset);
   }
   std::string kernel() const override { return "CUDA kernel (one thread per bin)"; }
   void run(RunContext& ctx, const std::vector<Value*>& in,
@@ -79,7 +60,7 @@ class RoiAlignOp : public GpuOp {
     a.rois_dt = rois.dtype;
     a.x = ctx.dev(x);
     a.rois = ctx.dev(rois);
-    a.y = ctx.make(*out.at(0), x.dtype, {a.r, a.c, a.oh, a.ow});
+    a.y = ctx.make(*out.at(0), x.dtype, {a.r, a.c, a.attrs.oh, a.attrs.ow});
     ctx.check(k::roi_align(a, ctx.stream), "RoiAlign");
   }
 

@@ -1,6 +1,6 @@
 // RoiAlign on the GPU (ops_roi_align.cpp): one thread per output value (region, channel, bin),
-// the CPU kernel's sampling grid, bilinear rule and max / avg modes (backends/cpu/
-// roi_align_kernel.cpp), computed in float32. A region whose batch index is outside [0, N) gets
+// ops/roi_align.h's sampling grid and bilinear rule (the CPU kernel's), max / avg modes, computed
+// in float32. A region whose batch index is outside [0, N) gets
 // zeros (the op checks host-known indices). Plain C++ declarations.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "ops/roi_align.h"
 #include "trtutils/dtype.h"
 
 namespace trtutils::cuda::k {
@@ -18,9 +19,8 @@ struct RoiAlignArgs {
   const int64_t* batch = nullptr;  // [R]
   void* y = nullptr;               // [R, C, oh, ow], dt
   DataType dt = DataType::kFloat32, rois_dt = DataType::kFloat32;  // float32 / float16 / bfloat16
-  int64_t n = 0, c = 0, h = 0, w = 0, r = 0, oh = 1, ow = 1, sampling = 0;
-  float scale = 1.0f;
-  bool half_pixel = false, max_mode = false;
+  int64_t n = 0, c = 0, h = 0, w = 0, r = 0;
+  ops::roi::Attrs attrs;  // oh, ow: the output's bins
 };
 cudaError_t roi_align(const RoiAlignArgs& a, cudaStream_t stream);
 
