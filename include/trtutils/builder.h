@@ -92,6 +92,9 @@ struct BuildConfig {
   // GPU engines: a layer without a GPU kernel runs on the CPU backend inside the engine (named
   // in a build warning, `cpu (fallback)` in inspect). no_fallback: such a model is refused.
   bool no_fallback = false;
+  // int8 (weakly typed) with no calibration source and no Q/DQ nodes in the model would build an
+  // engine with no INT8 layer: Error(kConfig) unless this is set (then a warning).
+  bool allow_float_fallback = false;
   // GPU engines: kernel switches recorded in the engine (NAME or TRTUTILS_CUDA_NAME -> value,
   // e.g. {"FUSION", "0"}, {"IGEMM", "force"}), on top of the TRTUTILS_CUDA_* variables set when
   // building; the engine then runs with exactly these wherever it is loaded (the environment at

@@ -60,6 +60,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("backend", &C::backend)
       .def_readwrite("target_sm", &C::target_sm)
       .def_readwrite("no_fallback", &C::no_fallback)
+      .def_readwrite("allow_float_fallback", &C::allow_float_fallback)
       .def_readwrite("gpu_switches", &C::gpu_switches)
       .def_readwrite("num_threads", &C::num_threads)
       .def_readwrite("progress", &C::progress);

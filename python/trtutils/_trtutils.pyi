@@ -251,6 +251,7 @@ class BuildConfig:
     backend: str
     target_sm: int
     no_fallback: bool
+    allow_float_fallback: bool
     gpu_switches: dict[str, str]
     num_threads: int
     progress: bool

@@ -95,6 +95,7 @@ json config_json(const BuildConfig& c) {
          {"workspace", c.workspace},
          {"optimization_level", c.optimization_level},
          {"no_fallback", c.no_fallback},
+         {"allow_float_fallback", c.allow_float_fallback},
          {"gpu_switches", c.gpu_switches}};
   if (c.data_batcher) {
     const auto& b = *c.data_batcher;
@@ -491,6 +492,26 @@ std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
   return (kCudnn.count(op) ? "cudnn." : kLt.count(op) ? "cublasLt." : "cuda.") + op;
 }
 
+// build --int8 of a float model with nothing to calibrate from would give an engine without one
+// INT8 layer (TensorRT only warns; users lose hours to it): an error unless allow_float_fallback.
+// A Q/DQ model (or allow_float_fallback) builds, with a warning.
+void require_int8_scales(const BuildConfig& c, bool explicit_qdq, BuildResult& result) {
+  const bool calibration =
+      !c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher.has_value();
+  if (!c.int8 || c.strongly_typed || calibration) return;
+  TRT_CHECK(explicit_qdq || c.allow_float_fallback, ErrorCode::kConfig,
+            "int8 is enabled but neither calibration_cache nor calibration data was given, and "
+            "the model has no Q/DQ nodes: no layer could run in INT8 and the engine would be all "
+            "float. Give calibration data (--calibration_data, --calibration_dir or "
+            "--calibration_cache), or quantize the model first (`trtutils quantize`, then `build "
+            "--strongly_typed`), or pass --allow_float_fallback (Python: "
+            "allow_float_fallback=True) to build it anyway.");
+  result.warnings.push_back(
+      "int8 is enabled but neither calibration_cache nor calibration data was given: layers "
+      "without Q/DQ scales cannot run in INT8 and stay in higher precision");
+  TRT_LOG_WARN("{}", result.warnings.back());
+}
+
 // GPU engines: the layers no GPU kernel runs (they run on the CPU backend inside the engine,
 // as TensorRT's builder and ONNX Runtime's CUDA provider fall back), warned about by name; with
 // no_fallback, an error listing them. A node with no kernel at all is refused either way.
@@ -663,6 +684,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   TRT_LOG_INFO("[2/6] resolving precision ({})",
                c.strongly_typed ? "strongly typed: from the graph" : "weakly typed");
   const bool explicit_qdq = quantize::has_qdq(g);
+  require_int8_scales(c, explicit_qdq, result);
   precision::LayerPrecisionPlan plan =
       precision::resolve_layer_constraints(c, g, original_nodes, result.warnings);
   json calib_info{{"source", "none"}};

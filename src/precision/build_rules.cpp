@@ -112,10 +112,6 @@ std::vector<std::string> validate_build_config(const BuildConfig& c, int target_
   if (!c.layer_precision.empty() && c.precision_constraints == "none")
     warnings.push_back(
         "layer_precision is ignored with precision_constraints=none; pass prefer or obey");
-  if (c.int8 && !c.strongly_typed && !calibration)
-    warnings.push_back(
-        "int8 is enabled but neither calibration_cache nor calibration data was given: layers "
-        "without Q/DQ scales cannot run in INT8 and stay in higher precision");
   for (const auto& w : warnings) TRT_LOG_WARN("{}", w);
   return warnings;
 }

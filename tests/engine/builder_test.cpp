@@ -20,6 +20,7 @@
 #include "trtutils/engine.h"
 #include "trtutils/file_util.h"
 #include "trtutils/npy.h"
+#include "trtutils/quantize.h"
 #include "trtutils/status.h"
 
 namespace trtutils {
@@ -134,11 +135,44 @@ TEST_F(BuilderTest, StronglyTypedRejectsLayerPrecision) {
 TEST_F(BuilderTest, BlackwellMixedInt8Fp8NeedsStrongTyping) {
   expect_config_error({.int8 = true, .fp8 = true, .target_sm = 100}, kBlackwellRule);
   expect_config_error({.int8 = true, .fp8 = true, .target_sm = 120}, kBlackwellRule);
-  // Hopper: allowed (int8 without calibration only warns).
+  // Hopper: allowed (int8 without calibration, with allow_float_fallback, only warns).
   const auto r =
-      build_engine(onnx_, path("hopper.engine"), {.int8 = true, .fp8 = true, .target_sm = 90});
+      build_engine(onnx_, path("hopper.engine"),
+                   {.int8 = true, .fp8 = true, .target_sm = 90, .allow_float_fallback = true});
   EXPECT_TRUE(fs::exists(path("hopper.engine")));
   EXPECT_FALSE(r.warnings.empty());
+}
+
+// --int8 on a float model with no calibration source would build an engine without one INT8
+// layer: refused (naming the ways out) unless allow_float_fallback; a model with Q/DQ nodes has
+// its scales and builds.
+constexpr const char* kNoScalesRule =
+    "int8 is enabled but neither calibration_cache nor calibration data was given, and the model "
+    "has no Q/DQ nodes";
+
+TEST_F(BuilderTest, Int8WithoutCalibrationNeedsAllowFloatFallback) {
+  expect_config_error({.int8 = true}, kNoScalesRule);
+  const auto r =
+      build_engine(onnx_, path("float.engine"), {.int8 = true, .allow_float_fallback = true});
+  EXPECT_TRUE(fs::exists(path("float.engine")));
+  EXPECT_FALSE(r.warnings.empty());
+  QuantizeOptions q;
+  q.onnx_path = onnx_;
+  q.output_path = path("qdq.onnx");
+  q.calibration_data = write_calibration(4);
+  q.num_threads = 1;
+  q.write_report = false;
+  (void)quantize_onnx(q);
+  (void)build_engine(path("qdq.onnx"), path("qdq.engine"), {.int8 = true});
+  EXPECT_TRUE(fs::exists(path("qdq.engine")));
+  const std::string base = std::string(TRTUTILS_CLI) + " build --onnx " + onnx_.string() +
+                           " --output " + path("cli.engine").string() + " --int8";
+  auto cli = test_util::run_command(base);
+  EXPECT_EQ(cli.code, 2) << cli.output;
+  EXPECT_NE(cli.output.find("--allow_float_fallback"), std::string::npos) << cli.output;
+  EXPECT_FALSE(fs::exists(path("cli.engine")));
+  cli = test_util::run_command(base + " --allow_float_fallback");
+  EXPECT_EQ(cli.code, 0) << cli.output;
 }
 
 TEST_F(BuilderTest, StronglyTypedFormatsWarnAndApplyOnlyTheFormat) {

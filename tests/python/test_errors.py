@@ -57,6 +57,18 @@ def test_seed_precision_text_exact(workdir: Path) -> None:
         build_engine("model.onnx", "model.engine", strongly_typed=True, fp16=True)
 
 
+def test_int8_without_calibration_needs_allow_float_fallback(workdir: Path, cli) -> None:
+    with pytest.raises(ValueError) as info:
+        build_engine("model.onnx", "model.engine", int8=True)
+    assert str(info.value).startswith("int8 is enabled but neither calibration_cache nor")
+    assert "allow_float_fallback=True" in str(info.value)
+    assert not Path("model.engine").exists()
+    r = cli("build", "--onnx", "model.onnx", "--output", "model.engine", "--int8")
+    assert r.returncode == 2 and r.stderr == f"error: {info.value}\n"
+    build_engine("model.onnx", "model.engine", int8=True, allow_float_fallback=True)
+    assert Path("model.engine").exists()
+
+
 def test_blackwell_int8_fp8_weakly_typed(workdir: Path, cli) -> None:
     with pytest.raises(ValueError) as info:
         build_engine("model.onnx", "model.engine", int8=True, fp8=True, target_sm=100)

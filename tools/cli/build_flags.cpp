@@ -164,6 +164,9 @@ void add_build_flags(CLI::App* sub, BuildFlags& f) {
   sub->add_flag("--no_fallback", f.config.no_fallback,
                 "GPU engines: refuse a model with a layer no GPU kernel runs, instead of running "
                 "that layer on the CPU");
+  sub->add_flag("--allow_float_fallback", f.config.allow_float_fallback,
+                "--int8 without calibration data on a model without Q/DQ nodes: build the (all "
+                "float) engine anyway instead of refusing");
   sub->add_option("--gpu_switch", f.gpu_switches,
                   "GPU engines: NAME=VALUE kernel switch recorded in the engine (e.g. FUSION=0, "
                   "IGEMM=force; repeatable; TRTUTILS_CUDA_* variables set at build time are "

@@ -119,6 +119,7 @@ def make_build_config(
     backend: str = "auto",
     target_sm: int | None = None,
     no_fallback: bool = False,
+    allow_float_fallback: bool = False,
     num_threads: int = 0,
     gpu_switches: Mapping[str, Any] | None = None,
 ) -> _trtutils.BuildConfig:
@@ -150,6 +151,7 @@ def make_build_config(
     c.backend = backend
     c.target_sm = _DEFAULTS["target_sm"] if target_sm is None else int(target_sm)
     c.no_fallback = bool(no_fallback)
+    c.allow_float_fallback = bool(allow_float_fallback)
     c.num_threads = int(num_threads)
     c.gpu_switches = {str(k): str(v) for k, v in (gpu_switches or {}).items()}
     return c
@@ -213,6 +215,7 @@ def build_engine(
     backend: str = "auto",
     target_sm: int | None = None,
     no_fallback: bool = False,
+    allow_float_fallback: bool = False,
     num_threads: int = 0,
     gpu_switches: Mapping[str, Any] | None = None,
 ) -> _trtutils.BuildResult:
@@ -234,7 +237,9 @@ def build_engine(
     and calibration_algorithm ("entropy" | "minmax"); precision_constraints ("none" | "prefer" |
     "obey"); min/opt/max_shapes (an optimization profile); tf32; backend ("auto" | "cpu" |
     "cuda" | "tensorrt"); target_sm (default: set_target_sm's, else this machine's GPU);
-    no_fallback (refuse layers without a GPU kernel); num_threads; gpu_switches ({"NAME":
+    no_fallback (refuse layers without a GPU kernel); allow_float_fallback (int8 without
+    calibration data on a model without Q/DQ nodes builds an all-float engine instead of raising);
+    num_threads; gpu_switches ({"NAME":
     "VALUE"}: the CUDA kernel switches recorded in a GPU engine, as `build --gpu_switch`).
 
     Raises ValueError (the seed's rules, e.g. "strongly_typed=True derives precision from the
@@ -253,7 +258,8 @@ def build_engine(
         shapes=shapes, min_shapes=min_shapes, opt_shapes=opt_shapes, max_shapes=max_shapes,
         workspace=workspace, optimization_level=optimization_level, timing_cache=timing_cache,
         cache=cache, verbose=verbose, backend=backend, target_sm=target_sm,
-        no_fallback=no_fallback, num_threads=num_threads, gpu_switches=gpu_switches,
+        no_fallback=no_fallback, allow_float_fallback=allow_float_fallback,
+        num_threads=num_threads, gpu_switches=gpu_switches,
     )  # fmt: skip
     if strongly_typed and (input_tensor_formats or output_tensor_formats):
         warnings.warn(
