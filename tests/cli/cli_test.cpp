@@ -84,6 +84,37 @@ TEST_F(CliTest, RandomInputWhenOmittedIsSeeded) {
             std::string(static_cast<const char*>(c.raw()), c.nbytes()));
 }
 
+// --shapes gives a dynamic input's random data its shape (run and benchmark); a wrong name, rank
+// or fixed dimension is refused naming the input.
+TEST_F(CliTest, ShapesSetTheRandomDataOfADynamicInput) {
+  const std::string onnx = (example_ / "tiny_cnn.onnx").string();
+  Result r =
+      run_cli("run --onnx " + onnx + " --shapes input:3x3x32x32 --output_dir " + dir_.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(npy_load(dir_ / "probabilities.npy").shape(), (Shape{3, 10}));
+  const fs::path json = dir_ / "b.json";
+  r = run_cli("benchmark --onnx " + onnx + " --shapes input:2x3x32x32 --iterations 2 --json " +
+              json.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("batch: 2"), std::string::npos) << r.output;
+  expect_clean_failure("run --onnx " + onnx + " --shapes images:1x3x32x32", "no input 'images'");
+  expect_clean_failure("run --onnx " + onnx + " --shapes input:1x3x32", "has rank 4");
+  expect_clean_failure("run --onnx " + onnx + " --shapes input:1x4x32x32", "is fixed at 3");
+}
+
+// benchmark --duration: the timed iterations go on until that much time has passed, and the
+// report and JSON count the iterations that ran.
+TEST_F(CliTest, BenchmarkDurationRunsAtLeastThatLong) {
+  const fs::path json = dir_ / "d.json";
+  const Result r = run_cli("benchmark --onnx " + (example_ / "tiny_cnn.onnx").string() +
+                           " --iterations 1 --duration 0.3 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string text = read_file(json);
+  const auto at = text.find("\"iterations\":");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_GT(std::stoi(text.substr(at + 13)), 1) << text;
+}
+
 TEST_F(CliTest, InfoPrintsPlatformFlags) {
   const Result r = run_cli("info");
   EXPECT_EQ(r.code, 0) << r.output;

@@ -111,6 +111,8 @@ const HostileCase kCases[] = {
     {"generate_threads_huge", kGenerate + "--threads 5000", "--threads"},
     {"benchmark_warmup_huge", "benchmark --onnx model.onnx --warmup 2000000000", "--warmup"},
     {"benchmark_iterations_zero", "benchmark --onnx model.onnx --iterations 0", "--iterations"},
+    {"benchmark_duration_nan", "benchmark --onnx model.onnx --duration nan", "--duration"},
+    {"benchmark_duration_negative", "benchmark --onnx model.onnx --duration -1", "--duration"},
     {"quantize_num_bins_huge", kQuantize + "calib.npy --num_bins 2000000000", "--num_bins"},
     {"quantize_percentile_zero", kQuantize + "calib.npy --percentile 0", "--percentile"},
     {"build_optimization_level", "build --onnx model.onnx --output m.engine --optimization_level 9",

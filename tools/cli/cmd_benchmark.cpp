@@ -34,7 +34,9 @@ struct BenchOptions {
   std::string engine;
   std::string backend = "auto";
   std::vector<std::string> inputs;
+  std::vector<std::string> shapes;
   int iterations = 10;
+  double duration = 0;  // seconds: the timed iterations go on at least this long
   int warmup = 2;
   int threads = 0;
   uint64_t seed = 0;
@@ -86,6 +88,8 @@ nlohmann::json print_profile(const std::vector<LayerTime>& layers_in) {
 void bench(const BenchOptions& o) {
   TRT_CHECK_ARG(o.iterations >= 1, "--iterations must be at least 1, got {}", o.iterations);
   TRT_CHECK_ARG(o.warmup >= 0, "--warmup_iterations must be at least 0, got {}", o.warmup);
+  TRT_CHECK_ARG(std::isfinite(o.duration) && o.duration >= 0,
+                "--duration must be a number of seconds >= 0, got {}", o.duration);
   TRT_CHECK_ARG(o.onnx.empty() != o.engine.empty(), "give exactly one of --engine and --onnx");
   for (const auto& [flag, path] : {std::pair{"--json", o.json}, std::pair{"--plot", o.plot}})
     check_output_is_not_an_input(flag, path, o.engine.empty() ? "--onnx" : "--engine",
@@ -104,7 +108,7 @@ void bench(const BenchOptions& o) {
                                             .cuda_graph = o.cuda_graph,
                                             .no_data_transfers = o.no_data_transfers,
                                             .timing_cache = o.timing_cache});
-    feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
+    feeds = make_feeds(with_shapes(engine_inputs(*engine), o.shapes), o.inputs, o.seed);
     // GPU: the feeds in page-locked memory, as trtexec's host buffers are.
     for (auto& [name, t] : feeds) {
       Tensor pinned = allocate_host_tensor(t.dtype(), t.shape());
@@ -125,7 +129,7 @@ void bench(const BenchOptions& o) {
   } else {
     session = std::make_unique<OnnxSession>(
         o.onnx, OnnxSessionOptions{.num_threads = o.threads, .profile = o.profile});
-    feeds = make_feeds(session->inputs(), o.inputs, o.seed);
+    feeds = make_feeds(with_shapes(session->inputs(), o.shapes), o.inputs, o.seed);
     run_once = [&] { session->run(feeds); };
     layer_times = [&] {
       std::vector<LayerTime> v;
@@ -140,7 +144,11 @@ void bench(const BenchOptions& o) {
   const std::vector<LayerTime> warm = o.profile ? layer_times() : std::vector<LayerTime>{};
   std::vector<double> ms, h2d, compute, d2h;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iterations; ++i) {
+  const auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  // --iterations, and on until --duration has passed (trtexec's rule).
+  for (int i = 0; i < o.iterations || (elapsed_s() < o.duration && i < kMaxIterations); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     run_once();
     ms.push_back(
@@ -156,10 +164,11 @@ void bench(const BenchOptions& o) {
   for (double v : ms) mean += v;
   mean /= static_cast<double>(ms.size());
   const double median = percentile(ms, 50);
-  const double qps = static_cast<double>(o.iterations) / wall_s;
+  const int iterations = static_cast<int>(ms.size());
+  const double qps = static_cast<double>(iterations) / wall_s;
   fmt::print("model: {}\n", what);
   fmt::print("backend: {}, threads: {}, iterations: {}, warmup iterations: {}, batch: {}\n",
-             backend, o.threads > 0 ? std::to_string(o.threads) : "all", o.iterations, o.warmup,
+             backend, o.threads > 0 ? std::to_string(o.threads) : "all", iterations, o.warmup,
              batch);
   fmt::print("throughput: {:.2f} qps ({:.2f} samples/s)\n", qps, qps * static_cast<double>(batch));
   fmt::print(
@@ -194,7 +203,7 @@ void bench(const BenchOptions& o) {
   if (o.profile) {
     std::vector<LayerTime> now = layer_times();
     for (size_t i = 0; i < now.size(); ++i)
-      now[i].ms = (now[i].ms - (i < warm.size() ? warm[i].ms : 0.0)) / o.iterations;
+      now[i].ms = (now[i].ms - (i < warm.size() ? warm[i].ms : 0.0)) / iterations;
     layers_json = print_profile(now);
   }
   if (!o.plot.empty()) {
@@ -206,7 +215,7 @@ void bench(const BenchOptions& o) {
                         {"backend", backend},
                         {"threads", o.threads},
                         {"batch", batch},
-                        {"iterations", o.iterations},
+                        {"iterations", iterations},
                         {"warmup_iterations", o.warmup},
                         {"throughput_qps", qps},
                         {"throughput_samples_per_s", qps * static_cast<double>(batch)},
@@ -245,6 +254,12 @@ void add_benchmark_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--input", o->inputs, "NAME=FILE.npy (default: random data)");
   add_ranged(sub, "--iterations", o->iterations, "timed iterations", 1, kMaxIterations);
+  sub->add_option("--duration", o->duration,
+                  "seconds: go on with timed iterations until this much time has passed (at "
+                  "least --iterations)")
+      ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--shapes", o->shapes,
+                  "NAME:1x3x224x224: the shape of a dynamic input's random data (repeatable)");
   add_ranged(sub, "--warmup_iterations,--warmup", o->warmup, "untimed warm-up iterations", 0,
              kMaxWarmup);
   add_threads_flag(sub, o->threads, "CPU threads");

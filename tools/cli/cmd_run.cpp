@@ -30,6 +30,7 @@ struct RunOptions {
   std::string engine;
   std::string backend = "auto";
   std::vector<std::string> inputs;
+  std::vector<std::string> shapes;
   std::string output_dir = ".";
   uint64_t seed = 0;
   int threads = 0;
@@ -74,7 +75,7 @@ void run(const RunOptions& o) {
     std::vector<std::string> names;
     for (const auto& out : engine->outputs()) names.push_back(out.name);
     const auto paths = output_paths(o, names);
-    auto feeds = make_feeds(engine_inputs(*engine), o.inputs, o.seed);
+    auto feeds = make_feeds(with_shapes(engine_inputs(*engine), o.shapes), o.inputs, o.seed);
     const auto t0 = std::chrono::steady_clock::now();
     auto outputs = ctx->execute(feeds);
     const double ms =
@@ -91,7 +92,7 @@ void run(const RunOptions& o) {
   std::vector<std::string> names;
   for (const auto& out : session.outputs()) names.push_back(out.name);
   const auto paths = output_paths(o, names);
-  auto feeds = make_feeds(session.inputs(), o.inputs, o.seed);
+  auto feeds = make_feeds(with_shapes(session.inputs(), o.shapes), o.inputs, o.seed);
   const auto t0 = std::chrono::steady_clock::now();
   auto outputs = session.run(feeds);
   const double ms =
@@ -115,6 +116,8 @@ void add_run_command(CLI::App& app) {
   sub->add_option("--backend", o->backend, "engine runtime: auto, cpu, cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  sub->add_option("--shapes", o->shapes,
+                  "NAME:1x3x224x224: the shape of a dynamic input's random data (repeatable)");
   sub->add_option("--input", o->inputs,
                   "NAME=FILE.npy for each input (one input may be left out: it gets random data)");
   sub->add_option("--output_dir", o->output_dir, "folder for <output name>.npy files")

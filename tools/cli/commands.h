@@ -45,6 +45,10 @@ namespace cli {
 // [0, 10)); its symbolic dims are set to 1.
 std::map<std::string, Tensor> make_feeds(const std::vector<ModelTensorInfo>& inputs,
                                          const std::vector<std::string>& specs, uint64_t seed);
+// --shapes NAME:DIMS specs applied to the inputs (the shape of a dynamic input's random data);
+// Error(kInvalidArgument) for an unknown name, a rank or a static dimension that differs.
+std::vector<ModelTensorInfo> with_shapes(std::vector<ModelTensorInfo> inputs,
+                                         const std::vector<std::string>& specs);
 // Seeded random data for one input (as make_feeds makes it); its symbolic dims are set to 1.
 Tensor random_input(const ModelTensorInfo& input, uint64_t seed);
 // Refuses (before any work) an output path that is the model or one of the --input files.

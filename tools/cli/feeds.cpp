@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 #include <random>
 
@@ -78,6 +79,32 @@ Tensor random_tensor(const ModelTensorInfo& v, std::mt19937_64& rng) {
 Tensor random_input(const ModelTensorInfo& input, uint64_t seed) {
   std::mt19937_64 rng(seed);
   return random_tensor(input, rng);
+}
+
+std::vector<ModelTensorInfo> with_shapes(std::vector<ModelTensorInfo> inputs,
+                                         const std::vector<std::string>& specs) {
+  for (const auto& spec : specs) {
+    const auto [name, shape] = parse_shape_spec(spec, "--shapes");
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&](const ModelTensorInfo& v) { return v.name == name; });
+    std::string names;
+    for (const auto& v : inputs) names += (names.empty() ? "" : ", ") + v.name;
+    TRT_CHECK_ARG(it != inputs.end(), "--shapes '{}': the model has no input '{}' (inputs: {})",
+                  spec, name, names);
+    if (it->shape) {
+      TRT_CHECK_ARG(it->shape->size() == shape.size(),
+                    "--shapes '{}': input '{}' has rank {}, the shape has {} dimensions", spec,
+                    name, it->shape->size(), shape.size());
+      for (size_t d = 0; d < shape.size(); ++d)
+        TRT_CHECK_ARG(!(*it->shape)[d].is_static() || (*it->shape)[d].value == shape[d],
+                      "--shapes '{}': dimension {} of input '{}' is fixed at {}", spec, d, name,
+                      (*it->shape)[d].value);
+    }
+    std::vector<ModelDim> dims;
+    for (int64_t d : shape) dims.push_back({.value = d});
+    it->shape = dims;
+  }
+  return inputs;
 }
 
 std::vector<ModelTensorInfo> engine_inputs(const Engine& engine) {
