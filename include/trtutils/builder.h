@@ -124,6 +124,10 @@ struct BuildResult {
 BuildResult build_engine(const std::filesystem::path& onnx, const std::filesystem::path& output,
                          const BuildConfig& config = {});
 
+// Whether the configuration names a calibration source (calibration_cache, calibration_data or
+// data_batcher).
+bool has_calibration(const BuildConfig& config);
+
 // The seed's rules alone (no model needed), for tools: throws Error(kConfig); returns the
 // warnings. target_sm as in BuildConfig after resolution.
 std::vector<std::string> validate_build_config(const BuildConfig& config, int target_sm);

@@ -496,9 +496,7 @@ std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
 // INT8 layer (TensorRT only warns; users lose hours to it): an error unless allow_float_fallback.
 // A Q/DQ model (or allow_float_fallback) builds, with a warning.
 void require_int8_scales(const BuildConfig& c, bool explicit_qdq, BuildResult& result) {
-  const bool calibration =
-      !c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher.has_value();
-  if (!c.int8 || c.strongly_typed || calibration) return;
+  if (!c.int8 || c.strongly_typed || has_calibration(c)) return;
   TRT_CHECK(explicit_qdq || c.allow_float_fallback, ErrorCode::kConfig,
             "int8 is enabled but neither calibration_cache nor calibration data was given, and "
             "the model has no Q/DQ nodes: no layer could run in INT8 and the engine would be all "
@@ -689,8 +687,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
       precision::resolve_layer_constraints(c, g, original_nodes, result.warnings);
   json calib_info{{"source", "none"}};
   const bool want_quant = !c.strongly_typed && (c.int8 || c.fp8) && !explicit_qdq;
-  if (!c.strongly_typed && explicit_qdq && (c.int8 || c.fp8) &&
-      (!c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher)) {
+  if (!c.strongly_typed && explicit_qdq && (c.int8 || c.fp8) && has_calibration(c)) {
     result.warnings.push_back(
         "the model already has Q/DQ nodes: its scales are used and the calibration arguments "
         "are ignored");

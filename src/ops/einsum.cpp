@@ -43,6 +43,21 @@ std::string expand(const ir::Node& node, const std::string& term, size_t rank, s
 
 }  // namespace
 
+std::map<char, int64_t> letter_sizes(const ir::Node& node, const Equation& e,
+                                     const std::vector<Shape>& shapes) {
+  std::map<char, int64_t> size;
+  for (size_t i = 0; i < e.inputs.size(); ++i)
+    for (size_t d = 0; d < e.inputs[i].size(); ++d) {
+      const int64_t n = shapes[i][d];
+      auto [it, fresh] = size.emplace(e.inputs[i][d], n);
+      if (fresh || it->second == n || n == 1) continue;
+      TRT_CHECK_ARG(it->second == 1, "{}: letter '{}' has sizes {} and {}", node.describe(),
+                    e.inputs[i][d], it->second, n);
+      it->second = n;
+    }
+  return size;
+}
+
 Equation parse(const ir::Node& node, const std::vector<size_t>& ranks) {
   const std::string eq = strip_spaces(node.attr_string("equation", ""));
   TRT_CHECK_ARG(!eq.empty(), "{}: the equation attribute is missing", node.describe());

@@ -3,6 +3,7 @@
 // (explicit after "->", else the letters used once, in alphabetical order, after the ellipsis).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,10 @@ struct Equation {
 // to the right, numpy-style). Throws Error(kInvalidArgument) naming the node for a malformed
 // equation or a rank that does not fit it.
 Equation parse(const ir::Node& node, const std::vector<size_t>& ranks);
+
+// Each letter's size over the operands' shapes (a size-1 dimension broadcasts to the others);
+// Error(kInvalidArgument) naming the node when two sizes disagree.
+std::map<char, int64_t> letter_sizes(const ir::Node& node, const Equation& e,
+                                     const std::vector<Shape>& shapes);
 
 }  // namespace trtutils::ops::einsum

@@ -119,6 +119,20 @@ size_t conv_channels_last(ir::Graph& g) {
     last_of[v] = out;
     return out;
   };
+  // n (a convolution or MaxPool reading channels-last) writes a channels-last twin of its
+  // output Y (shape ys); Y itself, for readers that need NCHW, comes from a Transpose that
+  // dead-code elimination drops when nobody reads it.
+  auto emit_channels_last = [&](ir::Node n, const ir::SymShape& ys) {
+    const std::string y = n.outputs[0];
+    const std::string y_last = fresh(y + "_nhwc");
+    n.outputs[0] = y_last;
+    n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
+    g.value_info[y_last] =
+        ir::ValueInfo{y_last, DataType::kFloat32, permuted(ys, to_last_perm(ys.size())), {}};
+    last_of[y] = y_last;
+    nodes.push_back(std::move(n));
+    nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
+  };
   for (ir::Node& n : g.nodes) {
     // Twins that already exist (the int8 QConv chains' Transposes, qdq_channels_last).
     if (n.op_type == "Transpose" && is_default_domain(n) && n.inputs.size() == 1 &&
@@ -135,15 +149,7 @@ size_t conv_channels_last(ir::Graph& g) {
       const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
       n.inputs[0] = last_of.at(n.inputs[0]);
       n.outputs.resize(1);
-      const std::string y = n.outputs[0];
-      const std::string y_last = fresh(y + "_nhwc");
-      n.outputs[0] = y_last;
-      n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
-      g.value_info[y_last] =
-          ir::ValueInfo{y_last, DataType::kFloat32, permuted(ys, to_last_perm(ys.size())), {}};
-      last_of[y] = y_last;
-      nodes.push_back(std::move(n));
-      nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
+      emit_channels_last(std::move(n), ys);
       continue;
     }
     if (!candidate(g, n)) {
@@ -159,16 +165,7 @@ size_t conv_channels_last(ir::Graph& g) {
     n.inputs[0] = last(n.inputs[0], xs);
     if (n.inputs.size() > 3 && !n.inputs[3].empty())
       n.inputs[3] = last(n.inputs[3], *static_or_named(g, n.inputs[3]));
-    const std::string y = n.outputs[0];
-    const std::string y_last = fresh(y + "_nhwc");
-    n.outputs[0] = y_last;
-    n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
-    g.value_info[y_last] =
-        ir::ValueInfo{y_last, DataType::kFloat32, permuted(ys, to_last_perm(ys.size())), {}};
-    last_of[y] = y_last;
-    nodes.push_back(std::move(n));
-    // Y for readers that need NCHW; dead-code elimination drops it when nobody does.
-    nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
+    emit_channels_last(std::move(n), ys);
     ++converted;
   }
   g.nodes = std::move(nodes);

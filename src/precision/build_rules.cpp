@@ -50,10 +50,13 @@ TensorFormat parse_tensor_format(const std::string& text) {
   return f;
 }
 
+bool has_calibration(const BuildConfig& c) {
+  return !c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher.has_value();
+}
+
 std::vector<std::string> validate_build_config(const BuildConfig& c, int target_sm) {
   std::vector<std::string> warnings;
-  const bool calibration =
-      !c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher.has_value();
+  const bool calibration = has_calibration(c);
   if (c.strongly_typed) {
     if (c.fp16 || c.int8 || c.fp8)
       TRT_THROW(ErrorCode::kConfig,

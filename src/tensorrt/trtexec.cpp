@@ -255,8 +255,7 @@ TrtexecCommand trtexec_args(const fs::path& onnx, const fs::path& output,
     cmd.warnings.push_back(std::move(w));
   };
   const bool v11 = v.major >= 11;
-  const bool calibration =
-      !c.calibration_cache.empty() || !c.calibration_data.empty() || c.data_batcher.has_value();
+  const bool calibration = builder::has_calibration(c);
   a.push_back("--onnx=" + onnx.string());
   a.push_back("--saveEngine=" + output.string());
 

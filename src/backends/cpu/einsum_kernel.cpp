@@ -19,21 +19,14 @@ void einsum_kernel(KernelContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) ranks.push_back(ctx.input(i).rank());
   const ops::einsum::Equation e = ops::einsum::parse(node, ranks);
   const DataType dt = ctx.input(0).dtype();
-  // Letter sizes (size-1 dimensions broadcast).
-  std::map<char, int64_t> size;
+  std::vector<Shape> shapes;
   for (size_t i = 0; i < e.inputs.size(); ++i) {
     const Tensor& t = ctx.input(i);
     TRT_CHECK_ARG(t.dtype() == dt, "{}: operands of different dtypes ({} and {})", node.describe(),
                   dtype_name(dt), dtype_name(t.dtype()));
-    for (size_t d = 0; d < e.inputs[i].size(); ++d) {
-      const int64_t n = t.dim(static_cast<int64_t>(d));
-      auto [it, fresh] = size.emplace(e.inputs[i][d], n);
-      if (fresh || it->second == n || n == 1) continue;
-      TRT_CHECK_ARG(it->second == 1, "{}: letter '{}' has sizes {} and {}", node.describe(),
-                    e.inputs[i][d], it->second, n);
-      it->second = n;
-    }
+    shapes.push_back(t.shape());
   }
+  const std::map<char, int64_t> size = ops::einsum::letter_sizes(node, e, shapes);
   // Loop order: output letters, then the summed ones.
   std::string letters = e.output;
   for (const auto& [c, n] : size)

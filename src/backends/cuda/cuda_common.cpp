@@ -187,6 +187,14 @@ DataType OpBuild::input_dtype(size_t i) const {
   return vi ? vi->dtype : DataType::kUndefined;
 }
 
+size_t element_size(const ir::Node& node, DataType dt) {
+  const int bits = dtype_bits(dt);
+  TRT_CHECK(bits >= 8 && bits % 8 == 0 && bits <= 64, ErrorCode::kNotSupported,
+            "{}: dtype {} is not supported by the CUDA data-movement kernels", node.describe(),
+            dtype_name(dt));
+  return static_cast<size_t>(bits / 8);
+}
+
 void require_float(const ir::Node& node, DataType dt, const char* what) {
   TRT_CHECK(dt == DataType::kFloat32 || dt == DataType::kFloat16 || dt == DataType::kBFloat16,
             ErrorCode::kNotSupported,

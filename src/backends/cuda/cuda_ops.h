@@ -276,6 +276,9 @@ AltMode alt_mode(const char* name);
 // ------------------------------------------------------------------------------- Throws
 // Error(kNotSupported) naming the node unless dt is float32/float16/bfloat16.
 void require_float(const ir::Node& node, DataType dt, const char* what);
+// The byte size of a data-movement kernel's element (1, 2, 4 or 8); Error(kNotSupported) naming
+// the node for sub-byte and other dtypes.
+size_t element_size(const ir::Node& node, DataType dt);
 // numel must fit the kernels' 32-bit coordinates.
 void require_indexable(const ir::Node& node, int64_t numel);
 // Median of 3 timed runs of f on ctx.stream (after one warm-up run), in ms.

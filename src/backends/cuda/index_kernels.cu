@@ -356,45 +356,51 @@ size_t scan_temp_bytes(int64_t numel) {
 size_t align256(size_t b) {
   return (b + 255) / 256 * 256;
 }
+
+// Scratch layout: flags, positions (numel int32 each), the count, cub's temporary storage.
+struct NonZeroScratch {
+  int32_t *flags, *pos, *count;
+  void* temp;
+  size_t temp_bytes;
+};
+NonZeroScratch nonzero_scratch(void* scratch, int64_t numel) {
+  auto* b = static_cast<uint8_t*>(scratch);
+  const size_t fbytes = align256(static_cast<size_t>(numel) * 4);
+  return {reinterpret_cast<int32_t*>(b), reinterpret_cast<int32_t*>(b + fbytes),
+          reinterpret_cast<int32_t*>(b + 2 * fbytes), b + 2 * fbytes + 256, scan_temp_bytes(numel)};
+}
 }  // namespace
 
 size_t nonzero_scratch_bytes(int64_t numel) {
-  const size_t flags = align256(static_cast<size_t>(numel) * 4);
-  return 2 * flags + align256(scan_temp_bytes(numel));
+  return 2 * align256(static_cast<size_t>(numel) * 4) + 256 + align256(scan_temp_bytes(numel));
 }
 
-cudaError_t nonzero_count(const void* x, const NonZeroDesc& d, void* scratch, int32_t* count_dev,
-                          cudaStream_t stream) {
-  auto* flags = static_cast<int32_t*>(scratch);
-  const size_t fbytes = align256(static_cast<size_t>(d.numel) * 4);
-  auto* pos = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(scratch) + fbytes);
-  void* temp = static_cast<uint8_t*>(scratch) + 2 * fbytes;
+cudaError_t nonzero_count(const void* x, const NonZeroDesc& d, void* scratch,
+                          const int32_t** count_dev, cudaStream_t stream) {
+  NonZeroScratch s = nonzero_scratch(scratch, d.numel);
+  *count_dev = s.count;
   if (d.numel > 0) {
     const bool ok = dispatch_size(d.esz, [&](auto tag) {
       using U = decltype(tag);
       const U all = static_cast<U>(~U{0});
       const U mask = d.sign_mask ? static_cast<U>(all >> 1) : all;
       nonzero_flags_kernel<U><<<blocks_for(d.numel), kThreads, 0, stream>>>(
-          static_cast<const U*>(x), mask, flags, d.numel);
+          static_cast<const U*>(x), mask, s.flags, d.numel);
     });
     if (!ok) return cudaErrorNotSupported;
-    size_t temp_bytes = scan_temp_bytes(d.numel);
-    const cudaError_t e = cub::DeviceScan::ExclusiveSum(temp, temp_bytes, flags, pos,
+    const cudaError_t e = cub::DeviceScan::ExclusiveSum(s.temp, s.temp_bytes, s.flags, s.pos,
                                                         static_cast<int>(d.numel), stream);
     if (e != cudaSuccess) return e;
   }
-  nonzero_total_kernel<<<1, 1, 0, stream>>>(flags, pos, d.numel, count_dev);
+  nonzero_total_kernel<<<1, 1, 0, stream>>>(s.flags, s.pos, d.numel, s.count);
   return cudaGetLastError();
 }
 
-cudaError_t nonzero_coords(const void* x, const NonZeroDesc& d, const void* scratch, int64_t count,
-                           int64_t* y, cudaStream_t stream) {
-  (void)x;
+cudaError_t nonzero_coords(const NonZeroDesc& d, const void* scratch, int64_t count, int64_t* y,
+                           cudaStream_t stream) {
   if (count <= 0 || d.numel <= 0) return cudaSuccess;
-  const auto* flags = static_cast<const int32_t*>(scratch);
-  const size_t fbytes = align256(static_cast<size_t>(d.numel) * 4);
-  const auto* pos = reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(scratch) + fbytes);
-  nonzero_coords_kernel<<<blocks_for(d.numel), kThreads, 0, stream>>>(d, flags, pos, count, y);
+  const NonZeroScratch s = nonzero_scratch(const_cast<void*>(scratch), d.numel);
+  nonzero_coords_kernel<<<blocks_for(d.numel), kThreads, 0, stream>>>(d, s.flags, s.pos, count, y);
   return cudaGetLastError();
 }
 

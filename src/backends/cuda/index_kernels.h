@@ -61,10 +61,11 @@ cudaError_t gather_nd(size_t esz, const void* data, const void* idx, bool idx64,
 cudaError_t scatter_nd(DataType dt, size_t esz, const void* idx, bool idx64, const void* updates,
                        void* y, const NdDesc& d, ScatterReduce r, cudaStream_t stream);
 
-// NonZero, in two steps: nonzero_count writes flags and positions into scratch (bytes from
-// nonzero_scratch_bytes) and the count into *count_dev; nonzero_coords then writes y [rank,
-// count] (int64, row-major order of the elements). An element is nonzero when its bits other
-// than the sign bit are (floats: sign_mask set; -0 is zero, NaN is not) or any bit (integers).
+// NonZero, in two steps: nonzero_count writes flags, positions and the count into scratch
+// (bytes from nonzero_scratch_bytes) and points *count_dev at the count (an int32 on the
+// device); nonzero_coords then writes y [rank, count] (int64, row-major order of the elements). An
+// element is nonzero when its bits other than the sign bit are (floats: sign_mask set; -0 is zero,
+// NaN is not) or any bit (integers).
 struct NonZeroDesc {
   int rank = 0;
   int64_t dims[kIndexMaxRank] = {};
@@ -73,10 +74,10 @@ struct NonZeroDesc {
   bool sign_mask = false;
 };
 size_t nonzero_scratch_bytes(int64_t numel);
-cudaError_t nonzero_count(const void* x, const NonZeroDesc& d, void* scratch, int32_t* count_dev,
-                          cudaStream_t stream);
-cudaError_t nonzero_coords(const void* x, const NonZeroDesc& d, const void* scratch, int64_t count,
-                           int64_t* y, cudaStream_t stream);
+cudaError_t nonzero_count(const void* x, const NonZeroDesc& d, void* scratch,
+                          const int32_t** count_dev, cudaStream_t stream);
+cudaError_t nonzero_coords(const NonZeroDesc& d, const void* scratch, int64_t count, int64_t* y,
+                           cudaStream_t stream);
 
 // CumSum of x [outer, n, inner] along n (exclusive / reverse as ONNX defines them).
 struct CumSumArgs {

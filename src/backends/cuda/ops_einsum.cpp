@@ -8,6 +8,7 @@
 // one operand, three or more operands, non-float dtypes.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "backends/cuda/cuda_ops.h"
 #include "ops/einsum.h"
@@ -108,32 +109,27 @@ class EinsumOp : public GpuOp {
         ranks.push_back(vi->shape->size());
       }
     }
-    if (ranks.size() == b.node.inputs.size())
-      (void)classify(b.node, ops::einsum::parse(b.node, ranks));
+    if (ranks.size() == b.node.inputs.size()) (void)parsed(b.node, ranks);
   }
   std::string kernel() const override { return "cuBLASLt (batched product) + strided copies"; }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
     std::vector<size_t> ranks;
-    for (const Value* v : in) ranks.push_back(v->shape.size());
-    const ops::einsum::Equation e = ops::einsum::parse(node, ranks);
-    const Classes c = classify(node, e);
+    std::vector<Shape> shapes;
+    for (const Value* v : in) {
+      ranks.push_back(v->shape.size());
+      shapes.push_back(v->shape);
+    }
+    const Parsed& p = parsed(node, ranks);
+    const ops::einsum::Equation& e = p.e;
+    const Classes& c = p.c;
     const DataType dt = in.at(0)->dtype;
     require_float(node, dt, "operand");
-    std::map<char, int64_t> size;
-    for (size_t i = 0; i < in.size(); ++i) {
-      TRT_CHECK_ARG(in[i]->dtype == dt, "{}: operands of different dtypes ({} and {})",
-                    node.describe(), dtype_name(dt), dtype_name(in[i]->dtype));
-      for (size_t d = 0; d < e.inputs[i].size(); ++d) {
-        const int64_t n = in[i]->shape[d];
-        auto [it, fresh] = size.emplace(e.inputs[i][d], n);
-        if (fresh || it->second == n || n == 1) continue;
-        TRT_CHECK_ARG(it->second == 1, "{}: letter '{}' has sizes {} and {}", node.describe(),
-                      e.inputs[i][d], it->second, n);
-        it->second = n;
-      }
-    }
+    for (const Value* v : in)
+      TRT_CHECK_ARG(v->dtype == dt, "{}: operands of different dtypes ({} and {})", node.describe(),
+                    dtype_name(dt), dtype_name(v->dtype));
+    const std::map<char, int64_t> size = ops::einsum::letter_sizes(node, e, shapes);
     Shape out_shape;
     for (char x : e.output) out_shape.push_back(size.at(x));
     const size_t esz = static_cast<size_t>(dtype_bits(dt) / 8);
@@ -169,6 +165,21 @@ class EinsumOp : public GpuOp {
   }
 
  private:
+  // The equation for operands of these ranks, and its letter classes: parsed once per ranks
+  // (Error(kNotSupported) for forms that are not one product).
+  struct Parsed {
+    std::vector<size_t> ranks;
+    ops::einsum::Equation e;
+    Classes c;
+  };
+  const Parsed& parsed(const ir::Node& node, const std::vector<size_t>& ranks) {
+    if (!parsed_ || parsed_->ranks != ranks) {
+      ops::einsum::Equation e = ops::einsum::parse(node, ranks);
+      Classes c = classify(node, e);
+      parsed_ = Parsed{ranks, std::move(e), std::move(c)};
+    }
+    return *parsed_;
+  }
   // v's device data in `order` (a copy unless it is already that layout).
   const void* operand(RunContext& ctx, Value& v, const std::string& term, const std::string& order,
                       const std::map<char, int64_t>& size, size_t esz, std::shared_ptr<void>& tmp) {
@@ -181,6 +192,7 @@ class EinsumOp : public GpuOp {
     return tmp.get();
   }
   LtMatmul lt_;
+  std::optional<Parsed> parsed_;
 };
 
 }  // namespace

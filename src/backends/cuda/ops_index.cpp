@@ -19,14 +19,6 @@ bool typed_index_dtype(DataType dt) {
          dt == DataType::kInt32 || dt == DataType::kInt64;
 }
 
-size_t index_element_size(const ir::Node& node, DataType dt) {
-  const int bits = dtype_bits(dt);
-  TRT_CHECK(bits >= 8 && bits % 8 == 0 && bits <= 64, ErrorCode::kNotSupported,
-            "{}: dtype {} is not supported by the CUDA index kernels", node.describe(),
-            dtype_name(dt));
-  return static_cast<size_t>(bits / 8);
-}
-
 void require_indices(const ir::Node& node, DataType dt) {
   TRT_CHECK_ARG(dt == DataType::kInt32 || dt == DataType::kInt64,
                 "{}: indices must be int32 or int64, got {}", node.describe(), dtype_name(dt));
@@ -64,6 +56,24 @@ void check_host_indices(const ir::Node& node, const Value& idx, int64_t size, in
   for (int64_t i : idx.host.to_int64_vector())
     TRT_CHECK_ARG(i >= -size && i < size, "{}: index {} is out of range for axis {} of size {}",
                   node.describe(), i, axis, size);
+}
+
+// GatherND's / ScatterND's addressing: index tuples of k coordinates into the axes first_axis ..
+// first_axis + k - 1 of data, each addressing a slice of the axes after them (batches and
+// per_batch left to the caller).
+k::NdDesc nd_desc(const ir::Node& node, const Shape& data, int64_t first_axis, int64_t kk) {
+  require_rank(node, data.size());
+  k::NdDesc d;
+  d.k = static_cast<int>(kk);
+  for (size_t a = static_cast<size_t>(first_axis + kk); a < data.size(); ++a) d.slice *= data[a];
+  int64_t stride = d.slice;
+  for (int64_t c = kk - 1; c >= 0; --c) {
+    d.dims[c] = data[static_cast<size_t>(first_axis + c)];
+    d.strides[c] = stride;
+    stride *= d.dims[c];
+  }
+  d.batch_elems = stride;
+  return d;
 }
 
 // Host-known index tuples of GatherND / ScatterND checked (coordinate c addresses axis
@@ -167,7 +177,7 @@ class GatherElementsOp : public GpuOp {
     Value& data = *in.at(0);
     Value& idx = *in.at(1);
     const k::ElementsDesc d = elements_of(node, data, idx);
-    const size_t esz = index_element_size(node, data.dtype);
+    const size_t esz = element_size(node, data.dtype);
     const void* px = ctx.dev(data);
     const void* pi = ctx.dev(idx);
     void* py = ctx.make(*out.at(0), data.dtype, idx.shape);
@@ -190,7 +200,7 @@ class ScatterElementsOp : public GpuOp {
                   node.describe(), dtype_name(upd.dtype), shape_str(upd.shape),
                   shape_str(idx.shape), dtype_name(data.dtype));
     const k::ElementsDesc d = elements_of(node, data, idx);
-    const size_t esz = index_element_size(node, data.dtype);
+    const size_t esz = element_size(node, data.dtype);
     const void* pi = ctx.dev(idx);
     const void* pu = ctx.dev(upd);
     void* py = copy_of(ctx, data, *out.at(0));
@@ -222,23 +232,13 @@ class GatherNdOp : public GpuOp {
       TRT_CHECK_ARG(data.shape[d] == idx.shape[d],
                     "{}: batch dimension {} differs: data {}, indices {}", node.describe(), d,
                     shape_str(data.shape), shape_str(idx.shape));
-    require_rank(node, static_cast<size_t>(r));
-    k::NdDesc d;
-    d.k = static_cast<int>(kk);
+    k::NdDesc d = nd_desc(node, data.shape, b, kk);
     for (int64_t a = 0; a < b; ++a) d.batches *= data.shape[a];
-    for (int64_t a = b + kk; a < r; ++a) d.slice *= data.shape[a];
     for (int64_t a = b; a < q - 1; ++a) d.per_batch *= idx.shape[a];
-    int64_t stride = d.slice;
-    for (int64_t c = kk - 1; c >= 0; --c) {
-      d.dims[c] = data.shape[b + c];
-      d.strides[c] = stride;
-      stride *= d.dims[c];
-    }
-    d.batch_elems = stride;
     check_host_tuples(node, idx, d, b);
     Shape shape(idx.shape.begin(), idx.shape.end() - 1);
     shape.insert(shape.end(), data.shape.begin() + b + kk, data.shape.end());
-    const size_t esz = index_element_size(node, data.dtype);
+    const size_t esz = element_size(node, data.dtype);
     const void* px = ctx.dev(data);
     const void* pi = ctx.dev(idx);
     void* py = ctx.make(*out.at(0), data.dtype, shape);
@@ -265,20 +265,10 @@ class ScatterNdOp : public GpuOp {
                   node.describe(), shape_str(upd.shape), shape_str(want), shape_str(data.shape),
                   shape_str(idx.shape));
     const int64_t kk = idx.shape.back();
-    const int64_t rank = static_cast<int64_t>(data.shape.size());
-    require_rank(node, static_cast<size_t>(rank));
-    k::NdDesc d;
-    d.k = static_cast<int>(kk);
-    for (int64_t a = kk; a < rank; ++a) d.slice *= data.shape[a];
-    int64_t stride = d.slice;
-    for (int64_t c = kk - 1; c >= 0; --c) {
-      d.dims[c] = data.shape[c];
-      d.strides[c] = stride;
-      stride *= d.dims[c];
-    }
+    k::NdDesc d = nd_desc(node, data.shape, 0, kk);
     d.per_batch = kk > 0 ? idx.numel() / kk : 0;
     check_host_tuples(node, idx, d, 0);
-    const size_t esz = index_element_size(node, data.dtype);
+    const size_t esz = element_size(node, data.dtype);
     const void* pi = ctx.dev(idx);
     const void* pu = ctx.dev(upd);
     void* py = copy_of(ctx, data, *out.at(0));
@@ -305,20 +295,19 @@ class NonZeroOp : public GpuOp {
     d.rank = static_cast<int>(x.shape.size());
     for (size_t a = 0; a < x.shape.size(); ++a) d.dims[a] = x.shape[a];
     d.numel = x.numel();
-    d.esz = index_element_size(node, x.dtype);
+    d.esz = element_size(node, x.dtype);
     d.sign_mask = x.dtype == DataType::kFloat32 || x.dtype == DataType::kFloat16 ||
                   x.dtype == DataType::kBFloat16 || x.dtype == DataType::kFloat64;
     const void* px = ctx.dev(x);
-    std::shared_ptr<void> scratch = ctx.scratch(k::nonzero_scratch_bytes(d.numel) + 256);
-    auto* count_dev = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(scratch.get()) +
-                                                 k::nonzero_scratch_bytes(d.numel));
-    ctx.check(k::nonzero_count(px, d, scratch.get(), count_dev, ctx.stream), "NonZero");
+    std::shared_ptr<void> scratch = ctx.scratch(k::nonzero_scratch_bytes(d.numel));
+    const int32_t* count_dev = nullptr;
+    ctx.check(k::nonzero_count(px, d, scratch.get(), &count_dev, ctx.stream), "NonZero");
     int32_t count = 0;
     TRT_CUDA_CHECK(cudaMemcpyAsync(&count, count_dev, 4, cudaMemcpyDeviceToHost, ctx.stream));
     TRT_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     auto* py = static_cast<int64_t*>(
         ctx.make(*out.at(0), DataType::kInt64, {static_cast<int64_t>(d.rank), count}));
-    ctx.check(k::nonzero_coords(px, d, scratch.get(), count, py, ctx.stream), "NonZero");
+    ctx.check(k::nonzero_coords(d, scratch.get(), count, py, ctx.stream), "NonZero");
   }
 };
 

@@ -13,14 +13,6 @@ namespace trtutils::cuda {
 
 namespace {
 
-size_t element_size(const ir::Node& node, DataType dt) {
-  const int bits = dtype_bits(dt);
-  TRT_CHECK(bits >= 8 && bits % 8 == 0 && bits <= 64, ErrorCode::kNotSupported,
-            "{}: dtype {} is not supported by the CUDA data-movement kernels", node.describe(),
-            dtype_name(dt));
-  return static_cast<size_t>(bits / 8);
-}
-
 const Tensor* opt_host(RunContext& ctx, const std::vector<Value*>& in, size_t i) {
   return i < in.size() && in[i] ? &ctx.host(*in[i]) : nullptr;
 }
