@@ -387,6 +387,7 @@ const OpTable& op_table() {
     register_roi_align_ops(*table);
     register_grid_sample_ops(*table);
     register_einsum_ops(*table);
+    register_misc_ops(*table);
     return table;
   }();
   return *t;

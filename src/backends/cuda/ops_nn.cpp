@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/misc_kernels.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
 #include "ops/quant_params.h"
@@ -745,9 +746,10 @@ class DequantizeGlobalPoolOp : public GlobalPoolOp {
 };
 
 // ---- softmax / layer norm / reduce ------------------------------------------------------------
+// Softmax, LogSoftmax and (hard = true) Hardmax: one axis rule (opset < 13 coerces to 2-D).
 class SoftmaxOp : public GpuOp {
  public:
-  explicit SoftmaxOp(k::Soft kind) : kind_(kind) {}
+  explicit SoftmaxOp(k::Soft kind, bool hard = false) : kind_(kind), hard_(hard) {}
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -768,12 +770,14 @@ class SoftmaxOp : public GpuOp {
     }
     const void* px = ctx.dev(x);
     void* py = ctx.make(*out.at(0), x.dtype, x.shape);
-    ctx.check(k::softmax(x.dtype, kind_, px, py, outer, n, inner, ctx.stream),
+    ctx.check(hard_ ? k::hardmax(x.dtype, px, py, outer, n, inner, ctx.stream)
+                    : k::softmax(x.dtype, kind_, px, py, outer, n, inner, ctx.stream),
               node.op_type.c_str());
   }
 
  private:
   k::Soft kind_;
+  bool hard_;
 };
 
 // A layer norm's Scale and B (optional) on CUDA: X's dtype and the normalised shape's d values.
@@ -1022,6 +1026,9 @@ void register_nn_ops(OpTable& t) {
   };
   t["LogSoftmax"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
     return std::make_unique<SoftmaxOp>(k::Soft::kLogSoftmax);
+  };
+  t["Hardmax"] = [](const OpBuild&) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<SoftmaxOp>(k::Soft::kSoftmax, true);
   };
   t[std::string(kGpuDomain) + "::LayerNormQuantize"] =
       [](const OpBuild& b) -> std::unique_ptr<GpuOp> {

@@ -1,4 +1,4 @@
-// Per-layer fallback in GPU engines: a layer no GPU kernel runs (here Hardmax, and TopK on an
+// Per-layer fallback in GPU engines: a layer no GPU kernel runs (here Cosh, and TopK on an
 // int64 input, which its GPU kernel refuses) runs on the CPU backend inside the engine. The builder
 // says so at build time (a warning naming the layers, `device: cpu (fallback)` in the layer table;
 // no device needed: it targets SM 90), or refuses the model with --no_fallback; on a GPU the
@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 using namespace cuda_testing;  // NOLINT
 
 // x [1,3,8,8] -> Conv -> Relu -> Flatten -> TopK(5) (GPU) -> values * 2, indices; the indices
-// -> TopK(3) (int64: CPU) -> output; Flatten -> Hardmax (no CUDA kernel) -> output.
+// -> TopK(3) (int64: CPU) -> output; Flatten -> Cosh (no CUDA kernel) -> output.
 ir::Model topk_model() {
   ir::GraphBuilder b("fallback");
   const std::string x = b.input("x", DataType::kFloat32, {1, 3, 8, 8});
@@ -40,7 +40,7 @@ ir::Model topk_model() {
   const std::string k3 =
       b.initializer("k3", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {3}));
   b.output(b.node("TopK", {topk[1], k3}, {ir::attr_int("axis", 1)}, 2, "", "topk_int")[0]);
-  b.output(b.node("Hardmax", {f}, {ir::attr_int("axis", 1)}, 1, "", "hardmax")[0]);
+  b.output(b.node("Cosh", {f}, {}, 1, "", "cosh")[0]);
   return b.build(17);
 }
 
@@ -69,7 +69,7 @@ TEST_F(GpuFallbackBuild, NamesTheFallbackLayersAtBuildTime) {
   const builder::BuildResult r = build(false, false, "m.engine");
   ASSERT_EQ(r.fallback_layers.size(), 2u);
   EXPECT_EQ(r.fallback_layers[0].rfind("topk_int (TopK): ", 0), 0u) << r.fallback_layers[0];
-  EXPECT_EQ(r.fallback_layers[1], "hardmax (Hardmax): no CUDA kernel");
+  EXPECT_EQ(r.fallback_layers[1], "cosh (Cosh): no CUDA kernel");
   bool warned = false;
   for (const auto& w : r.warnings)
     warned = warned || w.find("2 layer(s) have no GPU kernel") != std::string::npos;
@@ -77,7 +77,7 @@ TEST_F(GpuFallbackBuild, NamesTheFallbackLayersAtBuildTime) {
   const engine::EngineData e = engine::read_engine_file(dir_ / "m.engine");
   for (size_t i = 0; i < e.layers.size(); ++i) {
     const std::string& n = e.model.graph.nodes[i].name;
-    const bool fb = n == "topk_int" || n == "hardmax";
+    const bool fb = n == "topk_int" || n == "cosh";
     EXPECT_EQ(e.layers[i].device, fb ? "cpu (fallback)" : "gpu") << n;
     if (fb) {
       EXPECT_EQ(e.layers[i].kernel.rfind("cpu.", 0), 0u) << e.layers[i].kernel;
@@ -95,7 +95,7 @@ TEST_F(GpuFallbackBuild, NoFallbackRefusesTheModelNamingTheLayers) {
     const std::string m = e.what();
     EXPECT_NE(m.find("--no_fallback: 2 layer(s) have no GPU kernel"), std::string::npos) << m;
     EXPECT_NE(m.find("topk_int (TopK)"), std::string::npos) << m;
-    EXPECT_NE(m.find("hardmax (Hardmax)"), std::string::npos) << m;
+    EXPECT_NE(m.find("cosh (Cosh)"), std::string::npos) << m;
   }
   EXPECT_FALSE(fs::exists(dir_ / "strict.engine"));
 }
@@ -103,7 +103,7 @@ TEST_F(GpuFallbackBuild, NoFallbackRefusesTheModelNamingTheLayers) {
 // On the GPU: the fallback layers' outputs (host) feed a GPU layer and leave as graph outputs.
 // float32: every output equals the CPU engine's, run twice (the second run reuses the plans);
 // float16 (the float TopK on the GPU in float16): the top-5 values
-// against the float32 CPU engine (indices and Hardmax may differ where fp16 rounding reorders
+// against the float32 CPU engine (indices may differ where fp16 rounding reorders
 // near-equal values).
 class CudaFallback : public GpuFallbackBuild {};
 
