@@ -70,7 +70,6 @@ MethodSelection select_calibration_method(
     pairs.emplace_back(v.name, v.name);
     names.push_back(v.name);
   }
-  const auto reference = run_batches(float_model, names, num_batches, feed, num_threads);
   // max first: on equal scores the earlier (simpler) candidate stays.
   const std::pair<CalibrationMethod, const char*> candidates[] = {
       {CalibrationMethod::kMax, "max"},
@@ -78,21 +77,29 @@ MethodSelection select_calibration_method(
       {CalibrationMethod::kPercentile, "percentile"},
       {CalibrationMethod::kMse, "mse"},
       {CalibrationMethod::kAuto, "per_tensor"}};
+  // One display over every batch run, the reference's and each candidate's: on the CPU the
+  // candidates are most of quantize's time.
+  const auto total = static_cast<int64_t>(1 + std::size(candidates)) * num_batches;
+  Progress bar("calibration_method auto", total, progress, "batches");
+  int64_t done = 0;
+  const Feed counted = [&](int64_t b) {
+    bar.update(std::min(done++, total));
+    return feed(b);
+  };
+  const auto reference = run_batches(float_model, names, num_batches, counted, num_threads);
   MethodSelection best;
   best.samples = num_samples;
   double best_db = -std::numeric_limits<double>::infinity();
   bool gpu = true;  // until a candidate fails to run there
   std::vector<std::pair<std::map<std::string, double>, double>> tried;
-  Progress bar("calibration_method auto", std::size(candidates), progress, "candidates");
   for (const auto& [method, name] : candidates) {
-    bar.update(static_cast<int64_t>(best.scores.size()));
     ThresholdTable t = choose_thresholds(stats, method, p, by_max);
     // Two methods often agree on every tensor (per_tensor and mse, say): scored once.
     auto same =
         std::find_if(tried.begin(), tried.end(), [&](const auto& x) { return x.first == t.amax; });
     const double worst = same != tried.end() ? same->second
                                              : worst_sqnr(make_model(t.amax), reference, pairs,
-                                                          feed, num_threads, gpu);
+                                                          counted, num_threads, gpu);
     if (same == tried.end()) tried.emplace_back(t.amax, worst);
     best.scores.push_back({name, worst});
     TRT_LOG_VERBOSE("calibration_method auto: {} gives {:.2f} dB{}", name, worst,
@@ -104,9 +111,17 @@ MethodSelection select_calibration_method(
       best.thresholds = std::move(t);
     }
   }
-  bar.update(static_cast<int64_t>(std::size(candidates)));
+  bar.update(total);
   best.on_gpu = gpu;
   return best;
+}
+
+HeldOutStats::HeldOutStats(const std::vector<int64_t>& held_out, int64_t num_bins)
+    : held_out_(held_out.begin(), held_out.end()), num_bins_(num_bins) {}
+
+void HeldOutStats::add(const std::string& name, const Tensor& t) {
+  if (held_out_.count(visits_[name]++)) return;
+  stats_.try_emplace(name, TensorStats(num_bins_)).first->second.add(t);
 }
 
 }  // namespace trtutils::quantize

@@ -13,6 +13,15 @@ std::vector<int64_t> spread_batches(int64_t num_batches, int64_t batch_samples,
   return picked;
 }
 
+SelectionSplit selection_batches(int64_t calib_batches, int64_t batch_samples,
+                                 int64_t target_samples) {
+  SelectionSplit s;
+  s.batches = spread_batches(calib_batches, batch_samples, target_samples);
+  const auto n = static_cast<int64_t>(s.batches.size());
+  s.held_out = n > 0 && calib_batches - n >= n;
+  return s;
+}
+
 EvalSplit split_batches(int64_t num_batches, int64_t batch_samples,
                         std::optional<int64_t> eval_batches, int64_t max_calibration_batches) {
   EvalSplit s;

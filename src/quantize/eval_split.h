@@ -34,4 +34,16 @@ EvalSplit split_batches(int64_t num_batches, int64_t batch_samples,
 std::vector<int64_t> spread_batches(int64_t num_batches, int64_t batch_samples,
                                     int64_t target_samples);
 
+// calibration_method auto's selection batches among the calibration batches [0, calib_batches):
+// whole batches of about `target_samples` samples, spread (spread_batches). Held out (the
+// candidates' thresholds are fitted on the other calibration batches only) when the others are
+// at least as many; otherwise every calibration batch fits and the selection runs on some of
+// them (in-sample).
+struct SelectionSplit {
+  std::vector<int64_t> batches;
+  bool held_out = false;
+};
+SelectionSplit selection_batches(int64_t calib_batches, int64_t batch_samples,
+                                 int64_t target_samples);
+
 }  // namespace trtutils::quantize

@@ -57,6 +57,28 @@ TEST(SplitBatches, EvalBatchesHoldOutTheLast) {
   EXPECT_FALSE(s.held_out);
 }
 
+// auto's selection batches: ~16 samples spread over the calibration batches, held out when the
+// other calibration batches are at least as many.
+TEST(SelectionBatches, HeldOutWhereTheOthersAreAsMany) {
+  quantize::SelectionSplit s = quantize::selection_batches(60, 1, 16);
+  EXPECT_EQ(s.batches.size(), 16u);
+  EXPECT_EQ(s.batches.front(), 0);
+  EXPECT_EQ(s.batches.back(), 56);  // 15 * 60 / 16: spread, not the first 16
+  EXPECT_TRUE(s.held_out);
+  s = quantize::selection_batches(32, 1, 16);  // 16 select, 16 fit
+  EXPECT_TRUE(s.held_out);
+  s = quantize::selection_batches(31, 1, 16);  // 15 would fit: in-sample
+  EXPECT_EQ(s.batches.size(), 16u);
+  EXPECT_FALSE(s.held_out);
+  s = quantize::selection_batches(5, 8, 16);  // two batches of 8 select, three fit
+  EXPECT_EQ(s.batches, (V{0, 2}));
+  EXPECT_TRUE(s.held_out);
+  s = quantize::selection_batches(1, 8, 16);  // one batch: it fits and selects
+  EXPECT_EQ(s.batches, (V{0}));
+  EXPECT_FALSE(s.held_out);
+  EXPECT_TRUE(quantize::selection_batches(0, 8, 16).batches.empty());
+}
+
 class ReportSamplesTest : public ::testing::Test {
  protected:
   void SetUp() override {
