@@ -574,11 +574,12 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   cp.fp8 = mode == QuantMode::kFp8;
   const std::set<std::string> softmax = softmax_probability_tensors(model.graph);
   std::map<std::string, TensorStats> kept_stats;  // auto: the statistics the selection reuses
-  std::map<std::string, TensorStats> fit_stats;   // auto, held out: without the selection's
+  std::vector<std::map<std::string, TensorStats>> fold_stats;  // auto, cross-fitted: per fold
   bool auto_selected = false;
   SelectionSplit selection;  // auto: the batches the candidates are judged on
   if (have_data && method && *method == CalibrationMethod::kAuto)
-    selection = selection_batches(calib_batches, data->samples(0, 1), kAutoSelectionSamples);
+    selection = selection_batches(calib_batches, data->samples(0, 1), kAutoSelectionSamples,
+                                  kAutoSelectionFolds);
   // Thresholds into the table and the result's calibration fields, with their log lines.
   auto record_thresholds = [&](const ThresholdTable& th, size_t count) {
     for (const auto& [t, a] : th.amax) table.amax[t] = a;
@@ -632,8 +633,8 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     for (const auto& t : tensors) stats.emplace(t, TensorStats(o.num_bins));
     const bool selecting =
         !tensors.empty() && *method == CalibrationMethod::kAuto && !auto_selected;
-    std::optional<HeldOutStats> fit;
-    if (selecting && selection.held_out) fit.emplace(selection.batches, o.num_bins);
+    std::optional<FoldStats> fit;
+    if (selecting && selection.held_out()) fit.emplace(selection, o.num_bins);
     Progress bar("calibration", calib_batches, show_progress && o.progress, "batches");
     const size_t live = stream_tensors(
         model, streamed, calib_batches,
@@ -661,7 +662,7 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     record_thresholds(th, stats.size());
     if (mode == QuantMode::kFp8) add_fp8_ranges(stats, th.amax, result.fp8_range);
     if (selecting) {
-      if (fit) fit_stats = fit->take();
+      if (fit) fold_stats = fit->take();
       kept_stats = std::move(stats);
     }
     share_scales(model.graph, table);
@@ -721,18 +722,19 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     return m;
   };
   if (method && *method == CalibrationMethod::kAuto && !kept_stats.empty()) {
-    // Every method's table on the same statistics (without the selection batches' when they
-    // are held out), judged by the outputs on the selection batches (never the report's
-    // held-out ones); the winner's method then runs on the statistics of every calibration batch.
+    // Every method's table on the same statistics (per fold, without the fold's batches, when
+    // cross-fitted), judged by the outputs on the selection batches (never the report's held-out
+    // ones); the winner's method then runs on the statistics of every calibration batch.
     const std::vector<int64_t>& picked = selection.batches;
-    const auto n = static_cast<int64_t>(picked.size());
     auto pick = [&](int64_t i) { return data->feeds(picked[static_cast<size_t>(i)]); };
     int64_t samples = 0;
     for (int64_t b : picked) samples += data->samples(b, b + 1);
-    for (const auto& [t, st] : kept_stats) fit_stats.try_emplace(t, st);  // in-sample: all
+    if (fold_stats.empty()) fold_stats.push_back(kept_stats);  // in-sample: one table
+    for (auto& fs : fold_stats)  // a tensor no fold batch reached (none in practice)
+      for (const auto& [t, st] : kept_stats) fs.try_emplace(t, st);
     const auto t0 = std::chrono::steady_clock::now();
     MethodSelection sel = select_calibration_method(
-        fit_stats, cp, softmax,
+        fold_stats, selection.fold, cp, softmax,
         [&](const std::map<std::string, double>& amax) {
           const ScaleTable saved = table;
           for (const auto& [t, a] : amax) table.amax[t] = a;
@@ -741,11 +743,12 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           table = saved;
           return m;
         },
-        float_model, n, samples, pick, o.num_threads, o.progress);
-    fit_stats.clear();
+        float_model, samples, pick, o.num_threads, o.progress);
+    fold_stats.clear();
     result.calibration_method_chosen = sel.name;
     result.auto_selection_samples = samples;
-    result.auto_selection_held_out = selection.held_out;
+    result.auto_selection_held_out = selection.held_out();
+    result.auto_selection_folds = selection.folds;
     result.auto_selection_on_gpu = sel.on_gpu;
     std::string scores;
     for (const auto& sc : sel.scores) {
@@ -753,13 +756,14 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
       scores += fmt::format("{}{} {:.2f}", scores.empty() ? "" : ", ", sc.name, sc.sqnr_db);
     }
     TRT_LOG_INFO(
-        "calibration_method auto: {} (output SQNR dB on {} {} sample(s): {}; {:.1f} s on the {})",
-        sel.name, samples, selection.held_out ? "held-out calibration" : "calibration", scores,
-        seconds(t0, std::chrono::steady_clock::now()), sel.on_gpu ? "GPU" : "CPU");
+        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s), {}: {}; {:.1f} s "
+        "on the {})",
+        sel.name, samples,
+        selection.held_out() ? fmt::format("{} folds, each fitted without its own", selection.folds)
+                             : std::string("in-sample"),
+        scores, seconds(t0, std::chrono::steady_clock::now()), sel.on_gpu ? "GPU" : "CPU");
     method = sel.method;  // later calibrations (min_sqnr) use the chosen method
-    const ThresholdTable th = selection.held_out
-                                  ? choose_thresholds(kept_stats, sel.method, cp, softmax)
-                                  : std::move(sel.thresholds);
+    const ThresholdTable th = choose_thresholds(kept_stats, sel.method, cp, softmax);
     // The provisional table's fields give way to the winner's.
     for (const auto& [t, a] : th.amax) table.amax[t] = a;
     result.calibration_rejected = th.rejected;

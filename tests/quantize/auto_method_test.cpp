@@ -22,18 +22,24 @@ Tensor filled(float v, int64_t n) {
   return Tensor::from_vector<float>(DataType::kFloat32, {n}, std::vector<float>(n, v));
 }
 
-TEST(HeldOutStats, SkipsTheHeldOutBatchesOfEachTensor) {
-  quantize::HeldOutStats fit({1, 3}, 256);
+// Fold k's statistics leave out fold k's batches and keep every other batch.
+TEST(FoldStats, EachFoldLeavesOutItsOwnBatches) {
+  quantize::SelectionSplit split;
+  split.batches = {1, 3};
+  split.fold = {0, 1};
+  split.folds = 2;
+  quantize::FoldStats fit(split, 256);
   for (int b = 0; b < 4; ++b) {
     fit.add("a", filled(static_cast<float>(b + 1), 10));
     fit.add("b", filled(static_cast<float>(10 * (b + 1)), 5));
   }
   const auto stats = fit.take();
   ASSERT_EQ(stats.size(), 2u);
-  EXPECT_EQ(stats.at("a").count(), 20);  // batches 0 and 2
-  EXPECT_DOUBLE_EQ(stats.at("a").absmax(), 3.0);
-  EXPECT_EQ(stats.at("b").count(), 10);
-  EXPECT_DOUBLE_EQ(stats.at("b").absmax(), 30.0);
+  EXPECT_EQ(stats[0].at("a").count(), 30);  // batches 0, 2, 3
+  EXPECT_DOUBLE_EQ(stats[0].at("a").absmax(), 4.0);
+  EXPECT_EQ(stats[1].at("a").count(), 30);  // batches 0, 1, 2
+  EXPECT_DOUBLE_EQ(stats[1].at("a").absmax(), 3.0);
+  EXPECT_DOUBLE_EQ(stats[1].at("b").absmax(), 30.0);
 }
 
 // Heavy-tailed activations through y = x x^T: the output grows with the square of x, so the few
@@ -71,7 +77,7 @@ class AutoSelectionTest : public ::testing::Test {
     o.calibration_data = dir_ / "x.npy";
     o.calibration_method = method;
     o.batch_size = 4;
-    o.eval_batches = 4;  // the last 16 samples judge; 48 calibrate, 16 of them select
+    o.eval_batches = 4;  // the last 16 samples judge, 48 calibrate
     o.write_report = false;
     return quantize_onnx(o);
   }
@@ -80,8 +86,9 @@ class AutoSelectionTest : public ::testing::Test {
 
 TEST_F(AutoSelectionTest, PicksTheSingleMethodWhereThePerTensorMixIsWorse) {
   const QuantizeResult a = quantize("auto");
-  EXPECT_EQ(a.auto_selection_samples, 16);
+  EXPECT_EQ(a.auto_selection_samples, 48);  // every calibration sample, 4 folds of 12
   EXPECT_TRUE(a.auto_selection_held_out);
+  EXPECT_EQ(a.auto_selection_folds, 4);
   ASSERT_EQ(a.calibration_method_scores.size(), 5u);
   std::map<std::string, double> score(a.calibration_method_scores.begin(),
                                       a.calibration_method_scores.end());
