@@ -157,10 +157,15 @@ struct QuantizeResult {
   std::map<std::string, int64_t> calibration_methods_used;
   // calibration_method auto: the candidate chosen (max, entropy, percentile, mse, or per_tensor:
   // per tensor the method of least histogram error) and every candidate's worst output SQNR (dB)
-  // on auto_selection_samples calibration samples.
+  // on auto_selection_samples calibration samples (up to 64, spread). Held out
+  // (auto_selection_held_out, two selection batches or more): cross-fitted in
+  // auto_selection_folds folds, each fold judged by thresholds fitted on the calibration samples
+  // outside it; the written model's thresholds are the chosen method's on all of them.
   std::string calibration_method_chosen;
   std::vector<std::pair<std::string, double>> calibration_method_scores;
   int64_t auto_selection_samples = 0;
+  bool auto_selection_held_out = false;
+  int auto_selection_folds = 0;
   bool auto_selection_on_gpu = false;  // the candidates ran on the GPU (else the CPU backend)
   // fp8: every calibrated activation on E4M3's grid (scale amax / 448), graph-independent order.
   std::vector<QuantizeRangeMetrics> fp8_range;

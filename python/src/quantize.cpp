@@ -87,6 +87,8 @@ void bind_result(py::module_& m) {
       .def_readonly("calibration_method_chosen", &R::calibration_method_chosen)
       .def_readonly("calibration_method_scores", &R::calibration_method_scores)
       .def_readonly("auto_selection_samples", &R::auto_selection_samples)
+      .def_readonly("auto_selection_held_out", &R::auto_selection_held_out)
+      .def_readonly("auto_selection_folds", &R::auto_selection_folds)
       .def_readonly("auto_selection_on_gpu", &R::auto_selection_on_gpu)
       .def_readonly("fp8_range", &R::fp8_range)
       .def_readonly("report_path", &R::report_path);

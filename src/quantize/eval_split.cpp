@@ -13,6 +13,16 @@ std::vector<int64_t> spread_batches(int64_t num_batches, int64_t batch_samples,
   return picked;
 }
 
+SelectionSplit selection_batches(int64_t calib_batches, int64_t batch_samples,
+                                 int64_t target_samples, int max_folds) {
+  SelectionSplit s;
+  s.batches = spread_batches(calib_batches, batch_samples, target_samples);
+  const auto n = static_cast<int64_t>(s.batches.size());
+  if (n >= 2) s.folds = static_cast<int>(std::min<int64_t>(max_folds, n));
+  for (int64_t i = 0; i < n; ++i) s.fold.push_back(s.folds > 0 ? static_cast<int>(i % s.folds) : 0);
+  return s;
+}
+
 EvalSplit split_batches(int64_t num_batches, int64_t batch_samples,
                         std::optional<int64_t> eval_batches, int64_t max_calibration_batches) {
   EvalSplit s;

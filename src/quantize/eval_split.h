@@ -34,4 +34,19 @@ EvalSplit split_batches(int64_t num_batches, int64_t batch_samples,
 std::vector<int64_t> spread_batches(int64_t num_batches, int64_t batch_samples,
                                     int64_t target_samples);
 
+// calibration_method auto's selection batches among the calibration batches [0, calib_batches):
+// whole batches of about `target_samples` samples, spread (spread_batches). With at least two of
+// them, cross-fitted: batch i of the selection is in fold i % folds (folds = min(max_folds,
+// batches)), and fold k's candidate thresholds are fitted on every calibration batch outside
+// fold k, so that every selection batch is judged out of sample. With one batch, folds = 0: it
+// fits and judges (in-sample).
+struct SelectionSplit {
+  std::vector<int64_t> batches;
+  std::vector<int> fold;  // per entry of batches
+  int folds = 0;
+  bool held_out() const { return folds > 0; }
+};
+SelectionSplit selection_batches(int64_t calib_batches, int64_t batch_samples,
+                                 int64_t target_samples, int max_folds);
+
 }  // namespace trtutils::quantize

@@ -574,7 +574,12 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
   cp.fp8 = mode == QuantMode::kFp8;
   const std::set<std::string> softmax = softmax_probability_tensors(model.graph);
   std::map<std::string, TensorStats> kept_stats;  // auto: the statistics the selection reuses
+  std::vector<std::map<std::string, TensorStats>> fold_stats;  // auto, cross-fitted: per fold
   bool auto_selected = false;
+  SelectionSplit selection;  // auto: the batches the candidates are judged on
+  if (have_data && method && *method == CalibrationMethod::kAuto)
+    selection = selection_batches(calib_batches, data->samples(0, 1), kAutoSelectionSamples,
+                                  kAutoSelectionFolds);
   // Thresholds into the table and the result's calibration fields, with their log lines.
   auto record_thresholds = [&](const ThresholdTable& th, size_t count) {
     for (const auto& [t, a] : th.amax) table.amax[t] = a;
@@ -626,6 +631,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, TensorStats> stats;
     for (const auto& t : tensors) stats.emplace(t, TensorStats(o.num_bins));
+    const bool selecting =
+        !tensors.empty() && *method == CalibrationMethod::kAuto && !auto_selected;
+    std::optional<FoldStats> fit;
+    if (selecting && selection.held_out()) fit.emplace(selection, o.num_bins);
     Progress bar("calibration", calib_batches, show_progress && o.progress, "batches");
     const size_t live = stream_tensors(
         model, streamed, calib_batches,
@@ -635,7 +644,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
         },
         {.num_threads = o.num_threads, .per_node = o.calibrate_per_node},
         [&](const std::string& name, const Tensor& t) {
-          if (auto s = stats.find(name); s != stats.end()) s->second.add(t);
+          if (auto s = stats.find(name); s != stats.end()) {
+            s->second.add(t);
+            if (fit) fit->add(name, t);
+          }
           if (hessians)
             if (auto h = hessians->find(name); h != hessians->end()) h->second.add(t);
           if (!channels) return;
@@ -649,7 +661,10 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     const ThresholdTable th = choose_thresholds(stats, *method, cp, softmax);
     record_thresholds(th, stats.size());
     if (mode == QuantMode::kFp8) add_fp8_ranges(stats, th.amax, result.fp8_range);
-    if (*method == CalibrationMethod::kAuto && !auto_selected) kept_stats = std::move(stats);
+    if (selecting) {
+      if (fit) fold_stats = fit->take();
+      kept_stats = std::move(stats);
+    }
     share_scales(model.graph, table);
     TRT_LOG_INFO(
         "calibration: {}{} tensor(s) over {} batch(es) in {:.1f} s (activations alive at most "
@@ -707,17 +722,19 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
     return m;
   };
   if (method && *method == CalibrationMethod::kAuto && !kept_stats.empty()) {
-    // Every method's table on the same statistics, judged by the outputs on a few calibration
-    // batches (never held-out ones).
-    const std::vector<int64_t> picked =
-        spread_batches(calib_batches, data->samples(0, 1), kAutoSelectionSamples);
-    const auto n = static_cast<int64_t>(picked.size());
+    // Every method's table on the same statistics (per fold, without the fold's batches, when
+    // cross-fitted), judged by the outputs on the selection batches (never the report's held-out
+    // ones); the winner's method then runs on the statistics of every calibration batch.
+    const std::vector<int64_t>& picked = selection.batches;
     auto pick = [&](int64_t i) { return data->feeds(picked[static_cast<size_t>(i)]); };
     int64_t samples = 0;
     for (int64_t b : picked) samples += data->samples(b, b + 1);
+    if (fold_stats.empty()) fold_stats.push_back(kept_stats);  // in-sample: one table
+    for (auto& fs : fold_stats)  // a tensor no fold batch reached (none in practice)
+      for (const auto& [t, st] : kept_stats) fs.try_emplace(t, st);
     const auto t0 = std::chrono::steady_clock::now();
     MethodSelection sel = select_calibration_method(
-        kept_stats, cp, softmax,
+        fold_stats, selection.fold, cp, softmax,
         [&](const std::map<std::string, double>& amax) {
           const ScaleTable saved = table;
           for (const auto& [t, a] : amax) table.amax[t] = a;
@@ -726,9 +743,12 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
           table = saved;
           return m;
         },
-        float_model, n, samples, pick, o.num_threads, o.progress);
+        float_model, samples, pick, o.num_threads, o.progress);
+    fold_stats.clear();
     result.calibration_method_chosen = sel.name;
     result.auto_selection_samples = samples;
+    result.auto_selection_held_out = selection.held_out();
+    result.auto_selection_folds = selection.folds;
     result.auto_selection_on_gpu = sel.on_gpu;
     std::string scores;
     for (const auto& sc : sel.scores) {
@@ -736,17 +756,20 @@ QuantizeResult quantize_onnx(const QuantizeOptions& o) {
       scores += fmt::format("{}{} {:.2f}", scores.empty() ? "" : ", ", sc.name, sc.sqnr_db);
     }
     TRT_LOG_INFO(
-        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s): {}; {:.1f} s "
+        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s), {}: {}; {:.1f} s "
         "on the {})",
-        sel.name, samples, scores, seconds(t0, std::chrono::steady_clock::now()),
-        sel.on_gpu ? "GPU" : "CPU");
+        sel.name, samples,
+        selection.held_out() ? fmt::format("{} folds, each fitted without its own", selection.folds)
+                             : std::string("in-sample"),
+        scores, seconds(t0, std::chrono::steady_clock::now()), sel.on_gpu ? "GPU" : "CPU");
     method = sel.method;  // later calibrations (min_sqnr) use the chosen method
+    const ThresholdTable th = choose_thresholds(kept_stats, sel.method, cp, softmax);
     // The provisional table's fields give way to the winner's.
-    for (const auto& [t, a] : sel.thresholds.amax) table.amax[t] = a;
-    result.calibration_rejected = sel.thresholds.rejected;
-    result.calibration_methods_used = sel.thresholds.methods_used;
+    for (const auto& [t, a] : th.amax) table.amax[t] = a;
+    result.calibration_rejected = th.rejected;
+    result.calibration_methods_used = th.methods_used;
     result.fp8_range.clear();
-    if (mode == QuantMode::kFp8) add_fp8_ranges(kept_stats, sel.thresholds.amax, result.fp8_range);
+    if (mode == QuantMode::kFp8) add_fp8_ranges(kept_stats, th.amax, result.fp8_range);
     share_scales(model.graph, table);
     kept_stats.clear();
     auto_selected = true;

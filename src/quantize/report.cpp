@@ -208,8 +208,11 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
   for (auto it = r.calibration_methods_used.begin(); it != r.calibration_methods_used.end(); ++it)
     s += fmt::format("{}{}: {}", it == r.calibration_methods_used.begin() ? "" : ", ",
                      js(it->first), it->second);
-  s += fmt::format("}},\n  \"calibration_method_chosen\": {},\n  \"auto_selection_samples\": {},\n",
-                   js(r.calibration_method_chosen), r.auto_selection_samples);
+  s += fmt::format(
+      "}},\n  \"calibration_method_chosen\": {},\n  \"auto_selection_samples\": {},\n"
+      "  \"auto_selection_held_out\": {},\n  \"auto_selection_folds\": {},\n",
+      js(r.calibration_method_chosen), r.auto_selection_samples,
+      r.auto_selection_held_out ? "true" : "false", r.auto_selection_folds);
   s += "  \"calibration_method_scores\": {";
   for (size_t i = 0; i < r.calibration_method_scores.size(); ++i)
     s += fmt::format("{}{}: {}", i ? ", " : "", js(r.calibration_method_scores[i].first),

@@ -57,6 +57,29 @@ TEST(SplitBatches, EvalBatchesHoldOutTheLast) {
   EXPECT_FALSE(s.held_out);
 }
 
+// auto's selection batches: up to 64 samples spread over the calibration batches, cross-fitted
+// in up to 4 folds (interleaved) when there are two batches or more.
+TEST(SelectionBatches, CrossFittedInFoldsWhereThereAreTwoBatches) {
+  quantize::SelectionSplit s = quantize::selection_batches(60, 1, 64, 4);
+  EXPECT_EQ(s.batches.size(), 60u);  // fewer than 64: all of them
+  EXPECT_EQ(s.folds, 4);
+  EXPECT_EQ(s.fold[0], 0);
+  EXPECT_EQ(s.fold[5], 1);
+  EXPECT_EQ(s.fold[59], 3);
+  EXPECT_TRUE(s.held_out());
+  s = quantize::selection_batches(200, 1, 64, 4);
+  EXPECT_EQ(s.batches.size(), 64u);
+  EXPECT_EQ(s.batches.back(), 196);              // 63 * 200 / 64: spread, not the first 64
+  s = quantize::selection_batches(3, 8, 64, 4);  // three batches: three folds of one
+  EXPECT_EQ(s.batches, (V{0, 1, 2}));
+  EXPECT_EQ(s.folds, 3);
+  EXPECT_EQ(s.fold, (std::vector<int>{0, 1, 2}));
+  s = quantize::selection_batches(1, 8, 64, 4);  // one batch: it fits and selects
+  EXPECT_EQ(s.batches, (V{0}));
+  EXPECT_FALSE(s.held_out());
+  EXPECT_TRUE(quantize::selection_batches(0, 8, 64, 4).batches.empty());
+}
+
 class ReportSamplesTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -476,10 +476,13 @@ TEST_F(QuantizeApiTest, AutoKeepsTheMethodWithTheBestOutputs) {
       if (db > best) best = db, best_name = m;
     EXPECT_EQ(r.calibration_method_chosen, best_name) << mode;
     EXPECT_EQ(r.calibration_method_scores[0].first, "max");
-    EXPECT_EQ(r.auto_selection_samples, 16);  // 2 of the 4 calibration batches of 8
+    EXPECT_EQ(r.auto_selection_samples, 40);  // the 5 calibration batches of 8, in 4 folds
+    EXPECT_TRUE(r.auto_selection_held_out);
+    EXPECT_EQ(r.auto_selection_folds, 4);
     const std::string json = read_file(r.report_path);
     EXPECT_NE(json.find("\"calibration_method_chosen\": \"" + best_name + "\""), std::string::npos);
     EXPECT_NE(json.find("\"calibration_method_scores\""), std::string::npos);
+    EXPECT_NE(json.find("\"auto_selection_held_out\": true"), std::string::npos);
     // The written model's scales are the chosen method's: quantizing with it directly gives
     // the same output figures (per_tensor is "auto" per tensor, not a method of its own).
     if (best_name != "per_tensor") {
