@@ -102,7 +102,9 @@ TEST_F(InspectCliTest, DefaultTableIsNarrowWithWholeNames) {
   ASSERT_EQ(r.code, 0) << r.output;
   const std::vector<std::string> lines = lines_of(r.output);
   for (const auto& l : lines)
-    if (l.rfind("engine: ", 0) != 0) EXPECT_LE(l.size(), 100u) << l;
+    if (l.rfind("engine: ", 0) != 0) {
+      EXPECT_LE(l.size(), 100u) << l;
+    }
   EXPECT_EQ(narrow_names(lines), (std::vector<std::string>{kLongName, kSolidName})) << r.output;
   EXPECT_EQ(r.output.find("..."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(std::string("trtutils: ") + library_version() +

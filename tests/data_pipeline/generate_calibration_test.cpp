@@ -103,14 +103,13 @@ TEST_F(GenerateCalibrationTest, SkippedEntriesAreNamedAndCounted) {
   fs::copy_file(fixture("photo_coffee.png"), images_ / "more" / "3_coffee.png");
   const Result r = run_cli(base(images_) + "--input_shape 16 16 3 --batch_size 2");
   ASSERT_EQ(r.code, 0) << r.output;
-  for (const char* part :
-       {"skipped 2 file(s)", "that are not images", "labels.csv, notes.txt",
-        "skipped 1 subfolder(s)", "not recursed", "more", "skipped 1 hidden name(s)", ".DS_Store",
-        "dropping the last 1 image(s)", "--keep_partial",
-        "skipped 5 entries of '" + images_.string() +
-            "': 2 not image file(s), 1 subfolder(s) "
-            "(not recursed), 1 hidden name(s), 1 image(s) of a partial last batch (--keep_partial "
-            "keeps them)"})
+  for (const std::string& part : std::vector<std::string>{
+           "skipped 2 file(s)", "that are not images", "labels.csv, notes.txt",
+           "skipped 1 subfolder(s)", "not recursed", "more", "skipped 1 hidden name(s)",
+           ".DS_Store", "dropping the last 1 image(s)", "--keep_partial",
+           "skipped 5 entries of '" + images_.string() +
+               "': 2 not image file(s), 1 subfolder(s) (not recursed), 1 hidden name(s), 1 "
+               "image(s) of a partial last batch (--keep_partial keeps them)"})
     EXPECT_NE(r.output.find(part), std::string::npos) << part << " in: " << r.output;
   EXPECT_EQ(npy_load(out_).shape(), (Shape{2, 3, 16, 16}));
 }
