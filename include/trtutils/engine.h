@@ -116,6 +116,8 @@ class Engine {
   uint64_t device_weight_bytes() const;
   uint64_t activation_arena_bytes() const;  // planned by liveness at the opt/static shapes
   std::string info_json() const;            // everything the builder recorded (JSON text)
+  uint32_t format_version() const;          // the engine file format version it was read from
+  std::string producer() const;             // "trtutils <version>" that wrote it ("" if unknown)
   std::filesystem::path path() const;
 
   std::unique_ptr<ExecutionContext> create_execution_context(

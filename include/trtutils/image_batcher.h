@@ -79,6 +79,24 @@ struct ImageBatcherOptions {
   bool progress = false;      // progress bar on a terminal (stderr), log lines otherwise
 };
 
+// What an ImageBatcher left out of its directory, and why. Each kind is also logged as one
+// warning when the batcher is made (up to kImageSkipNamesShown names, then a count).
+struct ImageDirSkips {
+  std::vector<std::filesystem::path> not_images;  // files without an image extension
+  std::vector<std::filesystem::path> hidden;      // names starting with '.'
+  std::vector<std::filesystem::path> subfolders;  // not recursed into
+  int64_t past_max_images = 0;                    // images after the first max_images
+  int64_t partial_batch = 0;  // the last images, that do not fill a batch (no keep_partial)
+  // Images (by extension) found but not used: past_max_images + partial_batch.
+  int64_t images_left_out() const { return past_max_images + partial_batch; }
+  // Everything left out: files, folders and images.
+  int64_t total() const {
+    return static_cast<int64_t>(not_images.size() + hidden.size() + subfolders.size()) +
+           images_left_out();
+  }
+};
+inline constexpr size_t kImageSkipNamesShown = 5;
+
 // One line saying what the options do to each image, e.g. "224x224x3 (H x W x C), resize linear,
 // scale [0, 1], mean 0.485 0.456 0.406, std 0.229 0.224 0.225, RGB, NCHW, float32" (input_scale
 // as it applies: the dtype's default when unset; letterbox adds its pad value).
@@ -100,6 +118,8 @@ class ImageBatcher {
   int64_t num_images() const;
   // The files used, in batch order.
   const std::vector<std::filesystem::path>& image_paths() const;
+  // What was found in the directory but not used, and why.
+  const ImageDirSkips& skipped() const;
   // Shape of a full batch: [B, C, H, W] (NCHW) or [B, H, W, C] (NHWC).
   Shape batch_shape() const;
   const ImageBatcherOptions& options() const;

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "numpy_tensor.h"
+#include "trtutils/engine_inspect.h"
 
 namespace py = pybind11;
 
@@ -101,6 +102,10 @@ void bind_engine_class(py::module_& m) {
       .def_property_readonly("device_weight_bytes", &Engine::device_weight_bytes)
       .def_property_readonly("activation_arena_bytes", &Engine::activation_arena_bytes)
       .def_property_readonly("info_json", &Engine::info_json)
+      .def_property_readonly("format_version", &Engine::format_version)
+      .def_property_readonly("producer", &Engine::producer)
+      .def_property_readonly("inspect_json", &engine_inspect_json,
+                             "engine_inspect_json(): what `trtutils inspect --json` prints")
       .def_property_readonly("path", &Engine::path)
       .def(
           "create_execution_context",

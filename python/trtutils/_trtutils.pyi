@@ -384,6 +384,9 @@ class Engine:
     device_weight_bytes: int
     activation_arena_bytes: int
     info_json: str
+    format_version: int
+    producer: str
+    inspect_json: str
     path: str
     def create_execution_context(
         self, num_threads: int = 0, profile: bool = False, cuda_graph: bool = True,

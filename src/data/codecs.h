@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "data/image.h"
+#include "trtutils/image_batcher.h"
 
 namespace trtutils::data {
 
@@ -51,5 +52,17 @@ bool is_image_file_name(const std::string& name);
 // The regular files of `dir` with such names (not recursive), in byte order of their names.
 // Error(kIO) for a missing or unlistable folder, kInvalidArgument for a file or no images.
 std::vector<std::filesystem::path> list_image_files(const std::filesystem::path& dir);
+
+// list_image_files and what it passed over (in name order): files that are not images by their
+// extension, hidden names and subfolders (skips.past_max_images / partial_batch stay 0).
+struct ImageDirListing {
+  std::vector<std::filesystem::path> images;
+  ImageDirSkips skips;
+};
+ImageDirListing list_image_dir(const std::filesystem::path& dir);
+// Logs one warning per kind of skip in `skips` (nothing when there is none; past_max_images
+// is asked for, so it is an info line); the partial batch's names the flag that keeps it.
+void warn_image_skips(const ImageDirSkips& skips, const std::filesystem::path& dir,
+                      int64_t batch_size);
 
 }  // namespace trtutils::data

@@ -58,45 +58,6 @@ int usable_cores() {
 
 }  // namespace
 
-namespace data {
-
-bool is_image_file_name(const std::string& name) {
-  if (name.empty() || name[0] == '.') return false;
-  const size_t dot = name.rfind('.');
-  if (dot == std::string::npos) return false;
-  const std::string ext = lower(std::string_view(name).substr(dot + 1));
-  return ext == "jpg" || ext == "jpeg" || ext == "png" || ext == "bmp" || ext == "webp";
-}
-
-std::vector<fs::path> list_image_files(const fs::path& dir) {
-  std::error_code ec;
-  const fs::file_status st = fs::status(dir, ec);
-  TRT_CHECK(fs::exists(st), ErrorCode::kIO, "image directory '{}' does not exist", dir.string());
-  TRT_CHECK_ARG(fs::is_directory(st), "'{}' is a file, not a directory of images", dir.string());
-  std::vector<fs::path> files;
-  fs::directory_iterator it(dir, ec);
-  TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
-            ec.message());
-  for (; it != fs::directory_iterator(); it.increment(ec)) {
-    TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
-              ec.message());
-    std::error_code fec;
-    if (is_image_file_name(it->path().filename().string()) && it->is_regular_file(fec))
-      files.push_back(it->path());
-  }
-  TRT_CHECK(!ec, ErrorCode::kIO, "cannot list image directory '{}': {}", dir.string(),
-            ec.message());
-  // Byte order of the names: the same on every machine and locale.
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-    return a.filename().string() < b.filename().string();
-  });
-  TRT_CHECK_ARG(!files.empty(), "no images (*.jpg, *.jpeg, *.png, *.bmp, *.webp) in '{}'",
-                dir.string());
-  return files;
-}
-
-}  // namespace data
-
 std::optional<DataOrder> data_order_from_name(std::string_view name) {
   const std::string n = lower(name);
   if (n == "nchw") return DataOrder::kNCHW;
@@ -147,6 +108,7 @@ struct ImageBatcher::Impl {
   ImageBatcherOptions opt;
   data::RenderSpec spec;
   std::vector<fs::path> files;  // the ones used
+  ImageDirSkips skips;          // what the directory held but is not used
   int64_t batches = 0;
   int64_t sample_bytes = 0;
   int threads = 1;
@@ -300,22 +262,21 @@ ImageBatcher::ImageBatcher(ImageBatcherOptions options) : impl_(std::make_unique
   validate(options);
   m.opt = std::move(options);
   m.spec = data::make_render_spec(m.opt);
-  std::vector<fs::path> files = data::list_image_files(m.opt.image_dir);
+  data::ImageDirListing listing = data::list_image_dir(m.opt.image_dir);
+  std::vector<fs::path>& files = listing.images;
   const int64_t found = static_cast<int64_t>(files.size());
   int64_t n = found;
   if (m.opt.max_images && *m.opt.max_images < n) n = *m.opt.max_images;
   const int64_t bs = m.opt.batch_size;
   TRT_CHECK_ARG(n >= bs || m.opt.keep_partial,
                 "{} image(s) in '{}' do not fill one batch of {}; lower the batch size or keep the "
-                "partial batch",
+                "partial batch (--keep_partial; Python: keep_partial=True)",
                 n, m.opt.image_dir.string(), bs);
-  const int64_t dropped = m.opt.keep_partial ? 0 : n % bs;
-  if (dropped > 0)
-    TRT_LOG_WARN(
-        "dropping the last {} image(s) of {}: they do not fill a batch of {} (keep them with "
-        "keep_partial)",
-        dropped, n, bs);
-  files.resize(static_cast<size_t>(n - dropped));
+  m.skips = std::move(listing.skips);
+  m.skips.past_max_images = found - n;
+  m.skips.partial_batch = m.opt.keep_partial ? 0 : n % bs;
+  data::warn_image_skips(m.skips, m.opt.image_dir, bs);
+  files.resize(static_cast<size_t>(n - m.skips.partial_batch));
   m.files = std::move(files);
   m.batches = (m.images() + bs - 1) / bs;
   m.sample_bytes =
@@ -347,6 +308,9 @@ int64_t ImageBatcher::num_images() const {
 }
 const std::vector<fs::path>& ImageBatcher::image_paths() const {
   return impl_->files;
+}
+const ImageDirSkips& ImageBatcher::skipped() const {
+  return impl_->skips;
 }
 Shape ImageBatcher::batch_shape() const {
   return impl_->shape_of(impl_->opt.batch_size);

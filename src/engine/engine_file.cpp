@@ -537,6 +537,9 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
     }
     out.info = r.field(meta, "info");
     if (!out.info.is_object()) r.fail("'info' is not an object");
+    out.format_version = version;
+    if (meta.contains("producer") && meta["producer"].is_string())
+      out.producer = meta["producer"].get<std::string>();
   } catch (const json::exception& e) {
     r.fail(std::string("metadata: ") + e.what());
   }

@@ -61,6 +61,9 @@ struct EngineData {
   ir::Model model;                  // nodes in execution order; initializers = weights
   std::vector<LayerRecord> layers;  // one per model.graph.nodes
   nlohmann::json info = nlohmann::json::object();
+  // Read back from a file (deserialize_engine); serialize_engine writes its own.
+  std::string producer{};  // "trtutils <version>" that wrote the file ("" if not recorded)
+  uint32_t format_version = kFormatVersion;
 };
 
 // A fast 64-bit checksum (not cryptographic): detects corruption, not tampering.

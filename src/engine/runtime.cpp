@@ -188,6 +188,12 @@ uint64_t Engine::activation_arena_bytes() const {
 std::string Engine::info_json() const {
   return impl_->data.info.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+uint32_t Engine::format_version() const {
+  return impl_->data.format_version;
+}
+std::string Engine::producer() const {
+  return impl_->data.producer;
+}
 std::filesystem::path Engine::path() const {
   return impl_->path;
 }

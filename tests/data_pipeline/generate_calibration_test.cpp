@@ -92,6 +92,45 @@ TEST_F(GenerateCalibrationTest, PartialBatchIsDroppedAndSaid) {
   EXPECT_EQ(npy_load(out_).shape(), (Shape{2, 3, 16, 16}));
 }
 
+// Nothing is left out silently: files that are not images (named), subfolders (not recursed),
+// hidden names and the partial last batch (naming --keep_partial as the flag is spelled) are
+// each a warning, and a last line counts them.
+TEST_F(GenerateCalibrationTest, SkippedEntriesAreNamedAndCounted) {
+  write_bytes(images_ / "notes.txt", "not an image");
+  write_bytes(images_ / "labels.csv", "a,b");
+  write_bytes(images_ / ".DS_Store", "x");
+  fs::create_directories(images_ / "more");
+  fs::copy_file(fixture("photo_coffee.png"), images_ / "more" / "3_coffee.png");
+  const Result r = run_cli(base(images_) + "--input_shape 16 16 3 --batch_size 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const std::string& part : std::vector<std::string>{
+           "skipped 2 file(s)", "that are not images", "labels.csv, notes.txt",
+           "skipped 1 subfolder(s)", "not recursed", "more", "skipped 1 hidden name(s)",
+           ".DS_Store", "dropping the last 1 image(s)", "--keep_partial",
+           "skipped 5 entries of '" + images_.string() +
+               "': 2 not image file(s), 1 subfolder(s) (not recursed), 1 hidden name(s), 1 "
+               "image(s) of a partial last batch (--keep_partial keeps them)"})
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << " in: " << r.output;
+  EXPECT_EQ(npy_load(out_).shape(), (Shape{2, 3, 16, 16}));
+}
+
+TEST_F(GenerateCalibrationTest, ManySkippedFilesAreCountedAfterTheFirstNames) {
+  for (int k = 0; k < 8; ++k) write_bytes(images_ / fmt::format("note_{}.txt", k), "x");
+  const Result r = run_cli(base(images_) + "--input_shape 16 16 3 --batch_size 1 --max_images 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped 8 file(s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note_4.txt and 3 more"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("note_5.txt"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 image(s) past --max_images"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--keep_partial"), std::string::npos) << r.output;
+}
+
+TEST_F(GenerateCalibrationTest, NothingSkippedSaysNothing) {
+  const Result r = run_cli(base(images_) + "--input_shape 16 16 3 --batch_size 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("skipped"), std::string::npos) << r.output;
+}
+
 TEST_F(GenerateCalibrationTest, ProgressLinesWhenNotATerminal) {
   const Result r =
       run_cli(base(images_) + "--input_shape 16 16 3 --batch_size 1 --input_dtype uint8");

@@ -73,9 +73,11 @@ def test_inspect_matches_cli(engine_path: Path, cli) -> None:
     ours = trtutils.inspect_engine(engine_path)
     r = cli("inspect", "--engine", engine_path, "--json")
     assert r.returncode == 0, r.stderr
-    theirs = json.loads(r.stdout)
-    assert {k: v for k, v in ours.items() if k != "engine"} == {
-        k: v for k, v in theirs.items() if k != "engine"}  # fmt: skip
+    assert ours == json.loads(r.stdout)  # the same content, the path included
+    assert ours["trtutils_version"] == trtutils.__version__
+    assert ours["engine_format_version"] == 1
+    assert ours["engine_producer"] == f"trtutils {trtutils.__version__}"
+    assert trtutils.inspect_engine(trtutils.TRTEngine(engine_path)) == ours
 
 
 def test_image_batcher_iteration(workdir: Path, cli) -> None:

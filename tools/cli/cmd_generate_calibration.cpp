@@ -3,8 +3,12 @@
 //   [--resize_method letterbox|linear] [--input_scale LO HI] [--mean R G B] [--std R G B]
 //   [--color_order RGB|BGR] [--pad_value 114] [--keep_partial] [--threads N]
 // The flag names are those of the Python original's generate_calibration.
+#include <fmt/ranges.h>
+
 #include <chrono>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "batcher_flags.h"
 #include "commands.h"
@@ -19,6 +23,25 @@ struct GenerateCalibrationOptions {
   BatcherFlags batcher;
   std::string output;
 };
+
+// "skipped 4 entries of 'photos/': 1 not an image, 1 subfolder (not recursed), 2 images of a
+// partial last batch (--keep_partial keeps them)"; empty when nothing was skipped. The names are
+// in the warnings the batcher logged.
+std::string calibration_skip_summary(const ImageDirSkips& s, const std::string& dir) {
+  std::vector<std::string> parts;
+  const auto add = [&](size_t n, const char* what) {
+    if (n) parts.push_back(fmt::format("{} {}", n, what));
+  };
+  add(s.not_images.size(), "not image file(s)");
+  add(s.subfolders.size(), "subfolder(s) (not recursed)");
+  add(s.hidden.size(), "hidden name(s)");
+  add(static_cast<size_t>(s.past_max_images), "image(s) past --max_images");
+  add(static_cast<size_t>(s.partial_batch),
+      "image(s) of a partial last batch (--keep_partial keeps them)");
+  if (parts.empty()) return "";
+  return fmt::format("skipped {} entr{} of '{}': {}", s.total(), s.total() == 1 ? "y" : "ies", dir,
+                     fmt::join(parts, ", "));
+}
 
 void generate(const GenerateCalibrationOptions& o, const CLI::App* sub) {
   ImageBatcherOptions b = to_batcher_options(o.batcher, sub);
@@ -40,6 +63,9 @@ void generate(const GenerateCalibrationOptions& o, const CLI::App* sub) {
              o.output, dtype_name(batcher.options().dtype), shape_str(shape), batcher.num_images(),
              batcher.num_batches(), batcher.batch_size(), s,
              s > 0 ? static_cast<double>(batcher.num_images()) / s : 0.0);
+  const std::string skipped =
+      calibration_skip_summary(batcher.skipped(), batcher.options().image_dir.string());
+  if (!skipped.empty()) fmt::print("{}\n", skipped);
 }
 }  // namespace
 

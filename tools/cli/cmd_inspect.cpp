@@ -1,12 +1,16 @@
-// trtutils inspect --engine ENGINE [--json]: the engine's target, IO bindings (with profiles
-// and formats), memory, and its layer table (layer, op, precision, device, kernel/tactic,
-// shapes) with a count per precision.
+// trtutils inspect --engine ENGINE [--wide] [--json]: the versions (this trtutils, the engine
+// file format, the trtutils that wrote it), the engine's target, IO bindings (with profiles and
+// formats), memory, and its layer table with a count per precision. The table is narrow by
+// default (layer names whole, for --layer_precision); --wide adds kernels and shapes; --json is
+// engine_inspect_json(), which the Python inspect_engine returns too.
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "inspect_table.h"
 #include "trtutils/check.h"
 #include "trtutils/engine.h"
+#include "trtutils/engine_inspect.h"
 
 namespace trtutils::cli {
 
@@ -14,17 +18,11 @@ namespace {
 
 struct InspectOptions {
   std::string engine;
+  bool wide = false;
   bool json = false;
 };
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v)
-    if (!x.empty()) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-std::string dims(const EngineTensorInfo& t) {
+std::string inspect_dims(const EngineTensorInfo& t) {
   std::string s = "[";
   for (size_t d = 0; d < t.shape.size(); ++d) {
     if (d) s += ", ";
@@ -35,56 +33,16 @@ std::string dims(const EngineTensorInfo& t) {
   return s + "]";
 }
 
-void inspect(const InspectOptions& o) {
-  auto engine = Engine::load(o.engine, {.backend = "cpu"});
-  const nlohmann::json info = nlohmann::json::parse(engine->info_json());
-  std::map<std::string, int64_t> per_precision;
-  for (const auto& l : engine->layers()) ++per_precision[l.precision];
-  if (o.json) {
-    nlohmann::json j;
-    j["engine"] = o.engine;
-    j["backend"] = engine->backend();
-    j["target_sm"] = engine->target_sm();
-    j["strongly_typed"] = engine->strongly_typed();
-    j["weight_bytes"] = engine->weight_bytes();
-    j["activation_arena_bytes"] = engine->activation_arena_bytes();
-    auto io = [](const std::vector<EngineTensorInfo>& v) {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& t : v)
-        a.push_back({{"name", t.name},
-                     {"dtype", std::string(dtype_name(t.dtype))},
-                     {"shape", t.shape},
-                     {"format", t.format},
-                     {"min", t.min_shape},
-                     {"opt", t.opt_shape},
-                     {"max", t.max_shape}});
-      return a;
-    };
-    j["inputs"] = io(engine->inputs());
-    j["outputs"] = io(engine->outputs());
-    j["layers_per_precision"] = per_precision;
-    nlohmann::json layers = nlohmann::json::array();
-    for (const auto& l : engine->layers())
-      layers.push_back({{"index", l.index},
-                        {"name", l.name},
-                        {"op", l.op},
-                        {"precision", l.precision},
-                        {"device", l.device},
-                        {"kernel", l.kernel},
-                        {"tactic", l.tactic},
-                        {"inputs", l.inputs},
-                        {"outputs", l.outputs},
-                        {"input_shapes", l.input_shapes},
-                        {"output_shapes", l.output_shapes}});
-    j["layers"] = layers;
-    j["build"] = info;
-    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-    return;
-  }
-  fmt::print("engine: {}\n", o.engine);
-  fmt::print("backend: {} (target SM {}), runs here on: {}\n", engine->backend(),
-             engine->target_sm(), engine->runtime_backend());
-  fmt::print("typing: {}\n", engine->strongly_typed() ? "strongly typed" : "weakly typed");
+void inspect_print_versions(const Engine& engine) {
+  fmt::print("trtutils: {}; engine file format version {} (written by {})\n", library_version(),
+             engine.format_version(), engine.producer().empty() ? "?" : engine.producer());
+}
+
+void inspect_print_build(const Engine& engine) {
+  const nlohmann::json info = nlohmann::json::parse(engine.info_json());
+  fmt::print("backend: {} (target SM {}), runs here on: {}\n", engine.backend(), engine.target_sm(),
+             engine.runtime_backend());
+  fmt::print("typing: {}\n", engine.strongly_typed() ? "strongly typed" : "weakly typed");
   if (info.contains("gpu_switches") && !info["gpu_switches"].empty()) {
     std::string sw;
     for (const auto& [k, v] : info["gpu_switches"].items())
@@ -94,31 +52,47 @@ void inspect(const InspectOptions& o) {
   if (info.contains("calibration") && info["calibration"].value("source", "none") != "none")
     fmt::print("calibration: {}\n", info["calibration"].dump());
   fmt::print("memory: weights {:.2f} MiB, activation arena {:.2f} MiB\n",
-             static_cast<double>(engine->weight_bytes()) / (1 << 20),
-             static_cast<double>(engine->activation_arena_bytes()) / (1 << 20));
-  for (const auto* list : {&engine->inputs(), &engine->outputs()}) {
-    const bool in = list == &engine->inputs();
+             static_cast<double>(engine.weight_bytes()) / (1 << 20),
+             static_cast<double>(engine.activation_arena_bytes()) / (1 << 20));
+}
+
+void inspect_print_bindings(const Engine& engine) {
+  for (const auto* list : {&engine.inputs(), &engine.outputs()}) {
+    const bool in = list == &engine.inputs();
     for (const auto& t : *list) {
-      fmt::print("{} '{}': {} {} {}", in ? "input" : "output", t.name, dtype_name(t.dtype), dims(t),
-                 t.format);
+      fmt::print("{} '{}': {} {} {}", in ? "input" : "output", t.name, dtype_name(t.dtype),
+                 inspect_dims(t), t.format);
       if (!t.min_shape.empty())
         fmt::print(" profile min {} opt {} max {}", shape_str(t.min_shape), shape_str(t.opt_shape),
                    shape_str(t.max_shape));
       fmt::print("\n");
     }
   }
+}
+
+void inspect_print_layers(const Engine& engine, bool wide) {
+  std::map<std::string, int64_t> per_precision;
+  for (const auto& l : engine.layers()) ++per_precision[l.precision];
   std::string counts;
   for (const auto& [p, n] : per_precision)
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, p);
-  fmt::print("layers: {} ({})\n", engine->layers().size(), counts);
-  fmt::print("{:>4}  {:<36} {:<24} {:<9} {:<6} {:<28} {}\n", "#", "layer", "op", "precision",
-             "device", "kernel", "shapes (inputs -> outputs)");
-  for (const auto& l : engine->layers()) {
-    std::string name = l.name.size() > 36 ? l.name.substr(0, 33) + "..." : l.name;
-    std::string kernel = l.kernel + (l.tactic.empty() ? "" : "/" + l.tactic);
-    fmt::print("{:>4}  {:<36} {:<24} {:<9} {:<6} {:<28} {} -> {}\n", l.index, name, l.op,
-               l.precision, l.device, kernel, join(l.input_shapes), join(l.output_shapes));
+  fmt::print("layers: {} ({}){}\n", engine.layers().size(), counts,
+             wide ? "" : "; kernels, tactics and shapes: --wide or --json");
+  fmt::print("{}",
+             wide ? inspect_wide_table(engine.layers()) : inspect_narrow_table(engine.layers()));
+}
+
+void inspect(const InspectOptions& o) {
+  auto engine = Engine::load(o.engine, {.backend = "cpu"});
+  if (o.json) {
+    fmt::print("{}\n", engine_inspect_json(*engine));
+    return;
   }
+  fmt::print("engine: {}\n", o.engine);
+  inspect_print_versions(*engine);
+  inspect_print_build(*engine);
+  inspect_print_bindings(*engine);
+  inspect_print_layers(*engine, o.wide);
 }
 
 }  // namespace
@@ -127,6 +101,8 @@ void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* sub = app.add_subcommand("inspect", "Show an engine's bindings and layers");
   sub->add_option("--engine", o->engine, "engine file")->required();
+  sub->add_flag("--wide", o->wide,
+                "the full layer table: also kernel/tactic and shapes (about 200 columns)");
   sub->add_flag("--json", o->json, "print everything as JSON");
   sub->callback([o] { inspect(*o); });
 }
