@@ -89,6 +89,16 @@ std::shared_ptr<void> device_malloc(size_t bytes) {
   return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
 }
 
+void copy_weight_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  TRT_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy returns once the bytes are staged, before the DMA to the
+  // device has finished, and the executors' streams are non-blocking (not ordered after the
+  // legacy stream this copy runs on): without this wait a kernel reading a weight uploaded
+  // mid-run (on its first use) could read it half written.
+  TRT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+}
+
 std::shared_ptr<void> upload_bytes(const void* data, size_t bytes) {
   if (DeviceWeights* shared = DeviceWeightsScope::current()) return shared->upload(data, bytes);
   return upload_private(data, bytes);
@@ -96,7 +106,7 @@ std::shared_ptr<void> upload_bytes(const void* data, size_t bytes) {
 
 std::shared_ptr<void> upload_private(const void* data, size_t bytes) {
   auto buf = device_malloc(bytes);
-  if (bytes) TRT_CUDA_CHECK(cudaMemcpy(buf.get(), data, bytes, cudaMemcpyHostToDevice));
+  copy_weight_bytes(buf.get(), data, bytes);
   return buf;
 }
 

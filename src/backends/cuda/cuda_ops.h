@@ -108,6 +108,9 @@ std::shared_ptr<void> device_malloc(size_t bytes);
 // scope (the engine's, device_weights.h), into the engine's shared copy of those bytes instead.
 // For weights and what ops derive from them.
 std::shared_ptr<void> upload_bytes(const void* data, size_t bytes);
+// Synchronous host-to-device copy of weight bytes, complete on the device when it returns (any
+// stream may read dst afterwards).
+void copy_weight_bytes(void* dst, const void* src, size_t bytes);
 // The same, never shared: for tables that depend on run-time shapes (an engine would otherwise
 // keep one per shape ever seen).
 std::shared_ptr<void> upload_private(const void* data, size_t bytes);

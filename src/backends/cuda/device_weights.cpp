@@ -52,7 +52,7 @@ std::shared_ptr<void> DeviceWeights::upload(const void* data, size_t bytes) {
     return it->second;
   }
   auto buf = device_malloc(bytes);
-  if (bytes) TRT_CUDA_CHECK(cudaMemcpy(buf.get(), data, bytes, cudaMemcpyHostToDevice));
+  copy_weight_bytes(buf.get(), data, bytes);
   buffers_.emplace(key, buf);
   bytes_ += bytes;
   ++uploads_;

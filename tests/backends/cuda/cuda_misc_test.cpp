@@ -127,5 +127,29 @@ TEST(CudaMisc, NonMaxSuppressionMatchesTheCpuKernel) {
              kExact, "NonMaxSuppression with fed limits");
 }
 
+// Ops the op-coverage test found without a GPU test of their own.
+TEST(CudaMisc, DropoutModAndScatterMatchTheCpuKernel) {
+  TRT_REQUIRE_CUDA();
+  check_case({"Dropout", {feed(random_tensor(DataType::kFloat32, {3, 4}, 1))}, {}, 1, "", 13},
+             kExact, "Dropout (inference: identity)");
+  const Tensor a = i64({2, 3}, {7, -7, 9, -9, 5, 0});
+  const Tensor b = i64({2, 3}, {3, 3, -4, -4, 5, 2});
+  check_case({"Mod", {feed(a), feed(b)}}, kExact, "Mod int64");
+  check_case({"Mod",
+              {feed(random_tensor(DataType::kFloat32, {4, 5}, 2, -9.0f, 9.0f)),
+               feed(random_tensor(DataType::kFloat32, {4, 5}, 3, 0.5f, 3.0f))},
+              {ai("fmod", 1)}},
+             kExact, "Mod fmod float32");
+  check_case(
+      {"Scatter",
+       {feed(random_tensor(DataType::kFloat32, {3, 5}, 4)), feed(i64({3, 2}, {0, 4, 1, 3, 2, 2})),
+        feed(random_tensor(DataType::kFloat32, {3, 2}, 5))},
+       {ai("axis", 1)},
+       1,
+       "",
+       10},
+      kExact, "Scatter (opset 10) axis 1");
+}
+
 }  // namespace
 }  // namespace trtutils
