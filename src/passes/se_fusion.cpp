@@ -78,6 +78,26 @@ class SeMatcher {
     return p->second;
   }
 
+  // The gate making s: a Sigmoid / HardSigmoid node after conv2, or conv2's own fused Sigmoid.
+  // Sets the gate attributes on `f`; returns conv2's index and the gate node's (if any).
+  std::optional<std::vector<size_t>> match_gate(const std::string& s, ir::Node& f) const {
+    const auto gi = single_use_producer(s);
+    if (!gi) return std::nullopt;
+    const ir::Node& n = g_.nodes[*gi];
+    if (!is_default_domain(n) || (n.op_type != "Sigmoid" && n.op_type != "HardSigmoid")) {
+      if (n.attr_string("activation", "") != "Sigmoid") return std::nullopt;
+      f.attributes["gate"] = ir::attr_string("gate", "Sigmoid");
+      return std::vector<size_t>{*gi};
+    }
+    f.attributes["gate"] = ir::attr_string("gate", n.op_type);
+    if (n.op_type == "HardSigmoid")
+      f.attributes["gate_params"] =
+          ir::attr_floats("gate_params", {n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)});
+    const auto ci = single_use_producer(n.inputs.at(0));
+    if (!ci || !g_.nodes[*ci].attr_string("activation", "").empty()) return std::nullopt;
+    return std::vector<size_t>{*ci, *gi};
+  }
+
   std::optional<SeMatch> match_operands(size_t mul_index, const std::string& x,
                                         const std::string& s) const {
     const auto xs = g_.find_value_info(x);
@@ -88,27 +108,9 @@ class SeMatcher {
     const int64_t c = (*xs->shape)[1].value;
     SeMatch m;
     ir::Node& f = m.fused;
-    // The gate: a Sigmoid / HardSigmoid node after conv2, or conv2's own fused Sigmoid.
-    auto gi = single_use_producer(s);
-    if (!gi) return std::nullopt;
-    const ir::Node* conv2 = &g_.nodes[*gi];
-    std::vector<size_t> chain{*gi};
-    if (is_default_domain(*conv2) &&
-        (conv2->op_type == "Sigmoid" || conv2->op_type == "HardSigmoid")) {
-      f.attributes["gate"] = ir::attr_string("gate", conv2->op_type);
-      if (conv2->op_type == "HardSigmoid")
-        f.attributes["gate_params"] = ir::attr_floats(
-            "gate_params", {conv2->attr_float("alpha", 0.2f), conv2->attr_float("beta", 0.5f)});
-      const auto ci = single_use_producer(conv2->inputs.at(0));
-      if (!ci) return std::nullopt;
-      conv2 = &g_.nodes[*ci];
-      chain.insert(chain.begin(), *ci);
-      if (!conv2->attr_string("activation", "").empty()) return std::nullopt;
-    } else if (conv2->attr_string("activation", "") == "Sigmoid") {
-      f.attributes["gate"] = ir::attr_string("gate", "Sigmoid");
-    } else {
-      return std::nullopt;
-    }
+    const auto chain = match_gate(s, f);
+    if (!chain) return std::nullopt;
+    const ir::Node* conv2 = &g_.nodes[chain->front()];
     const Tensor* w2 = conv2->has_input(1) ? g_.initializer(conv2->inputs[1]) : nullptr;
     if (!w2 || w2->rank() != 4) return std::nullopt;
     const int64_t r = w2->dim(1);
@@ -123,7 +125,7 @@ class SeMatcher {
         gap.inputs[0] != x)
       return std::nullopt;
     m.nodes = {*pi, *c1};
-    m.nodes.insert(m.nodes.end(), chain.begin(), chain.end());
+    m.nodes.insert(m.nodes.end(), chain->begin(), chain->end());
     m.nodes.push_back(mul_index);
     f.name = g_.nodes[mul_index].name;
     f.op_type = "SqueezeExcite";
