@@ -250,6 +250,8 @@ void infer_fused_conv(InferContext& ctx) {
 
 void register_nn_ops(OpRegistry& r) {
   r.add({"FusedConv", "com.trtutils", infer_fused_conv});
+  // com.trtutils::SqueezeExcite (se_fusion, passes.h): Y has X's dtype and shape (either layout).
+  r.add({"SqueezeExcite", "com.trtutils", infer_same_as_input});
   r.add({"Conv", "", [](InferContext& c) { infer_conv(c, false); }});
   r.add({"ConvTranspose", "", [](InferContext& c) { infer_conv(c, true); }});
   r.add({"MaxPool", "", infer_pool});

@@ -78,6 +78,16 @@ bool max_pool_candidate(const ir::Graph& g, const ir::Node& n) {
          dtype_of(g, n.inputs[0]) == DataType::kFloat32;
 }
 
+// A float32 SqueezeExcite (se_fusion): per-channel work that runs on either layout.
+bool squeeze_excite_candidate(const ir::Graph& g, const ir::Node& n) {
+  if (n.domain != kDomain || n.op_type != "SqueezeExcite" || n.outputs.size() != 1 ||
+      !n.has_input(0) || n.attr_int("channels_last", 0) != 0)
+    return false;
+  const auto xs = static_or_named(g, n.inputs[0]);
+  const auto ys = static_or_named(g, n.outputs[0]);
+  return xs && ys && xs->size() == 4 && ys == xs && dtype_of(g, n.inputs[0]) == DataType::kFloat32;
+}
+
 }  // namespace
 
 size_t conv_channels_last(ir::Graph& g) {
@@ -149,6 +159,14 @@ size_t conv_channels_last(ir::Graph& g) {
       const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
       n.inputs[0] = last_of.at(n.inputs[0]);
       n.outputs.resize(1);
+      emit_channels_last(std::move(n), ys);
+      continue;
+    }
+    // A squeeze-excitation block inside a chain (EfficientNet's, between the depthwise and the
+    // projecting convolution) keeps it channels-last.
+    if (squeeze_excite_candidate(g, n) && last_of.count(n.inputs[0])) {
+      const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
+      n.inputs[0] = last_of.at(n.inputs[0]);
       emit_channels_last(std::move(n), ys);
       continue;
     }

@@ -89,12 +89,26 @@ size_t qdq_channels_last(ir::Graph& graph);
 // value already has a channels-last twin (made by a converted conv or an earlier Transpose), so
 // chains of convolutions stay channels-last and only their boundaries transpose. For the CPU
 // backend only (oneDNN's NHWC kernels); the CUDA backend does not read the attribute. Run
-// dead-code elimination afterwards. Returns the number of convolutions converted.
+// dead-code elimination afterwards. A SqueezeExcite whose X has a channels-last twin runs
+// channels-last too. Returns the number of convolutions converted.
 size_t conv_channels_last(ir::Graph& graph);
 
+// Rewrites float32 squeeze-excitation blocks, GlobalAveragePool(X) -> 1x1 Conv / FusedConv
+// (W1 [R, C, 1, 1], B1, activation A) -> 1x1 Conv (W2 [C, R, 1, 1], B2) -> gate -> Mul(X, gate)
+// with the gate a Sigmoid (node, or conv2's fused activation) or a HardSigmoid node, into one
+// com.trtutils::SqueezeExcite node computing Y = X * gate(W2 . A(W1 . mean(X) + B1) + B2):
+//   inputs X [N, C, H, W], W1, [B1], W2, [B2] (weights and biases constant);
+//   attributes "activation" / "activation_params" (A, as FusedConv's), "gate" (Sigmoid or
+//   HardSigmoid), "gate_params" (HardSigmoid [alpha, beta]), "channels_last" (X and Y are
+//   [N, H, W, C]; set by conv_channels_last).
+// Only when the pool, the convolutions and the gate each have one reader and are no graph
+// output (X itself may have other readers). For the CPU plan (run_cpu_layout_pipeline). Needs
+// dtypes and shapes in value_info. Returns the number of blocks fused.
+size_t fuse_squeeze_excite(ir::Graph& graph);
+
 // The CPU plan's layout step, after run_pipeline on a graph that the CPU backend runs:
-// conv_channels_last ("conv_layout"), then dead-code elimination. `disabled` and
-// TRTUTILS_DISABLE_PASSES as for run_pipeline.
+// fuse_squeeze_excite ("se_fusion"), conv_channels_last ("conv_layout"), then dead-code
+// elimination. `disabled` and TRTUTILS_DISABLE_PASSES as for run_pipeline.
 void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {});
 
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that

@@ -12,7 +12,8 @@
 // 5. dead-code elimination last, removing what folding and Q/DQ fusion left unused (the
 //    DequantizeLinear nodes whose readers were fused).
 // Then, only for graphs the CPU backend runs (run_cpu_layout_pipeline: Session, and the builder
-// for --backend cpu), the CPU plan's layout: float32 convolutions channels-last (conv_layout),
+// for --backend cpu), the CPU plan: squeeze-excitation blocks as one node (se_fusion), then its
+// layout: float32 convolutions channels-last (conv_layout),
 // last because it needs the fused nodes (a FusedConv's residual travels with it) and the int8
 // chains' Transposes (float convolutions next to them reuse those twins); dead-code elimination
 // again afterwards for the Transposes back to NCHW that nobody reads.
@@ -69,6 +70,9 @@ std::set<std::string> disabled_passes(const std::set<std::string>& disabled_in) 
 
 void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled_in) {
   const std::set<std::string> disabled = disabled_passes(disabled_in);
+  // Before the layout, on the plain graph, so that the fused block joins the channels-last
+  // chain of the convolutions around it.
+  if (!disabled.count("se_fusion")) fuse_squeeze_excite(graph);
   if (disabled.count("conv_layout")) return;
   // After conv fusion (a FusedConv's residual and activation travel with it) and after the
   // Q/DQ layout (QConv chains are channels-last already; float convs between them join in).

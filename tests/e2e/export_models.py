@@ -26,6 +26,10 @@ MODELS = {
     "vit_b_16": ("vit_b_16", 1, False),
     "mobilenet_v2_dynbatch": ("mobilenet_v2", 1, True),
     "resnet50_b8": ("resnet50", 8, False),
+    # Batch 8 of the CPU speed set (bench/cpu_ab.sh, issue 36).
+    "mobilenet_v2_b8": ("mobilenet_v2", 8, False),
+    "efficientnet_b0_b8": ("efficientnet_b0", 8, False),
+    "vit_b_16_b8": ("vit_b_16", 8, False),
     # A wider set for robustness sweeps (not in the e2e defaults): concatenations, grouped and
     # channel-shuffled convolutions, squeeze-excitation, channels-last LayerNorm, windowed
     # attention, dilated segmentation heads with Resize.

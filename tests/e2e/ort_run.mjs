@@ -9,6 +9,8 @@
 //                        else ORT's default); interOpNumThreads is 1
 //     --iterations N     time N runs after the warmup and print median/mean/p90/p99/min in ms
 //     --warmup N         untimed runs before timing (default 3 when --iterations is given)
+//     --profile PREFIX   ORT's own profiler (enableProfiling): per-node times of every run
+//                        written to PREFIX_<date>.json; its path is printed at the end
 //
 // OUT_DIR may be '-' to skip writing outputs (benchmarking). No dependencies besides
 // onnxruntime-node: the .npy reader/writer is below.
@@ -114,6 +116,7 @@ async function main() {
   let threads = Number(process.env.ORT_NUM_THREADS || process.env.OMP_NUM_THREADS || 0);
   let iterations = 0;
   let warmup = -1;
+  let profile = '';
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     const next = () => {
@@ -124,6 +127,7 @@ async function main() {
     else if (a === '--threads') threads = Number(next());
     else if (a === '--iterations') iterations = Number(next());
     else if (a === '--warmup') warmup = Number(next());
+    else if (a === '--profile') profile = next();
     else if (a.startsWith('--')) fail(`unknown option ${a}`);
     else positional.push(a);
   }
@@ -137,6 +141,7 @@ async function main() {
 
   const options = { graphOptimizationLevel: opt, executionProviders: ['cpu'], interOpNumThreads: 1 };
   if (threads > 0) options.intraOpNumThreads = threads;
+  if (profile) Object.assign(options, { enableProfiling: true, profileFilePrefix: profile });
   const session = await ort.InferenceSession.create(modelPath, options);
 
   const feeds = {};
@@ -180,6 +185,10 @@ async function main() {
       const file = path.join(outDir, `${name.replace(/[/:]/g, '_')}.npy`);
       writeNpy(file, results[name]);
     }
+  }
+  if (profile) {
+    session.endProfiling();  // writes PREFIX_<date>.json (node returns no name)
+    console.log(`ort: profile written to ${profile}_*.json`);
   }
 }
 

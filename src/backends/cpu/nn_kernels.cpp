@@ -1,6 +1,6 @@
 // CPU kernels for the nn op family: registration and the shared dtype helpers. The kernels
-// live in conv_kernels.cpp, gemm_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp and the oneDNN
-// fast paths in onednn_nn.cpp.
+// live in conv_kernels.cpp, gemm_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp,
+// squeeze_excite_kernel.cpp and the oneDNN fast paths in onednn_nn.cpp.
 #include "backends/cpu/nn_kernels.h"
 
 #include "core/check.h"
@@ -73,6 +73,7 @@ void register_nn_kernels(KernelRegistry& r) {
   r.add({"Conv", "", nn::conv_kernel});
   r.add({"ConvTranspose", "", nn::conv_transpose_kernel});
   r.add({"FusedConv", "com.trtutils", nn::fused_conv_kernel});
+  r.add({"SqueezeExcite", "com.trtutils", nn::squeeze_excite_kernel});
   r.add({"Gemm", "", nn::gemm_kernel});
   r.add({"MatMul", "", nn::matmul_kernel});
   r.add({"MaxPool", "", nn::max_pool_kernel});

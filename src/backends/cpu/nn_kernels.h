@@ -57,7 +57,8 @@ struct ConvPostOps {
 
 // ---- kernel entry points (registered by register_nn_kernels) --------------------------------
 void conv_kernel(KernelContext& ctx);
-void fused_conv_kernel(KernelContext& ctx);  // com.trtutils::FusedConv
+void fused_conv_kernel(KernelContext& ctx);      // com.trtutils::FusedConv
+void squeeze_excite_kernel(KernelContext& ctx);  // com.trtutils::SqueezeExcite
 void conv_transpose_kernel(KernelContext& ctx);
 void gemm_kernel(KernelContext& ctx);
 void matmul_kernel(KernelContext& ctx);
