@@ -12,59 +12,21 @@
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/nn_kernels.h"
 #include "ir/graph_builder.h"
+#include "passes/pass_test_util.h"
 #include "passes/passes.h"
 #include "trtutils/status.h"
 
 namespace trtutils {
 namespace {
 
-constexpr int64_t kOpset = 17;
+using namespace pass_testing;  // NOLINT
 
-Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.0f) {
-  Tensor t(DataType::kFloat32, std::move(shape));
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
-  return t;
+void expect_close(const Tensor& a, const Tensor& b, double rel = 1e-5) {
+  pass_testing::expect_close(a, b, rel);
 }
 
 Tensor scalar(float v) {
   return Tensor::from_vector<float>(DataType::kFloat32, {}, {v});
-}
-
-// Runs the graph's nodes in order on the CPU backend.
-std::map<std::string, Tensor> execute(const ir::Graph& g,
-                                      const std::map<std::string, Tensor>& feeds,
-                                      bool reference = false) {
-  std::map<std::string, Tensor> env = feeds;
-  for (const auto& [name, t] : g.initializers) env[name] = t;
-  for (const auto& n : g.nodes) {
-    std::vector<const Tensor*> in;
-    for (const auto& v : n.inputs) in.push_back(v.empty() ? nullptr : &env.at(v));
-    auto outs = cpu::run_node(n, kOpset, in, reference);
-    for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = outs[k];
-  }
-  std::map<std::string, Tensor> r;
-  for (const auto& o : g.outputs) r[o.name] = env.at(o.name);
-  return r;
-}
-
-void expect_close(const Tensor& a, const Tensor& b, double rel = 1e-5) {
-  ASSERT_EQ(a.shape(), b.shape());
-  int bad = 0;
-  for (int64_t i = 0; i < a.numel() && bad < 5; ++i) {
-    const double x = a.data<float>()[i], y = b.data<float>()[i];
-    if (!(std::abs(x - y) <= rel * std::max(1.0, std::abs(y)))) {
-      ADD_FAILURE() << "element " << i << ": " << x << " vs " << y;
-      ++bad;
-    }
-  }
-}
-
-size_t count_op(const ir::Graph& g, const std::string& op) {
-  size_t n = 0;
-  for (const auto& node : g.nodes) n += node.op_type == op;
-  return n;
 }
 
 struct ConvSpec {

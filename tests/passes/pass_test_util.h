@@ -1,0 +1,66 @@
+// Helpers of the graph-pass tests: random float32 tensors, the graph's nodes run in order on the
+// CPU backend (a pass's result against the graph before it), element comparison, op counts.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel_registry.h"
+#include "ir/graph.h"
+
+namespace trtutils::pass_testing {
+
+inline constexpr int64_t kOpset = 17;
+
+// Normal(0, scale) values.
+inline Tensor random_tensor(Shape shape, uint32_t seed, float scale = 1.0f) {
+  Tensor t(DataType::kFloat32, std::move(shape));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// Runs the graph's nodes in order on the CPU backend.
+inline std::map<std::string, Tensor> execute(const ir::Graph& g,
+                                             const std::map<std::string, Tensor>& feeds,
+                                             bool reference = false) {
+  std::map<std::string, Tensor> env = feeds;
+  for (const auto& [name, t] : g.initializers) env[name] = t;
+  for (const auto& n : g.nodes) {
+    std::vector<const Tensor*> in;
+    for (const auto& v : n.inputs) in.push_back(v.empty() ? nullptr : &env.at(v));
+    auto outs = cpu::run_node(n, kOpset, in, reference);
+    for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = outs[k];
+  }
+  std::map<std::string, Tensor> r;
+  for (const auto& o : g.outputs) r[o.name] = env.at(o.name);
+  return r;
+}
+
+// float32 elements within tol relative to max(1, |b|) (the first five misses reported).
+inline void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-4) {
+  ASSERT_EQ(a.shape(), b.shape());
+  int bad = 0;
+  for (int64_t i = 0; i < a.numel() && bad < 5; ++i) {
+    const double x = a.data<float>()[i], y = b.data<float>()[i];
+    if (!(std::abs(x - y) <= tol * std::max(1.0, std::abs(y)))) {
+      ADD_FAILURE() << "element " << i << ": " << x << " vs " << y;
+      ++bad;
+    }
+  }
+}
+
+inline size_t count_op(const ir::Graph& g, const std::string& op) {
+  size_t n = 0;
+  for (const auto& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+}  // namespace trtutils::pass_testing
