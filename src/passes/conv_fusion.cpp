@@ -179,15 +179,7 @@ size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
     ++fused;
   }
   if (!fused) return 0;
-  std::vector<ir::Node> kept;
-  kept.reserve(graph.nodes.size() - fused);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (auto it = replacement.find(i); it != replacement.end())
-      kept.push_back(std::move(it->second));
-    else if (!removed[i])
-      kept.push_back(std::move(graph.nodes[i]));
-  }
-  graph.nodes = std::move(kept);
+  splice_nodes(graph, replacement, removed);
   TRT_LOG_VERBOSE("conv fusion: {} Conv node(s) fused", fused);
   return fused;
 }

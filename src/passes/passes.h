@@ -120,4 +120,9 @@ void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disa
 // "qdq_fusion": their FusedConv / QConv / QGemm / QMatMul nodes are for our backends only.
 void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled = {});
 
+// A fusion's rewrite of graph.nodes: each node index in `replacement` becomes its fused node,
+// the others marked in `removed` are dropped, the rest keep their order.
+void splice_nodes(ir::Graph& graph, std::unordered_map<size_t, ir::Node>& replacement,
+                  const std::vector<bool>& removed);
+
 }  // namespace trtutils::passes

@@ -163,16 +163,10 @@ size_t fuse_squeeze_excite(ir::Graph& graph) {
     replacement.emplace(i, std::move(m->fused));
   }
   if (replacement.empty()) return 0;
-  std::vector<ir::Node> kept;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (auto it = replacement.find(i); it != replacement.end())
-      kept.push_back(std::move(it->second));
-    else if (!removed[i])
-      kept.push_back(std::move(graph.nodes[i]));
-  }
-  graph.nodes = std::move(kept);
-  TRT_LOG_VERBOSE("squeeze-excitation fusion: {} block(s) fused", replacement.size());
-  return replacement.size();
+  const size_t fused = replacement.size();
+  splice_nodes(graph, replacement, removed);
+  TRT_LOG_VERBOSE("squeeze-excitation fusion: {} block(s) fused", fused);
+  return fused;
 }
 
 }  // namespace trtutils::passes
