@@ -27,12 +27,6 @@ using nlohmann::json;
 
 // ---- calibration ----
 
-struct ScaleSource {
-  precision::CalibrationCache cache;
-  bool from_data = false;
-  fs::path written;
-};
-
 // `preprocessing`: set to the images' preprocessing_summary when they come from data_batcher.
 std::vector<Tensor> calibration_batches(const BuildConfig& c, const ir::Graph& g,
                                         std::string& preprocessing) {

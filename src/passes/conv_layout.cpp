@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ir/graph_builder.h"
+#include "passes/layout_perms.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
 
@@ -26,23 +27,6 @@ std::optional<ir::SymShape> static_or_named(const ir::Graph& g, const std::strin
 DataType dtype_of(const ir::Graph& g, const std::string& v) {
   const auto info = g.find_value_info(v);
   return info ? info->dtype : DataType::kUndefined;
-}
-
-std::vector<int64_t> to_last_perm(size_t rank) {
-  std::vector<int64_t> p{0};
-  for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
-  p.push_back(1);
-  return p;
-}
-std::vector<int64_t> to_first_perm(size_t rank) {
-  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
-  for (size_t i = 1; i + 1 < rank; ++i) p.push_back(static_cast<int64_t>(i));
-  return p;
-}
-ir::SymShape permuted(const ir::SymShape& s, const std::vector<int64_t>& perm) {
-  ir::SymShape r;
-  for (int64_t p : perm) r.push_back(s[p]);
-  return r;
 }
 
 // A float32 Conv or FusedConv with constant weights that the channels-last kernel runs.

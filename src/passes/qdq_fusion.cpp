@@ -27,6 +27,7 @@
 #include "ir/graph_builder.h"
 #include "ops/qlinear_ops.h"
 #include "ops/quant_params.h"
+#include "passes/layout_perms.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
 
@@ -515,23 +516,6 @@ class Fuser {
   std::unordered_map<std::string, std::string> f32_copies_;
   size_t fused_ = 0;
 };
-
-std::vector<int64_t> to_last_perm(size_t rank) {
-  std::vector<int64_t> p{0};
-  for (size_t i = 2; i < rank; ++i) p.push_back(static_cast<int64_t>(i));
-  p.push_back(1);
-  return p;
-}
-std::vector<int64_t> to_first_perm(size_t rank) {
-  std::vector<int64_t> p{0, static_cast<int64_t>(rank) - 1};
-  for (size_t i = 1; i + 1 < rank; ++i) p.push_back(static_cast<int64_t>(i));
-  return p;
-}
-ir::SymShape permuted(const ir::SymShape& s, const std::vector<int64_t>& perm) {
-  ir::SymShape r;
-  for (int64_t p : perm) r.push_back(s[p]);
-  return r;
-}
 
 bool int8_type(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUInt8;

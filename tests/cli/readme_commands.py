@@ -120,8 +120,7 @@ def main():
     source = os.path.abspath(source)
     scratch(work, source, cli)
     info = subprocess.run([cli, "info"], capture_output=True, text=True).stdout
-    gpu = re.search(r"GPU\s*:\s*(?!none|no )", info, re.IGNORECASE) is not None and \
-        "no CUDA" not in info
+    gpu = "backend cuda: usable" in info
     cmds = commands(readme)
     failed, ran, skipped = [], 0, 0
     for c in cmds:

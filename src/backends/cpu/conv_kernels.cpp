@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/copy_util.h"
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
 #include "ops/nn_geometry.h"
@@ -229,42 +230,6 @@ Shape channels_last_shape(const Shape& s) {
   return r;
 }
 
-// t ([N, C, S] in memory as channels-first when to_last, else [N, S, C]) with its channel axis
-// moved: per image a C x S <-> S x C transpose in square tiles.
-template <typename T>
-Tensor permute_channels(const Tensor& t, bool to_last) {
-  const Shape out = to_last ? channels_last_shape(t.shape()) : channels_first_shape(t.shape());
-  const int64_t n = t.dim(0), c = to_last ? t.dim(1) : t.shape().back();
-  const int64_t sp = n == 0 || c == 0 ? 0 : t.numel() / (n * c);
-  const int64_t rows = to_last ? c : sp, cols = to_last ? sp : c;
-  Tensor r = Tensor::uninitialized(t.dtype(), out);
-  const T* src = t.data<T>();
-  T* dst = r.data<T>();
-  constexpr int64_t kTile = 32;
-  const int64_t rt = (rows + kTile - 1) / kTile, ct = (cols + kTile - 1) / kTile;
-#pragma omp parallel for collapse(2) schedule(static) if (n * rows * cols > (1 << 15))
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t tile = 0; tile < rt * ct; ++tile) {
-      const int64_t r0 = (tile / ct) * kTile, c0 = (tile % ct) * kTile;
-      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      const T* s = src + b * rows * cols;
-      T* d = dst + b * rows * cols;
-      for (int64_t i = r0; i < r1; ++i)
-        for (int64_t j = c0; j < c1; ++j) d[j * rows + i] = s[i * cols + j];
-    }
-  return r;
-}
-Tensor permute_channels_any(const Tensor& t, bool to_last) {
-  switch (dtype_bits(t.dtype())) {
-    case 16:
-      return permute_channels<uint16_t>(t, to_last);
-    case 64:
-      return permute_channels<uint64_t>(t, to_last);
-    default:
-      return permute_channels<uint32_t>(t, to_last);
-  }
-}
-
 void run_conv_channels_first(KernelContext& ctx, bool transpose, const ConvPostOps& post);
 
 // Y for the fast path: the residual's own buffer when the caller donated it (FusedConv input 3;
@@ -305,14 +270,14 @@ void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
                     /*channels_last=*/true))
       return;
   }
-  const Tensor xf = permute_channels_any(x_in, false);
-  const Tensor rf = post.residual ? permute_channels_any(*post.residual, false) : Tensor();
+  const Tensor xf = permute_channels(x_in, false);
+  const Tensor rf = post.residual ? permute_channels(*post.residual, false) : Tensor();
   KernelContext sub{
       node, ctx.opset, {&xf, &w_in, b_in}, {Tensor()}, ctx.use_reference, ctx.constant_inputs, {}};
   ConvPostOps first = post;
   first.residual = post.residual ? &rf : nullptr;
   run_conv_channels_first(sub, false, first);
-  ctx.outputs.at(0) = permute_channels_any(sub.outputs.at(0), true);
+  ctx.outputs.at(0) = permute_channels(sub.outputs.at(0), true);
 }
 
 void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) {

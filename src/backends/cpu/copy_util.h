@@ -16,6 +16,8 @@ namespace trtutils::cpu {
 size_t element_bytes(DataType dt, const ir::Node& node);
 
 bool is_int4(DataType dt);
+// [N, C, spatial...] -> [N, spatial..., C] (to_last) or back; elements of 1, 2, 4 or 8 bytes.
+Tensor permute_channels(const Tensor& t, bool to_last);
 // int4/uint4 tensor -> uint8 tensor of the same shape holding one nibble per byte.
 Tensor unpack_int4(const Tensor& t);
 // uint8 tensor of nibbles -> packed tensor of dtype `dt` (int4 or uint4), same shape.

@@ -97,6 +97,20 @@ void append_activation(dnnl::post_ops& ops, const ConvPostOps& post) {
   }
 }
 
+// A user scratchpad and the post-ops of a fused convolution: the residual as a sum (dst holds
+// it when the primitive runs), then a binary bias add (when given: matmul forms whose bias is
+// not their own), then the activation.
+dnnl::primitive_attr conv_attr(const ConvPostOps& post, const memory::desc* binary_bias = nullptr) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::post_ops ops;
+  if (post.residual) ops.append_sum(1.0f);
+  if (binary_bias) ops.append_binary(dnnl::algorithm::binary_add, *binary_bias);
+  append_activation(ops, post);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 // LRU map from key to entry, bounded in entries and in bytes (an entry's cost: the weights it
 // holds alive plus its reordered copy).
 template <typename Entry>
@@ -223,13 +237,7 @@ void build_pointwise(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool h
   // Post-ops: sum (the residual, copied into y beforehand) first, then the bias, then the
   // activation: act(W X + residual + b) rounds like act(W X + b + residual) up to the order
   // of one float addition.
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::post_ops ops;
-  if (post.residual) ops.append_sum(1.0f);
-  if (has_bias) ops.append_binary(dnnl::algorithm::binary_add, e.bias_md);
-  append_activation(ops, post);
-  attr.set_post_ops(ops);
+  const dnnl::primitive_attr attr = conv_attr(post, has_bias ? &e.bias_md : nullptr);
   dnnl::matmul::desc d(w_md, x_md, y_md);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
   require_optimized(pd);
@@ -256,12 +264,7 @@ void build_pointwise_last(ConvEntry& e, const ConvProblem& p, const Tensor& w, b
   const memory::desc w_md({p.in_channels, p.out_channels}, kF32, Tag::any);
   const memory::desc y_md = plain_md({rows, p.out_channels});
   e.bias_md = has_bias ? plain_md({1, p.out_channels}) : memory::desc();
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::post_ops ops;
-  if (post.residual) ops.append_sum(1.0f);
-  append_activation(ops, post);
-  attr.set_post_ops(ops);
+  const dnnl::primitive_attr attr = conv_attr(post);
   dnnl::matmul::desc d(x_md, w_md, e.bias_md, y_md);
   dnnl::matmul::primitive_desc pd(d, attr, engine());
   require_optimized(pd);
@@ -352,15 +355,7 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   memory::desc src_any = want_user ? e.user_src_md : activation_md(src_dims);
   memory::desc dst_any = want_user ? e.user_dst_md : activation_md(dst_dims);
   const memory::desc w_any(wdims, kF32, Tag::any);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  {
-    // The residual enters through a sum post-op: dst holds it when the primitive runs.
-    dnnl::post_ops ops;
-    if (post.residual) ops.append_sum(1.0f);
-    append_activation(ops, post);
-    attr.set_post_ops(ops);
-  }
+  const dnnl::primitive_attr attr = conv_attr(post);
   memory::desc wmd;
   if (!p.transpose) {
     auto make_pd = [&](dnnl::algorithm algo) {

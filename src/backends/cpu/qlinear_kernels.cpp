@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/copy_util.h"
 #include "core/check.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
@@ -407,45 +408,6 @@ ir::Node float_node(const ir::Node& node, const char* op_type, const char* domai
     n.attributes.erase("activation_params");
   }
   return n;
-}
-
-// Per image, a rows x cols matrix -> cols x rows, in tiles.
-template <typename T>
-void transpose_images(const T* src, T* dst, int64_t images, int64_t rows, int64_t cols) {
-  constexpr int64_t kTile = 32;
-  const int64_t rt = (rows + kTile - 1) / kTile, ct = (cols + kTile - 1) / kTile;
-#pragma omp parallel for collapse(2) schedule(static) if (images * rows * cols > (1 << 15))
-  for (int64_t b = 0; b < images; ++b)
-    for (int64_t t = 0; t < rt * ct; ++t) {
-      const int64_t r0 = (t / ct) * kTile, c0 = (t % ct) * kTile;
-      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      const T* s = src + b * rows * cols;
-      T* d = dst + b * rows * cols;
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) d[c * rows + r] = s[r * cols + c];
-    }
-}
-
-// [N, C, spatial...] <-> [N, spatial..., C] (to_last) or back, float32 or 1-byte values.
-Tensor permute_channels(const Tensor& t, bool to_last) {
-  const Shape& s = t.shape();
-  const int64_t n = s[0];
-  int64_t c = to_last ? s[1] : s.back(), sp = 1;
-  Shape out{n};
-  if (to_last) {
-    for (size_t i = 2; i < s.size(); ++i) sp *= s[i], out.push_back(s[i]);
-    out.push_back(c);
-  } else {
-    out.push_back(c);
-    for (size_t i = 1; i + 1 < s.size(); ++i) sp *= s[i], out.push_back(s[i]);
-  }
-  Tensor r = Tensor::uninitialized(t.dtype(), out);
-  const int64_t rows = to_last ? c : sp, cols = to_last ? sp : c;
-  if (t.dtype() == DataType::kFloat32)
-    transpose_images(t.data<float>(), r.data<float>(), n, rows, cols);
-  else
-    transpose_images(t.data<uint8_t>(), r.data<uint8_t>(), n, rows, cols);
-  return r;
 }
 
 // ---- QConv ------------------------------------------------------------------------------------

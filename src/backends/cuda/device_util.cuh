@@ -71,6 +71,13 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Float order, descending, as ascending unsigned order (radix-sort keys of scores).
+__device__ __forceinline__ uint32_t descending_bits(float f) {
+  const uint32_t b = __float_as_uint(f);
+  const uint32_t asc = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return ~asc;
+}
+
 #define TRT_GRID_STRIDE(i, n)                                                            \
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)

@@ -86,13 +86,6 @@ __device__ bool suppresses(const Corners& a, const Corners& b, double th) {
   return __ddiv_rn(inter, __dsub_rn(__dadd_rn(area_a, area_b), inter)) > th;
 }
 
-// Descending float order as ascending unsigned order.
-__device__ __forceinline__ uint32_t descending_bits(float f) {
-  const uint32_t b = __float_as_uint(f);
-  const uint32_t asc = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  return ~asc;
-}
-
 template <typename T>
 __global__ void nms_keys(OnnxNmsArgs a, uint64_t* keys) {
   const T* scores = static_cast<const T*>(a.scores);

@@ -14,6 +14,7 @@
 // CPU computes it, so that a value on a threshold falls on the same side.
 #include <cub/device/device_segmented_radix_sort.cuh>
 
+#include "backends/cuda/device_util.cuh"
 #include "backends/cuda/kernels.h"
 
 namespace trtutils::cuda::k {
@@ -27,13 +28,6 @@ __device__ __forceinline__ float load(const float* p, int64_t i) {
 }
 __device__ __forceinline__ float load(const __half* p, int64_t i) {
   return __half2float(p[i]);
-}
-
-// Descending float order as ascending unsigned order.
-__device__ __forceinline__ uint32_t descending_bits(float f) {
-  const uint32_t b = __float_as_uint(f);
-  const uint32_t asc = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  return ~asc;
 }
 
 template <typename T>

@@ -9,11 +9,6 @@
 namespace trtutils::cuda {
 namespace {
 
-// The host values of an int64 / int32 input (repeats, max_output_boxes_per_class, ...).
-std::vector<int64_t> host_ints(RunContext& ctx, Value& v) {
-  return ctx.host(v).to_int64_vector();
-}
-
 class TileOp : public GpuOp {
  public:
   void run(RunContext& ctx, const std::vector<Value*>& in,
@@ -21,7 +16,7 @@ class TileOp : public GpuOp {
     const ir::Node& node = *ctx.node;
     Value& x = *in.at(0);
     TRT_CHECK_ARG(in.size() > 1 && in[1], "{}: repeats is missing", node.describe());
-    const std::vector<int64_t> reps = host_ints(ctx, *in[1]);
+    const std::vector<int64_t> reps = ctx.host(*in[1]).to_int64_vector();
     TRT_CHECK_ARG(reps.size() == x.shape.size(),
                   "{}: repeats has {} values for an input of rank {}", node.describe(), reps.size(),
                   x.shape.size());
