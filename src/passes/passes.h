@@ -48,6 +48,15 @@ size_t fold_constants(ir::Graph& graph, int64_t opset, const ConstantFoldingOpti
 // of the pattern's last node. Returns the number of Conv nodes fused.
 size_t fuse_convolutions(ir::Graph& graph, int64_t opset);
 
+// The activation node `n` computes when a fused kernel can apply it exactly: name Relu, Clip
+// (params [lo, hi]; constant bounds, infinities for absent ones), LeakyRelu ([alpha]), Sigmoid or
+// HardSwish (oneDNN's eltwise post-ops; SiLU: match_silu). nullopt for anything else.
+struct Activation {
+  std::string name;
+  std::vector<float> params;
+};
+std::optional<Activation> as_activation(const ir::Graph& g, const ir::Node& n, int64_t opset);
+
 // Whether a node is in ONNX's default domain ("" or "ai.onnx").
 bool is_default_domain(const ir::Node& node);
 

@@ -189,34 +189,8 @@ class Fuser {
     return d;
   }
 
-  struct Activation {
-    std::string name;
-    std::vector<float> params;
-  };
   std::optional<Activation> as_activation(const ir::Node& n) const {
-    if (!is_default_domain(n) || n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0))
-      return std::nullopt;
-    const std::string& op = n.op_type;
-    if (op == "Relu" || op == "Sigmoid" || op == "HardSwish") return Activation{op, {}};
-    if (op == "LeakyRelu") return Activation{op, {n.attr_float("alpha", 0.01f)}};
-    if (op == "Clip") {
-      constexpr float kInf = std::numeric_limits<float>::infinity();
-      float lo = -kInf, hi = kInf;
-      if (opset_ < 11) {
-        lo = n.attr_float("min", -std::numeric_limits<float>::max());
-        hi = n.attr_float("max", std::numeric_limits<float>::max());
-      } else {
-        for (size_t k = 1; k <= 2; ++k) {
-          if (!n.has_input(k)) continue;
-          const Tensor* t = scalar_float(g_, n.inputs[k]);
-          if (!t) return std::nullopt;
-          (k == 1 ? lo : hi) = static_cast<float>(t->at_double(0));
-        }
-      }
-      if (!(lo <= hi)) return std::nullopt;
-      return Activation{op, {lo, hi}};
-    }
-    return std::nullopt;
+    return passes::as_activation(g_, n, opset_);
   }
 
   // The island's tail after the compute node: fills `f`'s inputs/attributes, `chain` and `out`.

@@ -500,6 +500,11 @@ enum QGemmLnInput : size_t {
 // the attention ops as they are. The float8 Q/DQ attention (QuantizeLinear -> QMatMul -> Softmax
 // -> QuantizeLinear -> QMatMul, into AttentionQ) unless TRTUTILS_CUDA_ATTENTION_FP8=0.
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset);
+// BatchNormalization -> activation and / or per-tensor QuantizeLinear into
+// com.trtutils.cuda::BatchNormAct (batchnorm_fusion.cpp); fuse_for_gpu and fusion_plan run it
+// after the other fusions. absorbed (optional): each node fused away. Returns the fusions made.
+size_t fuse_batchnorm_act(ir::Graph& graph, int64_t opset,
+                          std::map<std::string, FusedInto>* absorbed);
 // The float16 layers of a Q/DQ graph computed in float32 (graph_fusion.cpp says when and why);
 // fuse_for_gpu and fusion_plan run it first. absorbed (optional): the removed Casts, with an
 // empty op (the builder labels them "removed: ..."). Returns the number of changes.

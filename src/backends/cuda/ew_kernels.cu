@@ -1,5 +1,5 @@
 // Elementwise kernels: unary math/activations, broadcasting binary ops, Where, the convolution
-// epilogue and the per-channel affine. Floats compute in float32 (fp16/bf16 widened), with the
+// epilogue. Floats compute in float32 (fp16/bf16 widened), with the
 // CPU kernels' formulas so that results agree to float rounding.
 #include "backends/cuda/device_util.cuh"
 
@@ -531,15 +531,6 @@ __global__ void bias_act_kernel(T* y, const T* bias, const T* residual, int64_t 
   }
 }
 
-template <typename T>
-__global__ void affine_kernel(const T* x, T* y, const float* scale, const float* shift, int64_t n,
-                              int64_t channels, int64_t inner) {
-  TRT_GRID_STRIDE(i, n) {
-    const int64_t c = (i / inner) % channels;
-    y[i] = from_float<T>(to_float(x[i]) * scale[c] + shift[c]);
-  }
-}
-
 }  // namespace
 
 bool binary_is_comparison(Binary op) {
@@ -653,18 +644,6 @@ cudaError_t bias_act(DataType dt, void* y, const void* bias, const void* residua
     bias_act_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
         static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(residual), n,
         channels, inner, act, alpha, beta);
-  });
-  return ok ? cudaGetLastError() : cudaErrorNotSupported;
-}
-
-cudaError_t channel_affine(DataType dt, const void* x, void* y, const float* scale,
-                           const float* shift, int64_t n, int64_t channels, int64_t inner,
-                           cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  const bool ok = dispatch_float(dt, [&](auto tag) {
-    using T = decltype(tag);
-    affine_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(y), scale, shift, n, channels, inner);
   });
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }

@@ -1318,6 +1318,7 @@ std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t ops
   promote_half_islands(copy, &absorbed);
   Fuser(copy, opset, kernel_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
       .run(&absorbed);
+  fuse_batchnorm_act(copy, opset, &absorbed);
   return absorbed;
 }
 
@@ -1325,7 +1326,8 @@ size_t fuse_for_gpu(ir::Graph& graph, int64_t opset) {
   promote_half_islands(graph, nullptr);
   const size_t n =
       Fuser(graph, opset, kernel_switch("TRTUTILS_CUDA_ATTENTION", true), attention_fp8_enabled())
-          .run();
+          .run() +
+      fuse_batchnorm_act(graph, opset, nullptr);
   if (n)
     TRT_LOG_VERBOSE(
         "cuda fusion: {} MatMul bias / GELU / attention / conv + quantize chain(s) fused", n);

@@ -112,10 +112,21 @@ enum class Act : int { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kHardSwish, kG
 cudaError_t bias_act(DataType dt, void* y, const void* bias, const void* residual, int64_t n,
                      int64_t channels, int64_t inner, Act act, float alpha, float beta,
                      cudaStream_t stream);
-// y[i] = x[i] * scale[c] + shift[c] (float32 scale/shift), c as above (BatchNormalization).
-cudaError_t channel_affine(DataType dt, const void* x, void* y, const float* scale,
-                           const float* shift, int64_t n, int64_t channels, int64_t inner,
-                           cudaStream_t stream);
+// What follows the affine in channel_affine_act: an activation (rounded to x's dtype), then
+// optionally a per-tensor quantization to y_dtype (int8, uint8, float8: byte_of's rounding).
+struct AffineAct {
+  Act act = Act::kNone;
+  float alpha = 0.0f, beta = 0.0f;
+  bool quantize = false;
+  DataType q_dtype = DataType::kInt8;
+  float q_scale = 1.0f, q_zero = 0.0f;
+};
+// y[i] = post(x[i] * scale[c] + shift[c]) (float32 scale/shift; c = (i / inner) % channels):
+// BatchNormalization, and its fused activation / QuantizeLinear (affine_kernels.cu). y has x's
+// dtype, or p.q_dtype when p.quantize.
+cudaError_t channel_affine_act(DataType dt, const void* x, void* y, const float* scale,
+                               const float* shift, int64_t n, int64_t channels, int64_t inner,
+                               const AffineAct& p, cudaStream_t stream);
 
 // ---- data movement ----------------------------------------------------------------------------
 // rows x width bytes from src (row pitch spitch) to dst (row pitch dpitch): Concat and Split

@@ -365,8 +365,41 @@ class IdentityOp : public GpuOp {
   }
 };
 
+// BatchNormalization (inference), and com.trtutils.cuda::BatchNormAct (batchnorm_fusion.cpp):
+// the same inputs, then optionally y_scale and y_zero_point (a per-tensor QuantizeLinear), with
+// attributes activation ("" | Relu | Clip | LeakyRelu | Sigmoid | HardSwish) and
+// activation_params (Clip: lo, hi; LeakyRelu: alpha). One pass over x.
 class BatchNormOp : public SameLayoutOp {
  public:
+  explicit BatchNormOp(const ir::Node& node) {
+    const std::string act = node.attr_string("activation", "");
+    const std::vector<float> prm = node.attr_floats("activation_params");
+    auto param = [&](size_t i, float d) { return i < prm.size() ? prm[i] : d; };
+    if (act == "Relu") {
+      post_.act = k::Act::kRelu;
+    } else if (act == "Clip") {
+      post_.act = k::Act::kClip;
+      post_.alpha = param(0, -INFINITY);
+      post_.beta = param(1, INFINITY);
+    } else if (act == "LeakyRelu") {
+      post_.act = k::Act::kLeakyRelu;
+      post_.alpha = param(0, 0.01f);
+    } else if (act == "Sigmoid") {
+      post_.act = k::Act::kSigmoid;
+    } else if (act == "HardSwish") {
+      post_.act = k::Act::kHardSwish;
+    } else {
+      TRT_CHECK(act.empty(), ErrorCode::kNotSupported, "{}: activation '{}' is not supported",
+                node.describe(), act);
+    }
+    post_.quantize = node.domain == kGpuDomain && node.inputs.size() >= 7;
+    if (post_.act != k::Act::kNone || post_.quantize) {
+      label_ = "CUDA kernel (BatchNormalization";
+      if (!act.empty()) label_ += " + " + act;
+      label_ += post_.quantize ? " + QuantizeLinear)" : ")";
+    }
+  }
+  std::string kernel() const override { return label_; }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -378,7 +411,7 @@ class BatchNormOp : public SameLayoutOp {
     const int64_t nc = x.shape[0] * c;
     const int64_t inner = x.nhwc ? 1 : (nc > 0 ? x.numel() / nc : 0);
     bool constant = true;
-    for (size_t i = 1; i < in.size(); ++i) constant = constant && in[i] && in[i]->constant;
+    for (size_t i = 1; i < 5 && i < in.size(); ++i) constant = constant && in[i] && in[i]->constant;
     if (!scale_ || channels_ != c || !constant) {
       std::vector<double> prm[5];
       for (size_t i = 1; i <= 4; ++i) {
@@ -401,16 +434,29 @@ class BatchNormOp : public SameLayoutOp {
       shift_ = upload_bytes(b.data(), b.size() * 4);
       channels_ = c;
     }
+    DataType yt = x.dtype;
+    if (post_.quantize) {
+      const Tensor& ys = ctx.host(*in.at(5));
+      const Tensor& zp = ctx.host(*in.at(6));
+      TRT_CHECK_ARG(ys.numel() == 1 && zp.numel() == 1,
+                    "{}: y_scale and y_zero_point must be scalars", node.describe());
+      yt = zp.dtype();
+      post_.q_dtype = yt;
+      post_.q_scale = static_cast<float>(ys.at_double(0));
+      post_.q_zero = static_cast<float>(zp.at_double(0));
+    }
     const void* px = ctx.dev(x);
-    void* py = ctx.make(*out.at(0), x.dtype, x.shape);
+    void* py = ctx.make(*out.at(0), yt, x.shape);
     out[0]->nhwc = x.nhwc;
-    ctx.check(
-        k::channel_affine(x.dtype, px, py, static_cast<const float*>(scale_.get()),
-                          static_cast<const float*>(shift_.get()), x.numel(), c, inner, ctx.stream),
-        "BatchNormalization");
+    ctx.check(k::channel_affine_act(x.dtype, px, py, static_cast<const float*>(scale_.get()),
+                                    static_cast<const float*>(shift_.get()), x.numel(), c, inner,
+                                    post_, ctx.stream),
+              label_.c_str());
   }
 
  private:
+  k::AffineAct post_;
+  std::string label_ = "CUDA kernel";
   std::shared_ptr<void> scale_, shift_;
   int64_t channels_ = -1;
 };
@@ -521,7 +567,10 @@ void register_elementwise_ops(OpTable& t) {
     for (size_t o = 1; o < b.node.outputs.size(); ++o)
       TRT_CHECK(b.node.outputs[o].empty(), ErrorCode::kNotSupported,
                 "{}: training outputs are not supported", b.node.describe());
-    return std::make_unique<BatchNormOp>();
+    return std::make_unique<BatchNormOp>(b.node);
+  };
+  t[std::string(kGpuDomain) + "::BatchNormAct"] = [](const OpBuild& b) -> std::unique_ptr<GpuOp> {
+    return std::make_unique<BatchNormOp>(b.node);
   };
 }
 

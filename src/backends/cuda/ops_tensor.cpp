@@ -250,8 +250,30 @@ class SliceOp : public GpuOp {
   }
 };
 
+// Concat of 4-D values on the channel axis, when one of them is channels-last (DenseNet's
+// growing feature maps between NHWC convolutions): the others are converted and the result is
+// NHWC too (rows of N*H*W pixels, each input's channels side by side), so that no reader needs
+// an NCHW copy of it.
+bool channel_concat(const ir::Node& node, const std::vector<Value*>& in) {
+  if (in.empty() || !in[0] || in[0]->shape.size() != 4 || !node.has_attr("axis")) return false;
+  const int64_t axis = node.attr_int("axis", 0);
+  if (axis != 1 && axis != -3) return false;
+  bool any = false;
+  for (const Value* v : in) {
+    if (!v || v->shape.size() != 4 || v->host.defined()) return false;
+    any = any || v->nhwc;
+  }
+  return any;
+}
+
 class ConcatOp : public GpuOp {
  public:
+  void want_layouts(const RunContext& ctx, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    if (!ctx.node || !channel_concat(*ctx.node, in)) return;
+    for (size_t i = 0; i < in.size(); ++i)
+      want[i] = in[i]->nhwc || layout_free(in[i]->shape) ? Layout::kAny : Layout::kNhwc;
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
@@ -260,6 +282,7 @@ class ConcatOp : public GpuOp {
     const Value& first = *in[0];
     const int64_t rank = static_cast<int64_t>(first.shape.size());
     const int64_t axis = ops::normalize_axis(node.attr_int("axis", 0), rank, node);
+    if (channel_concat(node, in)) return run_nhwc(ctx, in, *out.at(0));
     Shape shape = first.shape;
     shape[axis] = 0;
     for (const Value* t : in) {
@@ -285,6 +308,34 @@ class ConcatOp : public GpuOp {
       ctx.check(k::copy_rows(dst + col, dpitch, src, width, width, static_cast<size_t>(outer),
                              ctx.stream),
                 "Concat");
+      col += width;
+    }
+  }
+
+ private:
+  static void run_nhwc(RunContext& ctx, const std::vector<Value*>& in, Value& out) {
+    const ir::Node& node = *ctx.node;
+    const Value& first = *in[0];
+    Shape shape = first.shape;
+    shape[1] = 0;
+    for (const Value* t : in) {
+      TRT_CHECK_ARG(t->dtype == first.dtype && t->shape[0] == first.shape[0] &&
+                        t->shape[2] == first.shape[2] && t->shape[3] == first.shape[3],
+                    "{}: cannot concatenate {} and {} on axis 1", node.describe(),
+                    shape_str(first.shape), shape_str(t->shape));
+      shape[1] += t->shape[1];
+    }
+    const size_t esz = element_size(node, first.dtype);
+    const auto rows = static_cast<size_t>(shape[0] * shape[2] * shape[3]);
+    uint8_t* dst = static_cast<uint8_t*>(ctx.make(out, first.dtype, shape));
+    out.nhwc = true;
+    const size_t dpitch = static_cast<size_t>(shape[1]) * esz;
+    size_t col = 0;
+    for (Value* t : in) {
+      const size_t width = static_cast<size_t>(t->shape[1]) * esz;
+      if (width == 0 || rows == 0) continue;
+      ctx.check(k::copy_rows(dst + col, dpitch, ctx.dev(*t), width, width, rows, ctx.stream),
+                "Concat (NHWC)");
       col += width;
     }
   }
