@@ -578,18 +578,23 @@ GpuPlanData read_gpu_plan(const Reader& r, const json& jg, const std::vector<Ten
   return gpu;
 }
 
-// info "gpu_tactics" (what the runtime preloads): an object whose "choices" map strings to
-// strings.
+// info "gpu_tactics" (what the runtime preloads and inspect prints): an object whose "choices"
+// map strings to strings, whose other members but "shapes" are strings.
 void check_gpu_tactics(const Reader& r, const json& info) {
   auto it = info.find("gpu_tactics");
   if (it == info.end()) return;
   if (!it->is_object()) r.fail("info 'gpu_tactics' is not an object");
-  auto c = it->find("choices");
-  if (c == it->end()) return;
-  if (!c->is_object()) r.fail("info 'gpu_tactics': 'choices' is not an object");
-  for (const auto& [what, choice] : c->items())
-    if (!choice.is_string())
-      r.fail(fmt::format("info 'gpu_tactics': the choice for '{}' is not a string", what));
+  for (const auto& [key, v] : it->items()) {
+    if (key == "shapes") continue;
+    if (key != "choices") {
+      if (!v.is_string()) r.fail(fmt::format("info 'gpu_tactics': '{}' is not a string", key));
+      continue;
+    }
+    if (!v.is_object()) r.fail("info 'gpu_tactics': 'choices' is not an object");
+    for (const auto& [what, choice] : v.items())
+      if (!choice.is_string())
+        r.fail(fmt::format("info 'gpu_tactics': the choice for '{}' is not a string", what));
+  }
 }
 
 void read_metadata(const Reader& r, const json& meta, std::shared_ptr<uint8_t> bytes,

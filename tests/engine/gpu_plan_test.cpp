@@ -148,6 +148,8 @@ TEST_F(GpuPlanTest, DamagedGpuGraphIsRefused) {
         m["info"]["gpu_tactics"]["choices"] = {{"Conv|x", 1}};
       },
       "info 'gpu_tactics': the choice for 'Conv|x' is not a string");
+  refused([](json& m) { m["info"]["gpu_tactics"]["device"] = 90; },
+          "info 'gpu_tactics': 'device' is not a string");
   refused([](json& m) { m["info"]["backend"] = "cpu"; }, "gpu_graph in an engine not for cuda");
 }
 
