@@ -37,9 +37,11 @@ struct EngineLayerInfo {
   std::string name;
   std::string op;         // op type ("com.trtutils::QConv" for our fused kinds)
   std::string precision;  // fp32, fp16, int8, fp8, ... (int64 etc. for shape layers)
-  std::string device;     // cpu, gpu, dla, ...
+  // cpu, gpu, dla, ...; GPU engines: gpu, "cpu (fallback)", host (shape arithmetic), constant
+  std::string device;
   std::string kernel;
-  std::string tactic;
+  std::string tactic;  // GPU engines built without their GPU: "untimed (timed on first load)"
+  std::string layout;  // GPU layers: NCHW / NHWC of the output at the opt shapes ("" = not known)
   std::vector<std::string> inputs, outputs;
   std::vector<std::string> input_shapes, output_shapes;  // "[8, 64, 56, 56]", "?" when unknown
 };
@@ -59,14 +61,18 @@ struct ContextOptions {
   // keeps the previous ones) and the outputs are not copied back: execute() returns an empty map.
   bool no_data_transfers = false;
   // CUDA runtime: timing cache file ("global": $TRTUTILS_CACHE_DIR or ~/.cache/trtutils, then
-  // timing.cache; the file `build --timing_cache` uses). The kernel choices the first run times
-  // (implicit GEMM or cuBLASLt, custom convolutions or cuDNN, cuBLASLt's algorithms) are read
-  // from it and new ones written back, so that later contexts and processes run the same kernels
-  // without timing them. Empty: none. Ignored on the CPU (its tactics are chosen at build time).
+  // timing.cache; the file `build --timing_cache` uses). A GPU engine built on its GPU carries
+  // its kernel choices (implicit GEMM or cuBLASLt, custom convolutions or cuDNN, cuBLASLt's
+  // algorithms), timed at build at the opt shapes, and takes them as they are; the choices it
+  // lacks (an engine built with --target_sm, other shapes) the first run times, reading them
+  // from this file and writing new ones back, so that later contexts and processes run the same
+  // kernels without timing them. Empty: none. Ignored on the CPU (its tactics are chosen at
+  // build time).
   std::string timing_cache{};
   // Debugging (`trtutils compare --layerwise`): execute() also returns every layer's output, by
   // its tensor name. The engine's layers are already fused, so on the CPU this changes nothing
-  // that runs; the CUDA runtime plans its own fusions at the first run and keeps a marked
+  // that runs; the CUDA runtime runs the plain graph instead of the stored GPU plan (whose fused
+  // layers no longer compute most of those tensors) and fuses it at load, keeping each marked
   // tensor, so there a marked run may fuse less than an unmarked one. All intermediates stay
   // alive until execute() returns.
   bool mark_all_outputs = false;
@@ -104,7 +110,12 @@ class Engine {
 
   const std::vector<EngineTensorInfo>& inputs() const;
   const std::vector<EngineTensorInfo>& outputs() const;
+  // The layers as the engine's own backend runs them: for a GPU engine the stored GPU plan
+  // (fused layers, as `benchmark --profile` names them), whichever backend runs it here; for a
+  // GPU engine of format 1 (no stored plan) the graph the GPU fuses at load.
   const std::vector<EngineLayerInfo>& layers() const;
+  // A GPU engine that stores its GPU plan (format >= 2): loading runs it, deciding nothing again.
+  bool has_gpu_plan() const;
   std::string backend() const;          // the backend it was built for
   std::string runtime_backend() const;  // the backend that executes it here
   int target_sm() const;                // 0 for CPU engines

@@ -343,6 +343,7 @@ class EngineLayerInfo:
     device: str
     kernel: str
     tactic: str
+    layout: str
     inputs: list[str]
     outputs: list[str]
     input_shapes: list[str]
@@ -378,6 +379,7 @@ class Engine:
     layers: list[EngineLayerInfo]
     backend: str
     runtime_backend: str
+    has_gpu_plan: bool
     target_sm: int
     strongly_typed: bool
     weight_bytes: int

@@ -18,42 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// What the CUDA executor will run a layer with (inspect's kernel column for GPU engines),
-// predicted from the op, dtypes and groups by the executor's own rules (src/backends/cuda):
-// quantized convolutions and products go through cuBLASLt on int8 / fp8 (the depthwise int8
-// ones through our kernel), grouped ones and QMatMul through dequantize + float32.
-std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
-  auto dtype_of = [&](size_t i) {
-    if (!n.has_input(i)) return DataType::kUndefined;
-    if (const Tensor* t = g.initializer(n.inputs[i])) return t->dtype();
-    const auto vi = g.find_value_info(n.inputs[i]);
-    return vi ? vi->dtype : DataType::kUndefined;
-  };
-  const bool q = n.domain == "com.trtutils";
-  const std::string& op = n.op_type;
-  if (q && (op == "QConv" || op == "QGemm")) {
-    const DataType x = dtype_of(0), w = dtype_of(3);
-    const bool int8 = (x == DataType::kInt8 || x == DataType::kUInt8) && w == DataType::kInt8;
-    const bool fp8 = (x == DataType::kFloat8E4M3FN || x == DataType::kFloat8E5M2) &&
-                     (w == DataType::kFloat8E4M3FN || w == DataType::kFloat8E5M2);
-    const int64_t group = op == "QConv" ? n.attr_int("group", 1) : 1;
-    if (group > 1) {
-      const Tensor* wt = n.has_input(3) ? g.initializer(n.inputs[3]) : nullptr;
-      const bool depthwise = wt && wt->rank() == 4 && wt->dim(1) == 1 && wt->dim(0) == group;
-      if (int8 && depthwise && n.attr_int("channels_last", 0) != 0)
-        return "cuda." + op + " (int8 depthwise)";
-      return "cudnn." + op + " (dequantized float32)";
-    }
-    if (int8) return "cublasLt." + op + " (int8)";
-    if (fp8) return "cublasLt." + op + " (fp8)";
-    return (op == "QConv" ? "cudnn." : "cublasLt.") + op + " (dequantized float32)";
-  }
-  if (q && op == "QMatMul") return "cublasLt.QMatMul (dequantized float32)";
-  static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "ConvTranspose"};
-  static const std::set<std::string> kLt = {"Gemm", "MatMul"};
-  return (kCudnn.count(op) ? "cudnn." : kLt.count(op) ? "cublasLt." : "cuda.") + op;
-}
-
 // GPU engines: the layers no GPU kernel runs (they run on the CPU backend inside the engine,
 // as TensorRT's builder and ONNX Runtime's CUDA provider fall back), warned about by name; with
 // no_fallback, an error listing them. A node with no kernel at all is refused either way.
@@ -92,14 +56,50 @@ std::map<std::string, cuda::FallbackNode> plan_gpu_fallback(const ir::Model& mod
 
 }  // namespace
 
+// What the CUDA executor will run a layer with (inspect's kernel column for GPU engines),
+// predicted from the op, dtypes and groups by the executor's own rules (src/backends/cuda):
+// quantized convolutions and products go through cuBLASLt on int8 / fp8 (the depthwise int8
+// ones through our kernel), grouped ones and QMatMul through dequantize + float32.
+std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
+  auto dtype_of = [&](size_t i) {
+    if (!n.has_input(i)) return DataType::kUndefined;
+    if (const Tensor* t = g.initializer(n.inputs[i])) return t->dtype();
+    const auto vi = g.find_value_info(n.inputs[i]);
+    return vi ? vi->dtype : DataType::kUndefined;
+  };
+  const bool q = n.domain == "com.trtutils";
+  const std::string& op = n.op_type;
+  if (q && (op == "QConv" || op == "QGemm")) {
+    const DataType x = dtype_of(0), w = dtype_of(3);
+    const bool int8 = (x == DataType::kInt8 || x == DataType::kUInt8) && w == DataType::kInt8;
+    const bool fp8 = (x == DataType::kFloat8E4M3FN || x == DataType::kFloat8E5M2) &&
+                     (w == DataType::kFloat8E4M3FN || w == DataType::kFloat8E5M2);
+    const int64_t group = op == "QConv" ? n.attr_int("group", 1) : 1;
+    if (group > 1) {
+      const Tensor* wt = n.has_input(3) ? g.initializer(n.inputs[3]) : nullptr;
+      const bool depthwise = wt && wt->rank() == 4 && wt->dim(1) == 1 && wt->dim(0) == group;
+      if (int8 && depthwise && n.attr_int("channels_last", 0) != 0)
+        return "cuda." + op + " (int8 depthwise)";
+      return "cudnn." + op + " (dequantized float32)";
+    }
+    if (int8) return "cublasLt." + op + " (int8)";
+    if (fp8) return "cublasLt." + op + " (fp8)";
+    return (op == "QConv" ? "cudnn." : "cublasLt.") + op + " (dequantized float32)";
+  }
+  if (q && op == "QMatMul") return "cublasLt.QMatMul (dequantized float32)";
+  static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "ConvTranspose"};
+  static const std::set<std::string> kLt = {"Gemm", "MatMul", "MatMulBias"};
+  return (kCudnn.count(op) ? "cudnn." : kLt.count(op) ? "cublasLt." : "cuda.") + op;
+}
+
 json choose_tactics(ir::Model& model, const BuildConfig& c, const std::string& backend,
                     const std::map<std::string, Shape>& plan_shapes) {
   const PlatformInfo& p = platform_info();
   json tactic_info{{"optimization_level", c.optimization_level}};
   if (backend == "cuda") {
     tactic_info["note"] =
-        "cuDNN / cuBLASLt algorithms are chosen by the CUDA runtime on the device (timed once "
-        "per shape)";
+        "GPU kernel choices: see gpu_tactics (timed at build on the target GPU, else at the first "
+        "load); cuDNN's own algorithm search runs once per shape at load";
   } else if (c.optimization_level >= 3) {
     const fs::path tc_path =
         c.timing_cache == "global" ? engine::global_timing_cache_path() : c.timing_cache;

@@ -430,7 +430,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     const std::string key_text = cfg_json.dump(-1, ' ', false, json::error_handler_t::replace) +
                                  "|" + backend + "|" + json(switches.values).dump() + "|" +
                                  std::to_string(target_sm) + "|" + TRTUTILS_VERSION + "|" +
-                                 p.cpu_model;
+                                 p.cpu_model + "|" + cuda::timing_device();
     uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     h = engine::checksum64(reinterpret_cast<const uint8_t*>(key_text.data()), key_text.size(), h);
     h = engine::checksum64(reinterpret_cast<const uint8_t*>(calib_bytes.data()), calib_bytes.size(),
@@ -558,6 +558,10 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   TRT_LOG_INFO("[4/6] selecting kernels");
   engine::EngineData ed;
   ed.layers = layer_records(model, c, backend, result);
+  // GPU engines: the plan the executor runs, fused and (with the GPU here) timed now.
+  json gpu_tactics;
+  if (backend == "cuda")
+    ed.gpu = plan_gpu(model, c, switches, engine_sm, plan_shapes, gpu_tactics, result);
 
   // Memory plan at the opt (or static) shapes.
   TRT_LOG_INFO("[5/6] planning activation memory");
@@ -586,6 +590,7 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
              {"warnings", result.warnings},
              {"source_model", onnx.filename().string()},
              {"built_on", p.cpu_model}};
+  if (backend == "cuda") ed.info["gpu_tactics"] = gpu_tactics;
   TRT_LOG_INFO("[6/6] writing {}", output.string());
   const std::string bytes = engine::serialize_engine(ed);
   // Read back as `run` reads it (checksum, sections, graph order, every output computed): what

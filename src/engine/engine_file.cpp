@@ -7,8 +7,9 @@
 
 #include <bit>
 #include <cstring>
-#include <functional>
+#include <map>
 #include <set>
+#include <string_view>
 
 #include "core/check.h"
 #include "trtutils/file_util.h"
@@ -213,7 +214,15 @@ size_t json_depth(std::string_view s) {
 
 namespace {
 
-using Blobs = std::vector<std::pair<std::string, const Tensor*>>;
+// The weight section being assembled: each tensor once, named (prefix + name) in "weights".
+struct Blobs {
+  std::string prefix;  // "" for the plain graph, "@gpu/" for the GPU plan's own tensors
+  std::vector<std::pair<std::string, const Tensor*>> list;
+  size_t add(const std::string& name, const Tensor* t) {
+    list.emplace_back(prefix + name, t);
+    return list.size() - 1;
+  }
+};
 
 json graph_json(const ir::Graph& g, const std::string& path, Blobs& blobs,
                 const std::vector<LayerRecord>* layers);
@@ -256,8 +265,7 @@ json attributes_json(const ir::Node& n, const std::string& path, Blobs& blobs) {
       }
       case ir::Attribute::Kind::kTensor:
         ja["kind"] = "tensor";
-        ja["value"] = blobs.size();
-        blobs.emplace_back("@attr" + path + "/" + n.name + "/" + name, &a.t);
+        ja["value"] = blobs.add("@attr" + path + "/" + n.name + "/" + name, &a.t);
         break;
       case ir::Attribute::Kind::kGraph:  // control flow (If): the branch, recursively
         TRT_CHECK(a.g != nullptr, ErrorCode::kInvalidArgument, "{}: attribute '{}' holds no graph",
@@ -273,6 +281,15 @@ json attributes_json(const ir::Node& n, const std::string& path, Blobs& blobs) {
   return attrs;
 }
 
+json layer_json(json node, const LayerRecord& l) {
+  node["precision"] = l.precision;
+  node["device"] = l.device;
+  node["kernel"] = l.kernel;
+  node["tactic"] = l.tactic;
+  node["layout"] = l.layout;
+  return node;
+}
+
 // A graph: nodes (with their layer records at the top level), inputs, outputs, value infos;
 // a subgraph (layers null) also lists its initializers as weight indices.
 json graph_json(const ir::Graph& g, const std::string& path, Blobs& blobs,
@@ -283,14 +300,7 @@ json graph_json(const ir::Graph& g, const std::string& path, Blobs& blobs,
     json jn{{"name", n.name},       {"op", n.op_type},
             {"domain", n.domain},   {"inputs", n.inputs},
             {"outputs", n.outputs}, {"attributes", attributes_json(n, path, blobs)}};
-    if (layers) {
-      const LayerRecord& l = (*layers)[i];
-      jn["precision"] = l.precision;
-      jn["device"] = l.device;
-      jn["kernel"] = l.kernel;
-      jn["tactic"] = l.tactic;
-    }
-    nodes.push_back(std::move(jn));
+    nodes.push_back(layers ? layer_json(std::move(jn), (*layers)[i]) : std::move(jn));
   }
   json graph{{"name", g.name}, {"nodes", std::move(nodes)}};
   json ins = json::array(), outs = json::array(), values = json::array();
@@ -302,29 +312,41 @@ json graph_json(const ir::Graph& g, const std::string& path, Blobs& blobs,
   graph["values"] = std::move(values);
   if (!layers) {
     json inits = json::array();
-    for (const auto& [name, t] : g.initializers) {
-      inits.push_back({{"name", name}, {"weight", blobs.size()}});
-      blobs.emplace_back("@graph" + path + "/" + name, &t);
-    }
+    for (const auto& [name, t] : g.initializers)
+      inits.push_back({{"name", name}, {"weight", blobs.add("@graph" + path + "/" + name, &t)}});
     graph["initializers"] = std::move(inits);
   }
   return graph;
 }
 
-}  // namespace
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.raw() == b.raw() && a.dtype() == b.dtype() && a.shape() == b.shape();
+}
 
-std::string serialize_engine(const EngineData& e) {
-  const ir::Graph& g = e.model.graph;
-  TRT_CHECK(e.layers.size() == g.nodes.size(), ErrorCode::kInternal,
-            "engine: {} layer records for {} nodes", e.layers.size(), g.nodes.size());
-  // Weights: initializers, then tensor attributes and subgraph initializers.
-  Blobs blobs;
-  for (const auto& [name, t] : g.initializers) blobs.emplace_back(name, &t);
-  json graph = graph_json(g, "", blobs, &e.layers);
+// The GPU plan's graph (layer records in its nodes) and its initializers as weight indices: a
+// plain initializer it shares (same name, same tensor) by that weight's index (plain_index), any
+// other one as its own weight "@gpu/<name>".
+json gpu_graph_json(const GpuPlanData& gpu, const ir::Graph& plain,
+                    const std::map<std::string, size_t>& plain_index, Blobs& blobs) {
+  TRT_CHECK(gpu.layers.size() == gpu.graph.nodes.size(), ErrorCode::kInternal,
+            "engine: {} GPU layer records for {} nodes", gpu.layers.size(), gpu.graph.nodes.size());
+  blobs.prefix = "@gpu/";
+  json graph = graph_json(gpu.graph, "", blobs, &gpu.layers);
+  json inits = json::array();
+  for (const auto& [name, t] : gpu.graph.initializers) {
+    const Tensor* p = plain.initializer(name);
+    const size_t index = p && same_tensor(*p, t) ? plain_index.at(name) : blobs.add(name, &t);
+    inits.push_back({{"name", name}, {"weight", index}});
+  }
+  graph["initializers"] = std::move(inits);
+  blobs.prefix.clear();
+  return graph;
+}
+
+json weights_json(const Blobs& blobs, std::vector<uint64_t>& offsets, uint64_t& blob_size) {
   json weights = json::array();
-  uint64_t blob_size = 0;
-  std::vector<uint64_t> offsets;
-  for (const auto& [name, t] : blobs) {
+  blob_size = 0;
+  for (const auto& [name, t] : blobs.list) {
     offsets.push_back(blob_size);
     weights.push_back({{"name", name},
                        {"dtype", static_cast<int>(t->dtype())},
@@ -333,6 +355,24 @@ std::string serialize_engine(const EngineData& e) {
                        {"size", t->nbytes()}});
     blob_size = align_up(blob_size + t->nbytes());
   }
+  return weights;
+}
+
+}  // namespace
+
+std::string serialize_engine(const EngineData& e) {
+  const ir::Graph& g = e.model.graph;
+  TRT_CHECK(e.layers.size() == g.nodes.size(), ErrorCode::kInternal,
+            "engine: {} layer records for {} nodes", e.layers.size(), g.nodes.size());
+  // Weights: initializers, then tensor attributes and subgraph initializers, then the GPU plan's.
+  Blobs blobs;
+  std::map<std::string, size_t> plain_index;
+  for (const auto& [name, t] : g.initializers) plain_index[name] = blobs.add(name, &t);
+  json graph = graph_json(g, "", blobs, &e.layers);
+  json gpu_graph = e.gpu ? gpu_graph_json(*e.gpu, g, plain_index, blobs) : json();
+  uint64_t blob_size = 0;
+  std::vector<uint64_t> offsets;
+  json weights = weights_json(blobs, offsets, blob_size);
   json opsets = json::array();
   for (const auto& o : e.model.opset_imports)
     opsets.push_back({{"domain", o.domain}, {"version", o.version}});
@@ -341,6 +381,7 @@ std::string serialize_engine(const EngineData& e) {
             {"graph", std::move(graph)},
             {"weights", std::move(weights)},
             {"info", e.info}};
+  if (e.gpu) meta["gpu_graph"] = std::move(gpu_graph);
   const std::string meta_text = meta.dump(-1, ' ', false, json::error_handler_t::replace);
 
   const uint64_t meta_offset = kHeaderSize;
@@ -356,13 +397,239 @@ std::string serialize_engine(const EngineData& e) {
   put_u64(out, 40, blob_offset);
   put_u64(out, 48, blob_size);
   std::memcpy(out.data() + meta_offset, meta_text.data(), meta_text.size());
-  for (size_t k = 0; k < blobs.size(); ++k) {
-    const Tensor& t = *blobs[k].second;
+  for (size_t k = 0; k < blobs.list.size(); ++k) {
+    const Tensor& t = *blobs.list[k].second;
     if (t.nbytes()) std::memcpy(out.data() + blob_offset + offsets[k], t.raw(), t.nbytes());
   }
   put_u64(out, 56, file_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
   return out;
 }
+
+namespace {
+
+// The weights section: each entry checked (dtype, shape, offset and size inside the blob).
+void read_weights(const Reader& r, const json& meta, const std::shared_ptr<uint8_t>& bytes,
+                  uint64_t blob_off, uint64_t blob_size, std::vector<Tensor>& tensors,
+                  std::vector<std::string>& names) {
+  for (const auto& w : r.array(meta, "weights")) {
+    const std::string name = r.str(w, "name");
+    const DataType dt = r.dtype(r.field(w, "dtype"), "weight '" + name + "'");
+    Shape shape;
+    const json& js = r.array(w, "shape");
+    if (js.size() > 64) r.fail(fmt::format("weight '{}' has rank {}", name, js.size()));
+    for (const auto& d : js) {
+      const int64_t n = r.integer(d, "weight dimension");
+      if (n < 0) r.fail(fmt::format("weight '{}' has a negative dimension", name));
+      shape.push_back(n);
+    }
+    const int64_t numel = shape_numel(shape);  // throws on overflow
+    const int64_t off = r.integer(r.field(w, "offset"), "weight offset");
+    const int64_t sz = r.integer(r.field(w, "size"), "weight size");
+    if (off < 0 || sz < 0 || static_cast<uint64_t>(off) % kAlignment != 0 ||
+        static_cast<uint64_t>(off) > blob_size ||
+        static_cast<uint64_t>(sz) > blob_size - static_cast<uint64_t>(off))
+      r.fail(fmt::format("weight '{}' lies outside the weight section", name));
+    if (static_cast<size_t>(sz) != dtype_storage_bytes(dt, numel))
+      r.fail(fmt::format("weight '{}' has {} bytes for a {} {} tensor", name, sz, dtype_name(dt),
+                         shape_str(shape)));
+    std::shared_ptr<uint8_t> data(bytes, bytes.get() + blob_off + off);
+    tensors.push_back(Tensor::wrap(dt, shape, std::move(data)));
+    names.push_back(name);
+  }
+}
+
+// Reads graphs (and, in control-flow attributes, subgraphs) over the weights already read;
+// `used` collects the weights its tensor attributes and subgraph initializers take.
+struct GraphReader {
+  const Reader& r;
+  const std::vector<Tensor>& weights;
+  std::set<size_t> used{};
+
+  const Tensor& weight(const json& v, const std::string& what) {
+    const int64_t idx = r.integer(v, what.c_str());
+    if (idx < 0 || static_cast<size_t>(idx) >= weights.size())
+      r.fail(fmt::format("{} index out of range", what));
+    used.insert(static_cast<size_t>(idx));
+    return weights[static_cast<size_t>(idx)];
+  }
+
+  // [{"name", "weight"}] into g's initializers (no name twice).
+  void initializers(const json& jg, ir::Graph& g, const char* what) {
+    for (const auto& ji : r.array(jg, "initializers")) {
+      const std::string name = r.str(ji, "name");
+      if (!g.initializers.emplace(name, weight(r.field(ji, "weight"), what)).second)
+        r.fail(fmt::format("{} '{}' appears twice", what, name));
+    }
+  }
+
+  void list_attribute(ir::Attribute& a, const std::string& kind, const json& v) {
+    if (!v.is_array()) r.fail("list attribute is not an array");
+    for (const auto& e : v) {
+      if (kind == "ints") {
+        a.ints.push_back(r.integer(e, "attribute"));
+      } else if (kind == "floats") {
+        a.floats.push_back(r.float_from(e));
+      } else {
+        if (!e.is_string()) r.fail("strings attribute holds a non-string");
+        a.strings.push_back(r.from_hex(e.get<std::string>()));
+      }
+    }
+    a.kind = kind == "ints"     ? ir::Attribute::Kind::kInts
+             : kind == "floats" ? ir::Attribute::Kind::kFloats
+                                : ir::Attribute::Kind::kStrings;
+  }
+
+  ir::Attribute attribute(const json& ja, const std::string& node, int depth) {
+    ir::Attribute a;
+    a.name = r.str(ja, "name");
+    const std::string kind = r.str(ja, "kind");
+    const json& v = r.field(ja, "value");
+    if (kind == "int") {
+      a.kind = ir::Attribute::Kind::kInt;
+      a.i = r.integer(v, "attribute");
+    } else if (kind == "float") {
+      a.kind = ir::Attribute::Kind::kFloat;
+      a.f = r.float_from(v);
+    } else if (kind == "string") {
+      a.kind = ir::Attribute::Kind::kString;
+      if (!v.is_string()) r.fail("string attribute is not a string");
+      a.s = r.from_hex(v.get<std::string>());
+    } else if (kind == "ints" || kind == "floats" || kind == "strings") {
+      list_attribute(a, kind, v);
+    } else if (kind == "tensor") {
+      a.kind = ir::Attribute::Kind::kTensor;
+      a.t = weight(v, fmt::format("node '{}': tensor attribute", node));
+    } else if (kind == "graph") {
+      if (depth >= kMaxSubgraphDepth) r.fail("subgraphs nested too deeply");
+      if (!v.is_object()) r.fail(fmt::format("node '{}': graph attribute", node));
+      a.kind = ir::Attribute::Kind::kGraph;
+      a.g = std::make_shared<ir::Graph>();
+      graph(v, *a.g, nullptr, depth + 1);
+    } else {
+      r.fail(fmt::format("node '{}': unknown attribute kind '{}'", node, kind));
+    }
+    return a;
+  }
+
+  LayerRecord layer(const json& jn) const {
+    LayerRecord l{r.str(jn, "precision"), r.str(jn, "device"), r.str(jn, "kernel"),
+                  r.str(jn, "tactic"), ""};
+    if (jn.contains("layout")) l.layout = r.str(jn, "layout");  // version >= 2
+    return l;
+  }
+
+  // A graph; layers (top level) collects its nodes' layer records, a subgraph (layers null)
+  // also reads its initializers.
+  void graph(const json& jg, ir::Graph& g, std::vector<LayerRecord>* layers, int depth) {
+    g.name = r.str(jg, "name");
+    for (const auto& v : r.array(jg, "inputs")) g.inputs.push_back(r.value(v));
+    for (const auto& v : r.array(jg, "outputs")) g.outputs.push_back(r.value(v));
+    for (const auto& v : r.array(jg, "values")) {
+      ir::ValueInfo vi = r.value(v);
+      g.value_info[vi.name] = vi;
+    }
+    if (!layers) initializers(jg, g, "subgraph weight");
+    for (const auto& jn : r.array(jg, "nodes")) {
+      ir::Node n;
+      n.name = r.str(jn, "name");
+      n.op_type = r.str(jn, "op");
+      n.domain = r.str(jn, "domain");
+      n.inputs = r.strings(jn, "inputs");
+      n.outputs = r.strings(jn, "outputs");
+      for (const auto& ja : r.array(jn, "attributes")) {
+        ir::Attribute a = attribute(ja, n.name, depth);
+        n.attributes[a.name] = std::move(a);
+      }
+      if (layers) layers->push_back(layer(jn));
+      g.nodes.push_back(std::move(n));
+    }
+  }
+};
+
+constexpr std::string_view kGpuWeightPrefix = "@gpu/";
+
+void validate_graph(const Reader& r, const ir::Graph& g, const char* section) {
+  try {
+    g.validate();
+  } catch (const Error& e) {
+    r.fail(fmt::format("{}: {}", section, e.what()));
+  }
+}
+
+// The same names and dtypes, in the same order.
+bool same_values(const std::vector<ir::ValueInfo>& a, const std::vector<ir::ValueInfo>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].name != b[i].name || a[i].dtype != b[i].dtype) return false;
+  return true;
+}
+
+// "gpu_graph": the graph checked as "graph" is, its inputs and outputs the plain graph's.
+GpuPlanData read_gpu_plan(const Reader& r, const json& jg, const std::vector<Tensor>& weights,
+                          const ir::Graph& plain) {
+  GpuPlanData gpu;
+  GraphReader reader{r, weights};
+  reader.graph(jg, gpu.graph, &gpu.layers, 0);
+  reader.initializers(jg, gpu.graph, "gpu_graph weight");
+  validate_graph(r, gpu.graph, "gpu_graph");
+  if (!same_values(gpu.graph.inputs, plain.inputs) ||
+      !same_values(gpu.graph.outputs, plain.outputs))
+    r.fail("gpu_graph: its inputs or outputs differ from the graph's");
+  return gpu;
+}
+
+// info "gpu_tactics" (what the runtime preloads and inspect prints): an object whose "choices"
+// map strings to strings, whose other members but "shapes" are strings.
+void check_gpu_tactics(const Reader& r, const json& info) {
+  auto it = info.find("gpu_tactics");
+  if (it == info.end()) return;
+  if (!it->is_object()) r.fail("info 'gpu_tactics' is not an object");
+  for (const auto& [key, v] : it->items()) {
+    if (key == "shapes") continue;
+    if (key != "choices") {
+      if (!v.is_string()) r.fail(fmt::format("info 'gpu_tactics': '{}' is not a string", key));
+      continue;
+    }
+    if (!v.is_object()) r.fail("info 'gpu_tactics': 'choices' is not an object");
+    for (const auto& [what, choice] : v.items())
+      if (!choice.is_string())
+        r.fail(fmt::format("info 'gpu_tactics': the choice for '{}' is not a string", what));
+  }
+}
+
+void read_metadata(const Reader& r, const json& meta, std::shared_ptr<uint8_t> bytes,
+                   uint64_t blob_off, uint64_t blob_size, EngineData& out) {
+  ir::Model& m = out.model;
+  for (const auto& o : r.array(meta, "opsets")) {
+    const int64_t v = r.integer(r.field(o, "version"), "opset version");
+    if (v < 1 || v > 1000) r.fail("opset version out of range");
+    m.opset_imports.push_back({r.str(o, "domain"), v});
+  }
+  std::vector<Tensor> weights;
+  std::vector<std::string> names;
+  read_weights(r, meta, bytes, blob_off, blob_size, weights, names);
+  ir::Graph& g = m.graph;
+  GraphReader reader{r, weights};
+  reader.graph(r.field(meta, "graph"), g, &out.layers, 0);
+  // The weights no attribute or subgraph takes, but the GPU plan's own, are the initializers.
+  for (size_t k = 0; k < weights.size(); ++k)
+    if (!reader.used.count(k) && !names[k].starts_with(kGpuWeightPrefix) &&
+        !g.initializers.emplace(names[k], weights[k]).second)
+      r.fail(fmt::format("weight '{}' appears twice", names[k]));
+  // The same checks as for a loaded ONNX model (a graph the builder wrote passes them).
+  validate_graph(r, g, "graph");
+  out.info = r.field(meta, "info");
+  if (!out.info.is_object()) r.fail("'info' is not an object");
+  check_gpu_tactics(r, out.info);
+  if (meta.contains("gpu_graph")) {
+    if (out.info.value("backend", "") != "cuda") r.fail("gpu_graph in an engine not for cuda");
+    out.gpu = read_gpu_plan(r, meta["gpu_graph"], weights, g);
+  }
+  if (meta.contains("producer") && meta["producer"].is_string())
+    out.producer = meta["producer"].get<std::string>();
+}
+
+}  // namespace
 
 EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
                               const std::string& source) {
@@ -373,11 +640,11 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
               "{}: not a trtutils engine (no 'TRTUENG' header); build one with `trtutils build`",
               source);
   const uint32_t version = get_u32(p + 8);
-  if (version != kFormatVersion)
+  if (version < kOldestFormatVersion || version > kFormatVersion)
     TRT_THROW(ErrorCode::kInvalidArgument,
-              "{}: engine format version {}, but this trtutils ({}) reads version {}: rebuild the "
-              "engine with this trtutils",
-              source, version, TRTUTILS_VERSION, kFormatVersion);
+              "{}: engine format version {}, but this trtutils ({}) reads versions {} to {}: "
+              "rebuild the engine with this trtutils",
+              source, version, TRTUTILS_VERSION, kOldestFormatVersion, kFormatVersion);
   if (get_u32(p + 12) != kHeaderSize) r.fail("bad header size");
   const uint64_t file_size = get_u64(p + 16);
   if (file_size != size)
@@ -405,144 +672,11 @@ EngineData deserialize_engine(std::shared_ptr<uint8_t> bytes, size_t size,
 
   EngineData out;
   try {
-    ir::Model& m = out.model;
-    for (const auto& o : r.array(meta, "opsets")) {
-      const int64_t v = r.integer(r.field(o, "version"), "opset version");
-      if (v < 1 || v > 1000) r.fail("opset version out of range");
-      m.opset_imports.push_back({r.str(o, "domain"), v});
-    }
-    // Weights.
-    std::vector<Tensor> weight_tensors;
-    std::vector<std::string> weight_names;
-    for (const auto& w : r.array(meta, "weights")) {
-      const std::string name = r.str(w, "name");
-      const DataType dt = r.dtype(r.field(w, "dtype"), "weight '" + name + "'");
-      Shape shape;
-      const json& js = r.array(w, "shape");
-      if (js.size() > 64) r.fail(fmt::format("weight '{}' has rank {}", name, js.size()));
-      for (const auto& d : js) {
-        const int64_t n = r.integer(d, "weight dimension");
-        if (n < 0) r.fail(fmt::format("weight '{}' has a negative dimension", name));
-        shape.push_back(n);
-      }
-      const int64_t numel = shape_numel(shape);  // throws on overflow
-      const int64_t off = r.integer(r.field(w, "offset"), "weight offset");
-      const int64_t sz = r.integer(r.field(w, "size"), "weight size");
-      if (off < 0 || sz < 0 || static_cast<uint64_t>(off) % kAlignment != 0 ||
-          static_cast<uint64_t>(off) > blob_size ||
-          static_cast<uint64_t>(sz) > blob_size - static_cast<uint64_t>(off))
-        r.fail(fmt::format("weight '{}' lies outside the weight section", name));
-      if (static_cast<size_t>(sz) != dtype_storage_bytes(dt, numel))
-        r.fail(fmt::format("weight '{}' has {} bytes for a {} {} tensor", name, sz, dtype_name(dt),
-                           shape_str(shape)));
-      std::shared_ptr<uint8_t> data(bytes, bytes.get() + blob_off + off);
-      weight_tensors.push_back(Tensor::wrap(dt, shape, std::move(data)));
-      weight_names.push_back(name);
-    }
-    // Graph (and, in control-flow attributes, subgraphs).
-    std::set<size_t> used_weights;  // by tensor attributes and subgraph initializers
-    std::function<void(const json&, ir::Graph&, std::vector<LayerRecord>*, int)> read_graph;
-    read_graph = [&](const json& jg, ir::Graph& g, std::vector<LayerRecord>* layers, int depth) {
-      g.name = r.str(jg, "name");
-      for (const auto& v : r.array(jg, "inputs")) g.inputs.push_back(r.value(v));
-      for (const auto& v : r.array(jg, "outputs")) g.outputs.push_back(r.value(v));
-      for (const auto& v : r.array(jg, "values")) {
-        ir::ValueInfo vi = r.value(v);
-        g.value_info[vi.name] = vi;
-      }
-      auto weight = [&](const json& v, const std::string& what) -> const Tensor& {
-        const int64_t idx = r.integer(v, what.c_str());
-        if (idx < 0 || static_cast<size_t>(idx) >= weight_tensors.size())
-          r.fail(fmt::format("{} index out of range", what));
-        used_weights.insert(static_cast<size_t>(idx));
-        return weight_tensors[static_cast<size_t>(idx)];
-      };
-      if (!layers)
-        for (const auto& ji : r.array(jg, "initializers")) {
-          const std::string name = r.str(ji, "name");
-          if (!g.initializers.emplace(name, weight(r.field(ji, "weight"), "subgraph weight"))
-                   .second)
-            r.fail(fmt::format("subgraph weight '{}' appears twice", name));
-        }
-      for (const auto& jn : r.array(jg, "nodes")) {
-        ir::Node n;
-        n.name = r.str(jn, "name");
-        n.op_type = r.str(jn, "op");
-        n.domain = r.str(jn, "domain");
-        n.inputs = r.strings(jn, "inputs");
-        n.outputs = r.strings(jn, "outputs");
-        for (const auto& ja : r.array(jn, "attributes")) {
-          ir::Attribute a;
-          a.name = r.str(ja, "name");
-          const std::string kind = r.str(ja, "kind");
-          const json& v = r.field(ja, "value");
-          if (kind == "int") {
-            a.kind = ir::Attribute::Kind::kInt;
-            a.i = r.integer(v, "attribute");
-          } else if (kind == "float") {
-            a.kind = ir::Attribute::Kind::kFloat;
-            a.f = r.float_from(v);
-          } else if (kind == "string") {
-            a.kind = ir::Attribute::Kind::kString;
-            if (!v.is_string()) r.fail("string attribute is not a string");
-            a.s = r.from_hex(v.get<std::string>());
-          } else if (kind == "ints" || kind == "floats" || kind == "strings") {
-            if (!v.is_array()) r.fail("list attribute is not an array");
-            for (const auto& e : v) {
-              if (kind == "ints") {
-                a.ints.push_back(r.integer(e, "attribute"));
-              } else if (kind == "floats") {
-                a.floats.push_back(r.float_from(e));
-              } else {
-                if (!e.is_string()) r.fail("strings attribute holds a non-string");
-                a.strings.push_back(r.from_hex(e.get<std::string>()));
-              }
-            }
-            a.kind = kind == "ints"     ? ir::Attribute::Kind::kInts
-                     : kind == "floats" ? ir::Attribute::Kind::kFloats
-                                        : ir::Attribute::Kind::kStrings;
-          } else if (kind == "tensor") {
-            a.kind = ir::Attribute::Kind::kTensor;
-            a.t = weight(v, fmt::format("node '{}': tensor attribute", n.name));
-          } else if (kind == "graph") {
-            if (depth >= kMaxSubgraphDepth) r.fail("subgraphs nested too deeply");
-            if (!v.is_object()) r.fail(fmt::format("node '{}': graph attribute", n.name));
-            a.kind = ir::Attribute::Kind::kGraph;
-            a.g = std::make_shared<ir::Graph>();
-            read_graph(v, *a.g, nullptr, depth + 1);
-          } else {
-            r.fail(fmt::format("node '{}': unknown attribute kind '{}'", n.name, kind));
-          }
-          n.attributes[a.name] = std::move(a);
-        }
-        if (layers)
-          layers->push_back({r.str(jn, "precision"), r.str(jn, "device"), r.str(jn, "kernel"),
-                             r.str(jn, "tactic")});
-        g.nodes.push_back(std::move(n));
-      }
-    };
-    const json& jg = r.field(meta, "graph");
-    ir::Graph& g = m.graph;
-    read_graph(jg, g, &out.layers, 0);
-    for (size_t k = 0; k < weight_tensors.size(); ++k)
-      if (!used_weights.count(k)) {
-        if (!g.initializers.emplace(weight_names[k], weight_tensors[k]).second)
-          r.fail(fmt::format("weight '{}' appears twice", weight_names[k]));
-      }
-    // The same checks as for a loaded ONNX model (a graph the builder wrote passes them).
-    try {
-      g.validate();
-    } catch (const Error& e) {
-      r.fail(e.what());
-    }
-    out.info = r.field(meta, "info");
-    if (!out.info.is_object()) r.fail("'info' is not an object");
-    out.format_version = version;
-    if (meta.contains("producer") && meta["producer"].is_string())
-      out.producer = meta["producer"].get<std::string>();
+    read_metadata(r, meta, std::move(bytes), blob_off, blob_size, out);
   } catch (const json::exception& e) {
     r.fail(std::string("metadata: ") + e.what());
   }
+  out.format_version = version;
   return out;
 }
 

@@ -18,17 +18,27 @@
 //   "opsets"    [{"domain": "", "version": 17}, ...]
 //   "graph"     {"name", "inputs": [value], "outputs": [value], "values": [value],
 //                "nodes": [node]}   nodes in execution order, after the builder's passes
-//     value     {"name", "dtype": ONNX enum, "shape": null (rank unknown) | [int | "symbol" |
-//     null]} node      {"name", "op", "domain", "inputs", "outputs", "attributes": [attribute],
-//                "precision", "device", "kernel", "tactic"}
+//     value     {"name", "dtype": ONNX enum, "shape": null (rank unknown) |
+//               [int | "symbol" | null]}
+//     node      {"name", "op", "domain", "inputs", "outputs", "attributes": [attribute],
+//                "precision", "device", "kernel", "tactic", "layout" (version >= 2)}
 //     attribute {"name", "kind": "int|float|string|tensor|ints|floats|strings", "value"}:
 //               floats as their IEEE-754 bit patterns (exact, infinities included), strings as
 //               hex of their bytes, tensors as an index into "weights"
+//   "gpu_graph" (cuda engines, version >= 2) the graph the CUDA executor runs: "graph" after the
+//               builder's GPU fusions (graph_fusion.cpp), in the same value / node format, its
+//               nodes carrying the GPU layer table; plus "initializers": [{"name", "weight":
+//               index}], the plain graph's weights it shares and its own (named "@gpu/...",
+//               as are its tensor attributes: "@gpu/@attr/<node>/<attribute>"). Its inputs and
+//               outputs are the plain graph's. Absent: the executor derives it at load.
 //   "weights"   [{"name", "dtype", "shape", "offset", "size"}]  initializers first, then
-//               tensor attributes (named "@attr/<node>/<attribute>")
+//               tensor attributes (named "@attr/<node>/<attribute>"), then the GPU plan's own
 //   "info"      what the builder recorded: build config, target, IO profiles and formats,
-//               memory plan (see builder.cpp); read by inspect and the runtime.
+//               memory plan (see builder.cpp); for cuda engines "gpu_tactics" (the kernel
+//               choices timed at build: {"state": "timed" | "untimed", "why", "device",
+//               "shapes", "choices": {what: choice}}); read by inspect and the runtime.
 //
+// Version 1 (no "gpu_graph", no "layout") is still read; the CPU backend runs "graph" of either.
 // Reading trusts nothing: every offset, size, dtype, shape and name is checked, and a file
 // that fails a check is refused with a message naming the file and what is wrong.
 #pragma once
@@ -37,6 +47,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +56,8 @@
 namespace trtutils::engine {
 
 inline constexpr char kMagic[8] = {'T', 'R', 'T', 'U', 'E', 'N', 'G', '\0'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;  // still read (no stored GPU plan)
 inline constexpr uint64_t kHeaderSize = 64;
 inline constexpr uint64_t kAlignment = 64;
 
@@ -55,11 +67,20 @@ struct LayerRecord {
   std::string device;     // "cpu", "gpu", "dla" (issue: DLA), "dla (emulated)"
   std::string kernel;     // the backend's kernel name
   std::string tactic;     // the variant chosen by tactic selection ("" = the kernel's default)
+  std::string layout;     // GPU layers: "NCHW" / "NHWC" of output 0 as planned ("" = not decided)
+};
+
+// A cuda engine's GPU plan: the graph the CUDA executor runs as it is (fusions made by the
+// builder) and one layer record per node of it. Shares weights with the plain graph.
+struct GpuPlanData {
+  ir::Graph graph;
+  std::vector<LayerRecord> layers;  // one per graph.nodes
 };
 
 struct EngineData {
   ir::Model model;                  // nodes in execution order; initializers = weights
   std::vector<LayerRecord> layers;  // one per model.graph.nodes
+  std::optional<GpuPlanData> gpu;   // cuda engines of format >= 2 (opsets: model's)
   nlohmann::json info = nlohmann::json::object();
   // Read back from a file (deserialize_engine); serialize_engine writes its own.
   std::string producer{};  // "trtutils <version>" that wrote the file ("" if not recorded)

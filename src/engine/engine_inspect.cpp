@@ -32,11 +32,24 @@ json layer_list_json(const std::vector<EngineLayerInfo>& layers) {
                  {"device", l.device},
                  {"kernel", l.kernel},
                  {"tactic", l.tactic},
+                 {"layout", l.layout},
                  {"inputs", l.inputs},
                  {"outputs", l.outputs},
                  {"input_shapes", l.input_shapes},
                  {"output_shapes", l.output_shapes}});
   return a;
+}
+
+// GPU engines: where the layer table comes from and whether its kernel choices were timed.
+json gpu_plan_json(const Engine& engine, const json& info) {
+  const json tactics = info.value("gpu_tactics", json::object());
+  const bool timed = tactics.value("state", "") == "timed";
+  return {{"stored", engine.has_gpu_plan()},
+          {"layers", engine.has_gpu_plan() ? "gpu_graph (as stored at build)"
+                                           : "graph (fused by the CUDA executor at load)"},
+          {"tactics", timed ? "timed at build" : "untimed (timed on first load)"},
+          {"timed_choices", timed ? tactics.value("choices", json::object()).size() : 0},
+          {"timed_on", tactics.value("device", "")}};
 }
 
 }  // namespace
@@ -63,6 +76,7 @@ std::string engine_inspect_json(const Engine& engine) {
   j["layers_per_precision"] = per_precision;
   j["layers"] = layer_list_json(engine.layers());
   j["build"] = json::parse(engine.info_json());
+  if (engine.backend() == "cuda") j["gpu_plan"] = gpu_plan_json(engine, j["build"]);
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 

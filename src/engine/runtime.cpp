@@ -7,9 +7,10 @@
 #include "backends/cuda/device_weights.h"
 #include "core/check.h"
 #include "engine/engine_file.h"
+#include "engine/gpu_context.h"
 #include "engine/session.h"
-#include "engine/tactics.h"
 #include "trtutils/engine.h"
+#include "trtutils/logging.h"
 #include "trtutils/platform.h"
 
 namespace trtutils {
@@ -83,6 +84,30 @@ const json& io_entry(const json& info, const char* list, const std::string& name
   return kNone;
 }
 
+std::vector<EngineLayerInfo> layer_infos(const ir::Graph& g,
+                                         const std::vector<engine::LayerRecord>& records) {
+  std::vector<EngineLayerInfo> layers;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const ir::Node& n = g.nodes[i];
+    const engine::LayerRecord& l = records[i];
+    EngineLayerInfo li;
+    li.index = static_cast<int64_t>(i);
+    li.name = n.name;
+    li.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
+    li.precision = l.precision;
+    li.device = l.device;
+    li.kernel = l.kernel;
+    li.tactic = l.tactic;
+    li.layout = l.layout;
+    li.inputs = n.inputs;
+    li.outputs = n.outputs;
+    for (const auto& in : n.inputs) li.input_shapes.push_back(shape_text(g, in));
+    for (const auto& o : n.outputs) li.output_shapes.push_back(shape_text(g, o));
+    layers.push_back(std::move(li));
+  }
+  return layers;
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -127,23 +152,14 @@ std::shared_ptr<Engine> Engine::load(const std::filesystem::path& path,
     impl->inputs.push_back(tensor_info(v, io_entry(info, "inputs", v.name)));
   for (const auto& v : g.outputs)
     impl->outputs.push_back(tensor_info(v, io_entry(info, "outputs", v.name)));
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const ir::Node& n = g.nodes[i];
-    const engine::LayerRecord& l = impl->data.layers[i];
-    EngineLayerInfo li;
-    li.index = static_cast<int64_t>(i);
-    li.name = n.name;
-    li.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
-    li.precision = l.precision;
-    li.device = l.device;
-    li.kernel = l.kernel;
-    li.tactic = l.tactic;
-    li.inputs = n.inputs;
-    li.outputs = n.outputs;
-    for (const auto& in : n.inputs) li.input_shapes.push_back(shape_text(g, in));
-    for (const auto& o : n.outputs) li.output_shapes.push_back(shape_text(g, o));
-    impl->layers.push_back(std::move(li));
-  }
+  // A GPU engine's layer table is its GPU plan's, whichever backend runs it here.
+  const engine::GpuPlanData* gpu = impl->data.gpu ? &*impl->data.gpu : nullptr;
+  impl->layers = layer_infos(gpu ? gpu->graph : g, gpu ? gpu->layers : impl->data.layers);
+  if (impl->runtime_backend == "cuda" && !gpu)
+    TRT_LOG_INFO(
+        "{}: engine format version {} stores no GPU plan: the CUDA executor derives it (fusions, "
+        "kernel choices) at load; rebuild the engine to store it",
+        path.string(), impl->data.format_version);
   for (const auto& [name, t] : g.initializers) impl->weight_bytes += t.nbytes();
   if (info.contains("memory") && info["memory"].is_object())
     impl->arena_bytes = info["memory"].value("activation_arena_bytes", uint64_t{0});
@@ -163,6 +179,9 @@ const std::vector<EngineTensorInfo>& Engine::outputs() const {
 }
 const std::vector<EngineLayerInfo>& Engine::layers() const {
   return impl_->layers;
+}
+bool Engine::has_gpu_plan() const {
+  return impl_->data.gpu.has_value();
 }
 std::string Engine::backend() const {
   return impl_->backend;
@@ -204,31 +223,14 @@ std::unique_ptr<ExecutionContext> Engine::create_execution_context(
   auto impl = std::make_unique<ExecutionContext::Impl>();
   impl->engine = impl_;
   if (impl_->runtime_backend == "cuda") {
-    cuda::ExecutorOptions eo;
-    eo.profile = options.profile;
-    eo.allow_tf32 = impl_->data.info.value("tf32", false);
-    eo.allow_fallback = !impl_->data.info.value("no_fallback", false);
-    // Exactly the kernel switches the builder recorded: the environment changes nothing.
-    eo.switches.use_environment = false;
-    if (auto it = impl_->data.info.find("gpu_switches"); it != impl_->data.info.end())
-      eo.switches.values = it->get<std::map<std::string, std::string, std::less<>>>();
+    // The stored GPU plan, run as it is (gpu_context.h).
+    engine::GpuExecutorPlan plan = engine::gpu_executor_plan(impl_->data, options);
     bool static_inputs = true;
     for (const auto& in : impl_->inputs)
       for (int64_t d : in.shape) static_inputs = static_inputs && d >= 0;
-    eo.cuda_graph = options.cuda_graph && static_inputs && !options.profile;
-    eo.no_data_transfers = options.no_data_transfers;
-    eo.weights = impl_->device_weights;
-    if (!options.timing_cache.empty())
-      eo.timing_cache = options.timing_cache == "global"
-                            ? engine::global_timing_cache_path()
-                            : std::filesystem::path(options.timing_cache);
-    if (options.mark_all_outputs) {
-      ir::Model marked = impl_->data.model;
-      mark_every_node_output(marked.graph);
-      impl->gpu = std::make_unique<cuda::Executor>(marked, eo);
-    } else {
-      impl->gpu = std::make_unique<cuda::Executor>(impl_->data.model, eo);
-    }
+    plan.options.cuda_graph = options.cuda_graph && static_inputs && !options.profile;
+    plan.options.weights = impl_->device_weights;
+    impl->gpu = std::make_unique<cuda::Executor>(plan.model, plan.options);
   } else {
     SessionOptions so;
     so.num_threads = options.num_threads;

@@ -108,7 +108,7 @@ TEST_F(InspectCliTest, DefaultTableIsNarrowWithWholeNames) {
   EXPECT_EQ(narrow_names(lines), (std::vector<std::string>{kLongName, kSolidName})) << r.output;
   EXPECT_EQ(r.output.find("..."), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(std::string("trtutils: ") + library_version() +
-                          "; engine file format version 1 (written by trtutils "),
+                          "; engine file format version 2 (written by trtutils "),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("--wide"), std::string::npos) << r.output;
@@ -125,7 +125,7 @@ TEST_F(InspectCliTest, WideTableHasKernelsShapesAndWholeNames) {
     solid_seen |= l.find(kSolidName + " ") != std::string::npos;
   }
   EXPECT_TRUE(long_seen && solid_seen) << r.output;
-  EXPECT_NE(r.output.find("engine file format version 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("engine file format version 2"), std::string::npos) << r.output;
 }
 
 TEST_F(InspectCliTest, JsonHasTheVersionsAndIsTheLibrarysDescription) {
@@ -135,7 +135,7 @@ TEST_F(InspectCliTest, JsonHasTheVersionsAndIsTheLibrarysDescription) {
   ASSERT_EQ(r.code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j.at("trtutils_version"), library_version());
-  EXPECT_EQ(j.at("engine_format_version"), 1);
+  EXPECT_EQ(j.at("engine_format_version"), 2);
   EXPECT_EQ(j.at("engine_producer"), std::string("trtutils ") + library_version());
   EXPECT_EQ(j.at("layers").at(0).at("name"), kLongName);
   const auto engine = Engine::load(engine_, {.backend = "cpu"});

@@ -603,13 +603,14 @@ TEST_F(EngineFileTest, TruncatedAndForeignFilesAreRejected) {
 
 TEST_F(EngineFileTest, OtherFormatVersionsAreRejected) {
   std::string bad = built();
-  bad[8] = 2;  // format version 2, checksum recomputed: a well-formed future file
+  const uint32_t future = engine::kFormatVersion + 1;
+  bad[8] = static_cast<char>(future);  // checksum recomputed: a well-formed future file
   const uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bad.data()), 56);
   const uint64_t sum =
       engine::checksum64(reinterpret_cast<const uint8_t*>(bad.data()) + 64, bad.size() - 64, h);
   for (int k = 0; k < 8; ++k) bad[56 + k] = static_cast<char>((sum >> (8 * k)) & 0xff);
   const std::string msg = load_error(bad);
-  EXPECT_NE(msg.find("engine format version 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("engine format version " + std::to_string(future)), std::string::npos) << msg;
   EXPECT_NE(msg.find("rebuild"), std::string::npos) << msg;
 }
 

@@ -72,11 +72,15 @@ for i, all_external in enumerate([False, True]):
 EOF
 
 # ---- engine: engines written by `trtutils build` (TRTUTILS_CLI, default build/bin/trtutils) from
-# the example CNN and single-op backend models (weights, int8/int32/fp16 layers, no layers) ----
+# the example CNN (for the CPU and for the GPU) and single-op backend models (weights,
+# int8/int32/fp16 layers, no layers) ----
 mkdir -p "$out/engine"
 cli=${TRTUTILS_CLI:-build/bin/trtutils}
 if [ -x "$cli" ]; then
   "$cli" build --onnx examples/tiny_cnn.onnx --output "$out/engine/tiny_cnn.engine" >/dev/null
+  # A GPU engine (format 2: its GPU plan in a second graph section), built without the GPU.
+  "$cli" build --onnx examples/tiny_cnn.onnx --output "$out/engine/tiny_cnn_cuda.engine" \
+    --backend cuda --target_sm 90 >/dev/null
   for t in test_gather_0 test_quantizelinear test_dequantizelinear test_matmulinteger \
     test_conv_with_strides_padding test_constant test_cast_FLOAT_to_FLOAT16 \
     test_resize_upsample_scales_linear; do

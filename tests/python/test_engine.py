@@ -75,7 +75,7 @@ def test_inspect_matches_cli(engine_path: Path, cli) -> None:
     assert r.returncode == 0, r.stderr
     assert ours == json.loads(r.stdout)  # the same content, the path included
     assert ours["trtutils_version"] == trtutils.__version__
-    assert ours["engine_format_version"] == 1
+    assert ours["engine_format_version"] == 2
     assert ours["engine_producer"] == f"trtutils {trtutils.__version__}"
     assert trtutils.inspect_engine(trtutils.TRTEngine(engine_path)) == ours
 

@@ -149,7 +149,9 @@ void add_build_flags(CLI::App* sub, BuildFlags& f) {
              uint64_t{0}, uint64_t{1} << 30);
   add_ranged(sub, "--optimization_level", f.config.optimization_level, "builder optimization level",
              0, 5);
-  sub->add_option("--timing_cache", f.timing_cache, "timing cache file, or 'global'");
+  sub->add_option(
+      "--timing_cache", f.timing_cache,
+      "timing cache file, or 'global' (CPU tactics; GPU kernel choices timed at build)");
   sub->add_flag("--cache", f.config.cache,
                 "reuse an engine built from the same model and options (~/.cache/trtutils)");
   sub->add_option("--backend", f.config.backend,
@@ -159,7 +161,8 @@ void add_build_flags(CLI::App* sub, BuildFlags& f) {
   sub->add_flag("--dry_run", f.dry_run, "--backend tensorrt: print the trtexec command only");
   add_trt_version_flag(sub, f.trt_version);
   add_ranged(sub, "--target_sm", f.config.target_sm,
-             "build for this GPU architecture (e.g. 90, 100) instead of the local one (0: local)",
+             "build for this GPU architecture (e.g. 90, 100) instead of the local one (0: local); "
+             "without that GPU here its kernel choices are timed on the engine's first load",
              0, 999);
   sub->add_flag("--no_fallback", f.config.no_fallback,
                 "GPU engines: refuse a model with a layer no GPU kernel runs, instead of running "

@@ -273,8 +273,9 @@ void add_benchmark_command(CLI::App& app) {
                 "CUDA engines: no host<->device copies after the first iteration (inputs stay on "
                 "the device, outputs are not read back), like trtexec --noDataTransfers");
   sub->add_option("--timing_cache", o->timing_cache,
-                  "CUDA engines: timing cache file (or 'global') for the kernel choices timed on "
-                  "the first run (read, and written back when something new was timed)");
+                  "CUDA engines: timing cache file (or 'global') for the kernel choices the engine "
+                  "does not carry, timed on the first run (read, and written back when something "
+                  "new was timed)");
   sub->callback([o] { bench(*o); });
 }
 

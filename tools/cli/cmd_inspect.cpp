@@ -1,6 +1,7 @@
 // trtutils inspect --engine ENGINE [--wide] [--json]: the versions (this trtutils, the engine
 // file format, the trtutils that wrote it), the engine's target, IO bindings (with profiles and
-// formats), memory, and its layer table with a count per precision. The table is narrow by
+// formats), memory, and its layer table with a count per precision (GPU engines: the stored GPU
+// plan's layers, whether its kernel choices were timed at build). The table is narrow by
 // default (layer names whole, for --layer_precision); --wide adds kernels and shapes; --json is
 // engine_inspect_json(), which the Python inspect_engine returns too.
 #include <map>
@@ -38,6 +39,24 @@ void inspect_print_versions(const Engine& engine) {
              engine.format_version(), engine.producer().empty() ? "?" : engine.producer());
 }
 
+// Whether the GPU layers below are the stored plan and whether their kernel choices were timed.
+void inspect_print_gpu_plan(const Engine& engine, const nlohmann::json& info) {
+  if (!engine.has_gpu_plan()) {
+    fmt::print(
+        "GPU plan: not stored (engine format {}): the CUDA executor fuses and times at "
+        "load\n",
+        engine.format_version());
+    return;
+  }
+  const nlohmann::json t = info.value("gpu_tactics", nlohmann::json::object());
+  if (t.value("state", "") == "timed")
+    fmt::print("GPU plan: stored; tactics timed at build on {} ({} kernel choices)\n",
+               t.value("device", "?"), t.value("choices", nlohmann::json::object()).size());
+  else
+    fmt::print("GPU plan: stored; tactics untimed (timed on first load): {}\n",
+               t.value("why", "?"));
+}
+
 void inspect_print_build(const Engine& engine) {
   const nlohmann::json info = nlohmann::json::parse(engine.info_json());
   fmt::print("backend: {} (target SM {}), runs here on: {}\n", engine.backend(), engine.target_sm(),
@@ -49,6 +68,7 @@ void inspect_print_build(const Engine& engine) {
       sw += fmt::format(" {}={}", k, v.get<std::string>());
     fmt::print("GPU kernel switches (recorded at build):{}\n", sw);
   }
+  if (engine.backend() == "cuda") inspect_print_gpu_plan(engine, info);
   if (info.contains("calibration") && info["calibration"].value("source", "none") != "none")
     fmt::print("calibration: {}\n", info["calibration"].dump());
   fmt::print("memory: weights {:.2f} MiB, activation arena {:.2f} MiB\n",

@@ -126,8 +126,9 @@ void add_run_command(CLI::App& app) {
   add_threads_flag(sub, o->threads, "CPU threads");
   sub->add_flag("--reference", o->reference, "use the plain reference kernels only");
   sub->add_option("--timing_cache", o->timing_cache,
-                  "CUDA engines: timing cache file (or 'global') for the kernel choices timed on "
-                  "the first run (read, and written back when something new was timed)");
+                  "CUDA engines: timing cache file (or 'global') for the kernel choices the engine "
+                  "does not carry, timed on the first run (read, and written back when something "
+                  "new was timed)");
   sub->callback([o] { run(*o); });
 }
 

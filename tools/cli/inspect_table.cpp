@@ -73,13 +73,13 @@ std::string inspect_wide_table(const std::vector<EngineLayerInfo>& layers) {
   const auto name = [](const EngineLayerInfo& l) -> const std::string& { return l.name; };
   const size_t nw = std::max<size_t>(36, inspect_column_width(layers, "layer", 4096, name));
   std::string out =
-      fmt::format("{:>4}  {:<{}} {:<24} {:<9} {:<6} {:<28} {}\n", "#", "layer", nw, "op",
-                  "precision", "device", "kernel", "shapes (inputs -> outputs)");
+      fmt::format("{:>4}  {:<{}} {:<24} {:<9} {:<6} {:<6} {:<28} {}\n", "#", "layer", nw, "op",
+                  "precision", "device", "layout", "kernel", "shapes (inputs -> outputs)");
   for (const auto& l : layers) {
     const std::string kernel = l.kernel + (l.tactic.empty() ? "" : "/" + l.tactic);
-    out += fmt::format("{:>4}  {:<{}} {:<24} {:<9} {:<6} {:<28} {} -> {}\n", l.index, l.name, nw,
-                       l.op, l.precision, l.device, kernel, inspect_joined(l.input_shapes),
-                       inspect_joined(l.output_shapes));
+    out += fmt::format("{:>4}  {:<{}} {:<24} {:<9} {:<6} {:<6} {:<28} {} -> {}\n", l.index, l.name,
+                       nw, l.op, l.precision, l.device, l.layout.empty() ? "-" : l.layout, kernel,
+                       inspect_joined(l.input_shapes), inspect_joined(l.output_shapes));
   }
   return out;
 }

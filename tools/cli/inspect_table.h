@@ -2,8 +2,9 @@
 // index, precision, device, op and the layer name last, printed whole (names are what
 // `--layer_precision NAME:PREC` takes); a name too long for its line goes on indented
 // continuation lines, broken after a '/', '.', '_' or ':' where it can. Wide (--wide) adds the
-// kernel / tactic and the shapes (inputs -> outputs), names whole in a column as wide as the
-// longest. Each function returns the table's text, header line first, one line per row.
+// layout (GPU layers), the kernel / tactic and the shapes (inputs -> outputs), names whole in a
+// column as wide as the longest. Each function returns the table's text, header line first, one
+// line per row.
 #pragma once
 
 #include <cstddef>

@@ -236,14 +236,23 @@ AltMode alt_mode(const char* name) {
 TimingChoices::TimingChoices(std::filesystem::path path, std::string device)
     : path_(std::move(path)),
       device_(std::move(device)),
-      cache_(std::make_unique<engine::TimingCache>(engine::TimingCache::load(path_))) {}
+      cache_(std::make_unique<engine::TimingCache>(
+          path_.empty() ? engine::TimingCache() : engine::TimingCache::load(path_))) {}
 TimingChoices::~TimingChoices() = default;
 
+void TimingChoices::preload(const std::map<std::string, std::string>& choices) {
+  for (const auto& [what, choice] : choices) preloaded_[what] = choice;
+}
+
 std::string TimingChoices::find(const std::string& what) {
+  if (auto p = preloaded_.find(what); p != preloaded_.end()) {
+    ++hits_;
+    return decisions_[what] = p->second;
+  }
   const nlohmann::json* v = cache_->find(device_ + "|" + what);
   if (!v || !v->is_object() || !v->contains("tactic") || !(*v)["tactic"].is_string()) return "";
   ++hits_;
-  return (*v)["tactic"].get<std::string>();
+  return decisions_[what] = (*v)["tactic"].get<std::string>();
 }
 
 void TimingChoices::put(const std::string& what, const std::string& choice,
@@ -252,11 +261,12 @@ void TimingChoices::put(const std::string& what, const std::string& choice,
   for (const auto& [name, t] : ms)
     times[name] = t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t);
   cache_->put(device_ + "|" + what, {{"tactic", choice}, {"ms", times}});
+  decisions_[what] = choice;
   ++recorded_;
 }
 
 void TimingChoices::save_if_changed() {
-  if (recorded_ == saved_) return;
+  if (recorded_ == saved_ || path_.empty()) return;
   cache_->save(path_);
   saved_ = recorded_;
   TRT_LOG_INFO("timing cache: {} GPU choice(s) recorded in {}", recorded_, path_.string());

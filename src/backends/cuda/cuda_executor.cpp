@@ -213,17 +213,17 @@ Value& Executor::Impl::in_layout(RunContext& ctx, Value& v, bool nhwc) {
 void Executor::Impl::build() {
   ir::Graph& g = model.graph;
   opset = model.opset();
-  if (kernel_switch("TRTUTILS_CUDA_FUSION", true)) fuse_for_gpu(g, opset);
+  if (!options.graph_is_fused) g = plan_gpu_graph(g, opset);
   TRT_CUDA_CHECK(cudaSetDevice(options.device));
   TRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   TRT_CUDNN_CHECK(cudnnCreate(&cudnn));
   TRT_CUDNN_CHECK(cudnnSetStream(cudnn, stream));
   TRT_CUBLAS_CHECK(cublasLtCreate(&lt));
   lt_workspace = device_malloc(lt_workspace_bytes);
-  if (!options.timing_cache.empty())  // choices hold for this device, libraries and version
-    timing = std::make_unique<TimingChoices>(
-        options.timing_cache, fmt::format("cuda {} sm{} ({}) trtutils {}", status.name, status.sm,
-                                          status.libraries, TRTUTILS_VERSION));
+  // Every timed choice goes through `timing` (in memory without a timing cache file), so that
+  // the builder can record them (timing_decisions) and an engine's recorded ones are taken.
+  timing = std::make_unique<TimingChoices>(options.timing_cache, timing_device());
+  timing->preload(options.tactics);
 
   for (const auto& [name, t] : g.initializers) set_constant(id_of(name), t);
   for (const auto& in : g.inputs) {
@@ -852,6 +852,11 @@ int64_t Executor::timing_cache_hits() const {
 }
 int64_t Executor::timing_cache_recorded() const {
   return impl_->timing ? impl_->timing->recorded() : 0;
+}
+
+std::map<std::string, std::string> Executor::timing_decisions() const {
+  return impl_->options.deterministic ? std::map<std::string, std::string>{}
+                                      : impl_->timing->decisions();
 }
 
 uint64_t Executor::device_weight_bytes() const {

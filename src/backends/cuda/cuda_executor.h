@@ -88,6 +88,14 @@ struct ExecutorOptions {
   // timed choice (which varies with load) would change the scales from one run to the next.
   // The timing cache is not used.
   bool deterministic = false;
+  // The model is a GPU plan (a GPU engine's "gpu_graph": plan_gpu_graph, run by the builder):
+  // the executor runs it as it is. Off: it runs plan_gpu_graph on its own copy (under the
+  // switches in effect): models made in code, engines of format 1, mark_all_outputs.
+  bool graph_is_fused = false;
+  // Kernel choices recorded at build (engine info "gpu_tactics": TimingChoices' what -> choice,
+  // see cuda_ops.h): taken as they are, without timing; the timing cache file answers the rest
+  // and what neither knows is timed. Ignored when deterministic.
+  std::map<std::string, std::string> tactics;
 };
 
 // The last run's host-to-device copies, node execution (or graph launch) and device-to-host
@@ -130,6 +138,17 @@ struct FusedInto {
   std::string node;
 };
 std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t opset);
+
+// The graph an Executor runs for `graph`: a copy after the executor's fusions (graph_fusion.cpp,
+// fuse_for_gpu) unless the kernel switch TRTUTILS_CUDA_FUSION in effect is 0. Needs no device:
+// the builder stores it in GPU engines (ExecutorOptions::graph_is_fused at load). Without the
+// CUDA backend: `graph` unchanged.
+ir::Graph plan_gpu_graph(const ir::Graph& graph, int64_t opset);
+
+// The device, libraries and trtutils version that timed kernel choices hold for (the key prefix
+// of timing cache entries, recorded with an engine's tactics): "cuda NVIDIA H200 sm90 (CUDA
+// runtime ...) trtutils 0.9.0"; "" without a usable device.
+std::string timing_device();
 
 // Device memory the caller owns, for Executor::enqueue: an input's data, dtype and shape, or an
 // output buffer of `bytes` bytes (its dtype and shape are written back).
@@ -177,9 +196,14 @@ class Executor {
   std::vector<std::string> node_kernels() const;
   // NCHW <-> NHWC conversions made in the last (eager or captured) run, graph outputs included.
   int64_t layout_conversions() const;
-  // With options.timing_cache: kernel choices taken from it, and recorded in it, so far.
+  // Timed kernel choices taken without timing (from options.tactics or the timing cache), and
+  // timed here, so far (each timed choice is written to options.timing_cache when given).
   int64_t timing_cache_hits() const;
   int64_t timing_cache_recorded() const;
+  // Every timed kernel choice the runs so far made or took (what -> choice): what the builder
+  // records in a GPU engine (info "gpu_tactics") for options.tactics at load. Empty when
+  // deterministic.
+  std::map<std::string, std::string> timing_decisions() const;
 
  private:
   struct Impl;

@@ -153,8 +153,12 @@ Shape nhwc_order(const Shape& s);
 // libraries and trtutils' version; `what` names the decision and its problem (shapes, dtypes).
 class TimingChoices {
  public:
+  // path empty: the choices live in memory only (no file read or written).
   TimingChoices(std::filesystem::path path, std::string device);
   ~TimingChoices();
+  // Choices to take as they are (an engine's recorded tactics: what -> choice); find answers
+  // them first.
+  void preload(const std::map<std::string, std::string>& choices);
   // The recorded choice, or "" when this decision was not timed here before.
   std::string find(const std::string& what);
   // Records a timed decision: the choice and each candidate's median (ms; < 0: failed).
@@ -164,11 +168,14 @@ class TimingChoices {
   void save_if_changed();
   int64_t hits() const { return hits_; }
   int64_t recorded() const { return recorded_; }
+  // Every decision found or recorded so far (what -> choice).
+  const std::map<std::string, std::string>& decisions() const { return decisions_; }
 
  private:
   std::filesystem::path path_;
   std::string device_;
   std::unique_ptr<engine::TimingCache> cache_;
+  std::map<std::string, std::string> preloaded_, decisions_;
   int64_t hits_ = 0, recorded_ = 0, saved_ = 0;
 };
 
