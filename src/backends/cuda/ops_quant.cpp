@@ -340,8 +340,8 @@ class QOp : public GpuOp {
   }
 
  private:
-  // The executor's layer-norm fusion (graph_fusion.cpp, QGemmLnInput): Y float32 [..., N], the
-  // layer norm's output allocated ([A, B, N] -> [B, A, N] with ln_swap01).
+  // The executor's layer-norm fusion (fusion/layernorm_quantize.cpp, QGemmLnInput): Y float32
+  // [..., N], the layer norm's output allocated ([A, B, N] -> [B, A, N] with ln_swap01).
   k::LnEpilogue layer_norm_epilogue(RunContext& ctx, const std::vector<Value*>& in,
                                     const std::vector<Value*>& out, const Shape& ys) {
     const ir::Node& node = *ctx.node;
@@ -498,7 +498,7 @@ class QOp : public GpuOp {
       TRT_CHECK_ARG(y_grid_.empty() || y_grid_.size() == 2, "{}: y_grid must have 2 values",
                     node.describe());
       y_split_ = node.attr_int("y_split", 0);
-      // The executor's fusion of the attention's quantizers (graph_fusion.cpp): one scale and
+      // The executor's fusion of the attention's quantizers (fusion/attention_q.cpp): one scale and
       // scalar pre-scaling per part of the split output.
       const auto ps = node.attr_floats("part_scales", {});
       if (!ps.empty()) {
@@ -517,7 +517,7 @@ class QOp : public GpuOp {
         }
       }
     }
-    if (node.attr_int("gelu", 0) != 0) {  // the executor's fusion (graph_fusion.cpp)
+    if (node.attr_int("gelu", 0) != 0) {  // the executor's fusion (fusion/qgemm_epilogues.cpp)
       TRT_CHECK_ARG(epilogue_.act == k::Act::kNone, "{}: gelu = 1 with another activation",
                     node.describe());
       epilogue_.act = k::Act::kGelu;
@@ -1177,8 +1177,8 @@ class QOp : public GpuOp {
   float half_alpha_ = 1.0f;
   std::shared_ptr<void> colscale_half_;
   std::shared_ptr<void> w_scales_dev_, inv_y_scale_, r_scale_dev_, bias16_;
-  std::vector<int64_t> y_grid_;  // [R0, R1]: Y written as [R1, R0, N] (graph_fusion.cpp)
-  int64_t y_split_ = 0;          // P > 0: Y written as [P, rows..., N / P] (graph_fusion.cpp)
+  std::vector<int64_t> y_grid_;  // [R0, R1]: Y written as [R1, R0, N] (fusion/qgemm_epilogues.cpp)
+  int64_t y_split_ = 0;  // P > 0: Y written as [P, rows..., N / P] (fusion/qgemm_epilogues.cpp)
   std::string cudnn_refused_;
   CudnnConv conv_int8_;
   std::shared_ptr<void> x_scale_dev_, x_zp_dev_, w_scale_dev_, w_zp_dev_;
