@@ -9,7 +9,6 @@
 // be graph outputs. Nothing is erased until the pipeline ends: indices stay valid throughout.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
