@@ -128,7 +128,7 @@ struct GpuCoverage {
 };
 GpuCoverage gpu_coverage(const ir::Model& model);
 
-// What the executor's own fusions (graph_fusion.cpp, run on its private copy of the graph) will
+// What the executor's own fusions (fusion/, run on its private copy of the graph) will
 // make of `graph`: for each named node they absorb, the fused op (com.trtutils.cuda::Attention,
 // MatMulBias, Gelu or ConvQuantize) and the name of the node it becomes; or an empty op and a
 // reason for a node the executor drops (the Casts of a float16 rest run in float32). Empty

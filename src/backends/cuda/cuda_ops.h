@@ -490,9 +490,9 @@ class LtMatmul {
 // com.trtutils.cuda::Attention (ops_attention.cpp).
 inline constexpr const char* kGpuDomain = "com.trtutils.cuda";
 // The executor's layer-norm fusion into a com.trtutils::QGemm with a float output
-// (graph_fusion.cpp): the LayerNormalization's and its quantizer's inputs after the QGemm's own
-// (ops/qlinear_ops.h), attributes ln_epsilon and ln_swap01, and a second output: the quantized
-// normalised rows.
+// (fusion/layernorm_quantize.cpp): the LayerNormalization's and its quantizer's inputs after the
+// QGemm's own (ops/qlinear_ops.h), attributes ln_epsilon and ln_swap01, and a second output: the
+// quantized normalised rows.
 enum QGemmLnInput : size_t {
   kLnScale = ops::qlinear::kNumInputs,
   kLnBias,
@@ -502,18 +502,18 @@ enum QGemmLnInput : size_t {
 };
 // Rewrites the executor's copy of the graph: MatMul + bias Add (+ the exporters' erf GELU chain)
 // into MatMulBias, lone GELU chains into Gelu, MatMul -> (scalar Mul / Div) -> Softmax -> MatMul
-// into Attention, absorbing the Transposes and scalar scalings around it (graph_fusion.cpp).
+// into Attention, absorbing the Transposes and scalar scalings around it (fusion/pipeline.cpp).
 // Returns the fusions made. TRTUTILS_CUDA_FUSION=0 turns it off; TRTUTILS_CUDA_ATTENTION=0 keeps
 // the attention ops as they are. The float8 Q/DQ attention (QuantizeLinear -> QMatMul -> Softmax
 // -> QuantizeLinear -> QMatMul, into AttentionQ) unless TRTUTILS_CUDA_ATTENTION_FP8=0.
 size_t fuse_for_gpu(ir::Graph& graph, int64_t opset);
 // BatchNormalization -> activation and / or per-tensor QuantizeLinear into
-// com.trtutils.cuda::BatchNormAct (batchnorm_fusion.cpp); fuse_for_gpu and fusion_plan run it
+// com.trtutils.cuda::BatchNormAct (fusion/batchnorm_act.cpp); fuse_for_gpu and fusion_plan run it
 // after the other fusions. absorbed (optional): each node fused away. Returns the fusions made.
 size_t fuse_batchnorm_act(ir::Graph& graph, int64_t opset,
                           std::map<std::string, FusedInto>* absorbed);
-// The float16 layers of a Q/DQ graph computed in float32 (graph_fusion.cpp says when and why);
-// fuse_for_gpu and fusion_plan run it first. absorbed (optional): the removed Casts, with an
+// The float16 layers of a Q/DQ graph computed in float32 (fusion/half_islands.cpp says when and
+// why); fuse_for_gpu and fusion_plan run it first. absorbed (optional): the removed Casts, with an
 // empty op (the builder labels them "removed: ..."). Returns the number of changes.
 size_t promote_half_islands(ir::Graph& graph, std::map<std::string, FusedInto>* absorbed);
 

@@ -370,7 +370,7 @@ class AttentionQOp : public GpuOp {
     d_.q_pre_op = static_cast<int>(node.attr_int("q_pre_op", 0));
     d_.k_pre = node.attr_float("k_pre", 1.0f);
     d_.k_pre_op = static_cast<int>(node.attr_int("k_pre_op", 0));
-    if (node.attributes.count("y_type")) {  // the QuantizeLinear after it (graph_fusion.cpp)
+    if (node.attributes.count("y_type")) {  // the QuantizeLinear after it (fusion/attention_q.cpp)
       d_.out_t = static_cast<DataType>(node.attr_int("y_type", 0));
       d_.out_scale = node.attr_float("y_scale", 1.0f);
       TRT_CHECK_ARG(d_.out_t == DataType::kInt8 || d_.out_t == DataType::kFloat8E4M3FN ||

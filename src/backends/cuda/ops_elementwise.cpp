@@ -189,9 +189,10 @@ class BinaryOp : public GpuOp {
   Binary op_;
 };
 
-// com.trtutils.cuda::BinaryQuantize (graph_fusion.cpp: Add / Sub / Mul / Div -> QuantizeLinear
-// per tensor): inputs A, B (float), y_scale, y_zero_point; attribute op. Y holds the quantized
-// bytes of the binary op's result (its dtype rounding included), as the two nodes compute them.
+// com.trtutils.cuda::BinaryQuantize (fusion/binary_quantize.cpp: Add / Sub / Mul / Div ->
+// QuantizeLinear per tensor): inputs A, B (float), y_scale, y_zero_point; attribute op. Y holds the
+// quantized bytes of the binary op's result (its dtype rounding included), as the two nodes compute
+// them.
 class BinaryQuantizeOp : public GpuOp {
  public:
   explicit BinaryQuantizeOp(const ir::Node& node) {
@@ -365,7 +366,7 @@ class IdentityOp : public GpuOp {
   }
 };
 
-// BatchNormalization (inference), and com.trtutils.cuda::BatchNormAct (batchnorm_fusion.cpp):
+// BatchNormalization (inference), and com.trtutils.cuda::BatchNormAct (fusion/batchnorm_act.cpp):
 // the same inputs, then optionally y_scale and y_zero_point (a per-tensor QuantizeLinear), with
 // attributes activation ("" | Relu | Clip | LeakyRelu | Sigmoid | HardSwish) and
 // activation_params (Clip: lo, hi; LeakyRelu: alpha). One pass over x.

@@ -118,7 +118,7 @@ class GemmOp : public GpuOp {
 // com.trtutils.cuda::MatMulBias: Y = A x B + bias (cuBLASLt's bias epilogue, one product with
 // M = all of A's rows), then the exact GELU in one pass when gelu = 1. trans_b = 1: B is [N, K]
 // (a Gemm with transB). Two axis swaps the fusion absorbed (rank-3 Transposes with perm
-// [1, 0, 2] around the product, graph_fusion.cpp):
+// [1, 0, 2] around the product, fusion/matmul_bias.cpp):
 //   a_swap01 = 1: in 0 is X [R1, R0, K] and A = Transpose(X) [R0, R1, K]; Y is [R0, R1, N];
 //   y_grid = [R0, R1] (one may be -1): A is [R0 * R1, K] and Y = Transpose(A x B + bias viewed
 //     [R0, R1, N]) = [R1, R0, N].

@@ -535,10 +535,10 @@ class ConvOp : public GpuOp {
        small_c_wgmma_ = false;
 };
 
-// com.trtutils.cuda::ConvQuantize (graph_fusion.cpp): a float convolution whose output only a
-// per-tensor QuantizeLinear reads. Inputs X, W, B, R (the convolution's, "" where absent), y_scale,
-// y_zero_point (constants). The small-C kernel writes the quantized bytes directly; otherwise the
-// convolution runs as ConvOp into a temporary and QuantizeLinear's kernel follows.
+// com.trtutils.cuda::ConvQuantize (fusion/conv_quantize.cpp): a float convolution whose output only
+// a per-tensor QuantizeLinear reads. Inputs X, W, B, R (the convolution's, "" where absent),
+// y_scale, y_zero_point (constants). The small-C kernel writes the quantized bytes directly;
+// otherwise the convolution runs as ConvOp into a temporary and QuantizeLinear's kernel follows.
 class ConvQuantizeOp : public GpuOp {
  public:
   explicit ConvQuantizeOp(const OpBuild& b) : conv_(read_post_ops(b.node)) {
@@ -707,9 +707,10 @@ class GlobalPoolOp : public GpuOp {
   bool nhwc_ = false;
 };
 
-// com.trtutils.cuda::DequantizeGlobalPool (graph_fusion.cpp: DequantizeLinear per tensor ->
-// GlobalAveragePool / GlobalMaxPool): inputs X (int8 / uint8 / float8), x_scale (float32 scalar),
-// [x_zero_point]; attribute is_max. Y float32 [N, C, 1, ...], the pool of the dequantized values.
+// com.trtutils.cuda::DequantizeGlobalPool (fusion/dequantize_global_pool.cpp: DequantizeLinear per
+// tensor -> GlobalAveragePool / GlobalMaxPool): inputs X (int8 / uint8 / float8), x_scale (float32
+// scalar), [x_zero_point]; attribute is_max. Y float32 [N, C, 1, ...], the pool of the dequantized
+// values.
 class DequantizeGlobalPoolOp : public GlobalPoolOp {
  public:
   explicit DequantizeGlobalPoolOp(const ir::Node& node)
@@ -828,10 +829,10 @@ class LayerNormOp : public GpuOp {
   }
 };
 
-// com.trtutils.cuda::LayerNormQuantize (graph_fusion.cpp: LayerNormalization over the last axis
-// [-> Transpose(1, 0, 2)] -> QuantizeLinear per tensor): inputs X, Scale, B ("" = none),
-// y_scale, y_zero_point; attributes epsilon, swap01 (1: the Transpose; X of rank 3). Y holds
-// the quantized bytes of the LayerNormalization's output (its dtype rounding included).
+// com.trtutils.cuda::LayerNormQuantize (fusion/layernorm_quantize.cpp: LayerNormalization over the
+// last axis [-> Transpose(1, 0, 2)] -> QuantizeLinear per tensor): inputs X, Scale, B ("" =
+// none), y_scale, y_zero_point; attributes epsilon, swap01 (1: the Transpose; X of rank 3). Y
+// holds the quantized bytes of the LayerNormalization's output (its dtype rounding included).
 class LayerNormQuantizeOp : public GpuOp {
  public:
   explicit LayerNormQuantizeOp(const ir::Node& node)
@@ -934,7 +935,7 @@ class ReduceOp : public GpuOp {
   k::Reduce kind_;
 };
 
-// com.trtutils.cuda::PatchEmbed (graph_fusion.cpp: Conv with kernel = stride -> Reshape
+// com.trtutils.cuda::PatchEmbed (fusion/patch_embed.cpp: Conv with kernel = stride -> Reshape
 // [N, K, P] -> Transpose(0, 2, 1)): Y [N, P, K] = patches(X) W^T + B with P = (H / kh) (W / kw)
 // patches in row-major order: an im2col copy whose rows are already in Y's order, then one
 // cuBLASLt product over all N * P rows (TF32 where allowed) with the bias in its epilogue.

@@ -1,4 +1,4 @@
-// The fused attention of the CUDA executor (graph_fusion.cpp, ops_attention.cpp,
+// The fused attention of the CUDA executor (fusion/attention.cpp, ops_attention.cpp,
 // attention_kernels.cu). GpuAttentionFusion.* check the rewrite of the two shapes torch.onnx
 // exports (no device needed):
 //   legacy multi-head attention, sequence first: Transpose(q) -> Div(sqrt d) -> MatMul with

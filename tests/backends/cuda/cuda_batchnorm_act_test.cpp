@@ -1,4 +1,4 @@
-// BatchNormalization -> activation -> QuantizeLinear as one GPU pass (batchnorm_fusion.cpp,
+// BatchNormalization -> activation -> QuantizeLinear as one GPU pass (fusion/batchnorm_act.cpp,
 // com.trtutils.cuda::BatchNormAct) and the channels-last Concat feeding it (DenseNet's dense
 // block). GpuFusion.BatchNormAct* check the rewrite (no device); CudaBatchNormAct.* run the
 // graphs on the GPU against the CPU session: float results to float rounding, quantized bytes

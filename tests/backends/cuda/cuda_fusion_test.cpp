@@ -1,5 +1,5 @@
-// The CUDA executor's own fusions (graph_fusion.cpp): MatMul + bias Add (+ the exporters' erf
-// GELU chain) into com.trtutils.cuda::MatMulBias, lone GELU chains into Gelu. GpuFusion.* check
+// The CUDA executor's own fusions (src/backends/cuda/fusion/): MatMul + bias Add (+ the exporters'
+// erf GELU chain) into com.trtutils.cuda::MatMulBias, lone GELU chains into Gelu. GpuFusion.* check
 // the rewrite itself (no device needed); CudaFusion.* run a transformer MLP block on the GPU
 // against the CPU session (float32 with TF32 off, float16).
 #include <array>

@@ -49,7 +49,7 @@ TEST(CudaOpCoverage, EveryGpuOpButTheFusionsHasACpuKernel) {
   for (const std::string& op : ops) {
     const size_t sep = op.rfind("::");
     const std::string domain = sep == std::string::npos ? "" : op.substr(0, sep);
-    if (domain == "com.trtutils.cuda") continue;  // the GPU's own fusions (graph_fusion.cpp)
+    if (domain == "com.trtutils.cuda") continue;  // the GPU's own fusions (fusion/)
     const std::string name = sep == std::string::npos ? op : op.substr(sep + 2);
     if (!cpu::KernelRegistry::instance().find(domain, name)) missing.push_back(op);
   }
