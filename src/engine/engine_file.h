@@ -26,7 +26,7 @@
 //               floats as their IEEE-754 bit patterns (exact, infinities included), strings as
 //               hex of their bytes, tensors as an index into "weights"
 //   "gpu_graph" (cuda engines, version >= 2) the graph the CUDA executor runs: "graph" after the
-//               builder's GPU fusions (graph_fusion.cpp), in the same value / node format, its
+//               builder's GPU fusions (fusion/pipeline.cpp), in the same value / node format, its
 //               nodes carrying the GPU layer table; plus "initializers": [{"name", "weight":
 //               index}], the plain graph's weights it shares and its own (named "@gpu/...",
 //               as are its tensor attributes: "@gpu/@attr/<node>/<attribute>"). Its inputs and

@@ -139,7 +139,7 @@ struct FusedInto {
 };
 std::map<std::string, FusedInto> fusion_plan(const ir::Graph& graph, int64_t opset);
 
-// The graph an Executor runs for `graph`: a copy after the executor's fusions (graph_fusion.cpp,
+// The graph an Executor runs for `graph`: a copy after the executor's fusions (fusion/pipeline.cpp,
 // fuse_for_gpu) unless the kernel switch TRTUTILS_CUDA_FUSION in effect is 0. Needs no device:
 // the builder stores it in GPU engines (ExecutorOptions::graph_is_fused at load). Without the
 // CUDA backend: `graph` unchanged.
