@@ -68,6 +68,8 @@ class Fuser {
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       for (const auto& in : g_.nodes[i].inputs)
         if (!in.empty()) readers_[in].push_back(i);
+      for (const auto& in : g_.nodes[i].implicit_inputs())  // an If / Loop body reads it
+        readers_[in].push_back(i);
       for (const auto& o : g_.nodes[i].outputs)
         if (!o.empty()) producer_[o] = i;
     }
