@@ -87,6 +87,8 @@ std::string cuda_kernel_label(const ir::Graph& g, const ir::Node& n) {
     return (op == "QConv" ? "cudnn." : "cublasLt.") + op + " (dequantized float32)";
   }
   if (q && op == "QMatMul") return "cublasLt.QMatMul (dequantized float32)";
+  if (n.domain.empty() && (op == "If" || op == "Loop"))  // control_flow.h
+    return "cuda." + op + " (host-driven, bodies on the GPU)";
   static const std::set<std::string> kCudnn = {"Conv", "FusedConv", "ConvTranspose"};
   static const std::set<std::string> kLt = {"Gemm", "MatMul", "MatMulBias"};
   return (kCudnn.count(op) ? "cudnn." : kLt.count(op) ? "cublasLt." : "cuda.") + op;

@@ -408,6 +408,7 @@ const OpTable& op_table() {
     register_grid_sample_ops(*table);
     register_einsum_ops(*table);
     register_misc_ops(*table);
+    register_range_ops(*table);
     return table;
   }();
   return *t;

@@ -13,9 +13,11 @@
 
 #include "backends/cpu/elementwise_common.h"
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cuda/control_flow.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_weights.h"
 #include "backends/cuda/kernel_switches.h"
+#include "backends/cuda/subgraph_executor.h"
 #include "engine/session.h"
 #include "ops/tensor_shapes.h"
 #include "trtutils/logging.h"
@@ -47,10 +49,15 @@ std::string make_gpu_op(const OpTable& table, const OpBuild& b, std::unique_ptr<
   return "";
 }
 
-// If / Loop: the host drives the control flow and runs the subgraph on the CPU (a fallback node
-// that also reads the values its subgraphs name from the enclosing scope).
-constexpr const char* kControlFlowReason =
-    "control flow: the host runs the branch / loop body on the CPU";
+std::vector<std::string> placement_names(const std::vector<Placement>& placement) {
+  std::vector<std::string> v;
+  for (Placement p : placement)
+    v.push_back(p == Placement::kGpu        ? "gpu"
+                : p == Placement::kHost     ? "host"
+                : p == Placement::kFallback ? "cpu (fallback)"
+                                            : "constant");
+  return v;
+}
 
 bool has_cpu_kernel(const ir::Node& n) {
   return cpu::KernelRegistry::instance().find(n.domain, n.op_type) != nullptr;
@@ -103,6 +110,7 @@ struct Executor::Impl {
   std::vector<std::vector<size_t>> frees;              // per node: values dead after it
   std::vector<size_t> input_ids, output_ids;
   std::vector<std::string> input_names;
+  std::set<std::string> host_inputs;  // a control-flow body's inputs known on the host
   uint64_t weight_bytes = 0;
   std::vector<LayerTime> profile;
   std::vector<cudaEvent_t> events;
@@ -158,6 +166,8 @@ struct Executor::Impl {
   }
 
   void build();
+  void plan();
+  OuterScope scope(const std::vector<bool>& host_value) const;
   RunContext context(const ir::Node* node);
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds);
   std::map<std::string, Tensor> run_eager(const std::map<std::string, Tensor>& feeds);
@@ -224,7 +234,12 @@ void Executor::Impl::build() {
   // the builder can record them (timing_decisions) and an engine's recorded ones are taken.
   timing = std::make_unique<TimingChoices>(options.timing_cache, timing_device());
   timing->preload(options.tactics);
+  plan();
+}
 
+// The nodes' placement, GPU ops, liveness and profile slots (a control-flow body: this alone).
+void Executor::Impl::plan() {
+  const ir::Graph& g = model.graph;
   for (const auto& [name, t] : g.initializers) set_constant(id_of(name), t);
   for (const auto& in : g.inputs) {
     if (g.is_initializer(in.name)) continue;
@@ -232,6 +247,8 @@ void Executor::Impl::build() {
     input_names.push_back(in.name);
   }
   std::vector<bool> host_value(values.size(), false);
+  for (size_t k = 0; k < input_ids.size(); ++k)
+    host_value[input_ids[k]] = host_inputs.count(input_names[k]) != 0;
   auto is_host = [&](size_t id) { return id < host_value.size() && host_value[id]; };
   std::vector<std::string> unsupported;
   const OpTable& table = op_table();
@@ -255,13 +272,18 @@ void Executor::Impl::build() {
     }
     for (const auto& o : node.outputs) node_out[i].push_back(o.empty() ? SIZE_MAX : id_of(o));
     if (is_control_flow(node)) {
-      for (const auto& v : node.implicit_inputs()) node_in[i].push_back(id_of(v));  // liveness
+      // The bodies read the implicit inputs: listed after the node's own (liveness, GPU op).
+      for (const auto& v : node.implicit_inputs()) node_in[i].push_back(id_of(v));
       host_value.resize(values.size(), false);
-      if (options.allow_fallback)
+      const std::string why =
+          make_control_flow_op(node, model.opset_imports, options, scope(host_value), ops[i]);
+      if (why.empty()) continue;
+      if (options.allow_fallback) {
         placement[i] = Placement::kFallback;
-      else
-        unsupported.push_back(
-            fmt::format("{} (op {}): {}", node.describe(), node.op_type, kControlFlowReason));
+        TRT_LOG_VERBOSE("{} runs on the CPU ({}): {}", node.describe(), kControlFlowReason, why);
+      } else {
+        unsupported.push_back(fmt::format("{} (op {}): {}", node.describe(), node.op_type, why));
+      }
       continue;
     }
     host_value.resize(values.size(), false);
@@ -330,6 +352,20 @@ void Executor::Impl::build() {
     events.resize(2 * n);
     for (auto& e : events) TRT_CUDA_CHECK(cudaEventCreate(&e));
   }
+}
+
+// What a control-flow body may read from this graph, as planned so far (host_value: per value,
+// computed on the host every run).
+OuterScope Executor::Impl::scope(const std::vector<bool>& host_value) const {
+  return {[this](const std::string& name) -> const Tensor* {
+            auto f = ids.find(name);
+            return f == ids.end() || !is_constant[f->second] ? nullptr : &values[f->second].host;
+          },
+          [this, &host_value](const std::string& name) {
+            auto f = ids.find(name);
+            return f != ids.end() && f->second < host_value.size() && host_value[f->second];
+          },
+          [this](const std::string& name) { return model.graph.find_value_info(name); }};
 }
 
 RunContext Executor::Impl::context(const ir::Node* node) {
@@ -489,7 +525,8 @@ void Executor::Impl::run_nodes(RunContext& ctx) {
         for (size_t id : node_out[i]) outs.push_back(id == SIZE_MAX ? nullptr : &values[id]);
         for (size_t k = 0; k < ins.size(); ++k)
           TRT_CHECK(!ins[k] || ins[k]->defined(), ErrorCode::kInternal,
-                    "{}: input '{}' has no value", node.describe(), node.inputs[k]);
+                    "{}: input '{}' has no value", node.describe(),
+                    k < node.inputs.size() ? node.inputs[k] : std::string("(implicit)"));
         // Layouts: NHWC values reach only ops that take them; others get NCHW copies.
         want.assign(ins.size(), Layout::kNchw);
         ops[i]->want_layouts(ctx, ins, want);
@@ -763,12 +800,16 @@ void Executor::Impl::enqueue(const std::map<std::string, DeviceBuffer>& inputs,
 }
 
 GpuCoverage gpu_coverage(const ir::Model& model) {
-  // The same walk as Executor::Impl::build, by name: constants folded (on the CPU, as the
+  return gpu_coverage(model, {});
+}
+
+GpuCoverage gpu_coverage(const ir::Model& model, const std::set<std::string>& host_inputs) {
+  // The same walk as Executor::Impl::plan, by name: constants folded (on the CPU, as the
   // executor does, so factories see the weights it will see), host shape arithmetic, then GPU
-  // factories (they check attributes and make no CUDA calls).
+  // factories (they check attributes and make no CUDA calls); control-flow bodies recursively.
   const ir::Graph& g = model.graph;
   std::map<std::string, Tensor> constant(g.initializers.begin(), g.initializers.end());
-  std::set<std::string> host;
+  std::set<std::string> host = host_inputs;
   const OpTable& table = op_table();
   GpuCoverage cov;
   auto constant_of = [&](const std::string& name) -> const Tensor* {
@@ -783,7 +824,9 @@ GpuCoverage gpu_coverage(const ir::Model& model) {
       all_host = all_host && (constant.count(in) || host.count(in));
     }
     if (is_control_flow(node)) {
-      cov.fallback.push_back({node.name, node.op_type, kControlFlowReason});
+      const OuterScope outer{constant_of, [&](const std::string& v) { return host.count(v) != 0; },
+                             [&](const std::string& v) { return g.find_value_info(v); }};
+      control_flow_coverage(node, model.opset_imports, outer, cov);
       continue;
     }
     const bool shape_op = node.op_type == "Shape" || node.op_type == "Size";
@@ -814,6 +857,56 @@ GpuCoverage gpu_coverage(const ir::Model& model) {
       cov.unsupported.push_back(fmt::format("{} (op {}): {}", node.describe(), op_key(node), why));
   }
   return cov;
+}
+
+SubgraphExecutor::SubgraphExecutor(const ir::Graph& body,
+                                   const std::vector<ir::OpsetImport>& opsets,
+                                   const ExecutorOptions& options, const OuterScope& outer,
+                                   const std::vector<size_t>& host_formals)
+    : impl_(std::make_unique<Executor::Impl>()) {
+  BodyModel b = make_body_model(body, opsets, outer, host_formals);
+  outer_inputs_ = std::move(b.outer_inputs);
+  impl_->status = device_status();
+  impl_->options = body_options(options);
+  impl_->model = std::move(b.model);
+  impl_->opset = impl_->model.opset();
+  impl_->host_inputs = std::move(b.host_inputs);
+  impl_->plan();
+}
+
+SubgraphExecutor::~SubgraphExecutor() = default;
+
+std::vector<Value> SubgraphExecutor::run(RunContext& ctx, const std::vector<Value>& inputs) {
+  Executor::Impl& m = *impl_;
+  TRT_CHECK(inputs.size() == m.input_ids.size(), ErrorCode::kInternal,
+            "a control-flow body takes {} inputs, given {}", m.input_ids.size(), inputs.size());
+  // The body runs on the caller's stream (debug syncs included); its values go when it ends.
+  struct Reset {
+    Executor::Impl& m;
+    const ir::Node* node;
+    RunContext& ctx;
+    ~Reset() {
+      m.reset_activations();
+      m.stream = nullptr;
+      ctx.node = node;
+    }
+  } reset{m, ctx.node, ctx};
+  m.stream = ctx.stream;
+  for (size_t k = 0; k < inputs.size(); ++k) m.values[m.input_ids[k]] = inputs[k];
+  m.run_nodes(ctx);
+  std::vector<Value> outs;
+  for (size_t k = 0; k < m.output_ids.size(); ++k) {
+    Value v = m.values[m.output_ids[k]];
+    TRT_CHECK(v.defined(), ErrorCode::kInternal, "body output '{}' was not computed",
+              m.model.graph.outputs[k].name);
+    v.constant = false;  // a constant's device copy (if any) stays shared through v.owner
+    outs.push_back(std::move(v));
+  }
+  return outs;
+}
+
+std::vector<std::string> SubgraphExecutor::node_placement() const {
+  return placement_names(impl_->placement);
 }
 
 Executor::Executor(const ir::Model& model, const ExecutorOptions& options)
@@ -883,13 +976,7 @@ RunTimes Executor::last_run_times() const {
 }
 
 std::vector<std::string> Executor::node_placement() const {
-  std::vector<std::string> v;
-  for (Placement p : impl_->placement)
-    v.push_back(p == Placement::kGpu        ? "gpu"
-                : p == Placement::kHost     ? "host"
-                : p == Placement::kFallback ? "cpu (fallback)"
-                                            : "constant");
-  return v;
+  return placement_names(impl_->placement);
 }
 
 std::vector<std::string> Executor::node_kernels() const {

@@ -12,6 +12,9 @@
 //     QGemm / QMatMul quantized islands, plain ONNX ops). It uploads weights (in the layout its
 //     kernels want), plans device memory, and owns its stream.
 //   - run() takes host tensors, returns host tensors; enqueue-style async use comes later.
+//   - If and Loop run their bodies on the GPU through nested executors (control_flow.h), the host
+//     reading conditions and trip counts: an engine with control flow runs eagerly, never as a
+//     CUDA graph. A body no GPU executor can plan runs on the CPU as a whole (a fallback node).
 //   - Any node it has no kernel for is an Error(kNotSupported) at construction, naming the node
 //     (never a silent wrong answer). Every CUDA / cuDNN / cuBLASLt call is checked with file:line.
 #pragma once
@@ -206,6 +209,7 @@ class Executor {
   std::map<std::string, std::string> timing_decisions() const;
 
  private:
+  friend class SubgraphExecutor;  // a control-flow body (subgraph_executor.h) is an Impl too
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -64,9 +64,12 @@ bool fusable_quantizer(const ir::Graph& g, const ir::Node& q, const std::string&
 
 size_t fuse_batchnorm_act(ir::Graph& g, int64_t opset, std::map<std::string, FusedInto>* absorbed) {
   Readers readers;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (const auto& in : g.nodes[i].inputs)
       if (!in.empty()) readers.of[in].push_back(i);
+    for (const auto& in : g.nodes[i].implicit_inputs())  // an If / Loop body reads it
+      readers.of[in].push_back(i);
+  }
   for (const auto& o : g.outputs) readers.graph_outputs.insert(o.name);
   std::vector<bool> removed(g.nodes.size(), false);
   size_t fused = 0;

@@ -28,6 +28,8 @@ FusionGraph::FusionGraph(ir::Graph& g, int64_t opset) : graph(g), opset(opset) {
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     for (const auto& in : graph.nodes[i].inputs)
       if (!in.empty()) readers[in].push_back(i);
+    for (const auto& in : graph.nodes[i].implicit_inputs())  // an If / Loop body reads it
+      readers[in].push_back(i);
     for (const auto& o : graph.nodes[i].outputs)
       if (!o.empty()) producer[o] = i;
   }
