@@ -156,13 +156,15 @@ struct QuantizeResult {
   // calibration_method auto: how many tensors each method's threshold was picked for.
   std::map<std::string, int64_t> calibration_methods_used;
   // calibration_method auto: the candidate chosen (max, entropy, percentile, mse, or per_tensor:
-  // per tensor the method of least histogram error) and every candidate's worst output SQNR (dB)
-  // on auto_selection_samples calibration samples (up to 64, spread). Held out
-  // (auto_selection_held_out, two selection batches or more): cross-fitted in
-  // auto_selection_folds folds, each fold judged by thresholds fitted on the calibration samples
-  // outside it; the written model's thresholds are the chosen method's on all of them.
+  // per tensor the method of least histogram error) and every candidate's score: the worst
+  // output's SQNR (dB) on its worst selection batch of auto_selection_samples calibration samples
+  // (up to 64, spread). Held out (auto_selection_held_out, two selection batches or more):
+  // cross-fitted in auto_selection_folds folds, each fold judged by thresholds fitted on the
+  // calibration samples outside it; the written model's thresholds are the chosen method's on all
+  // of them. auto_selection_rule says how the scores chose: the best score (max on a tie).
   std::string calibration_method_chosen;
   std::vector<std::pair<std::string, double>> calibration_method_scores;
+  std::string auto_selection_rule;
   int64_t auto_selection_samples = 0;
   bool auto_selection_held_out = false;
   int auto_selection_folds = 0;

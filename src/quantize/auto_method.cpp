@@ -1,5 +1,7 @@
 #include "quantize/auto_method.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <limits>
@@ -54,12 +56,45 @@ std::vector<std::map<std::string, Tensor>> candidate_outputs(const ir::Model& mo
   return got ? std::move(*got) : run_batches(model, names, n, local, num_threads);
 }
 
-// Worst output SQNR of a candidate over every selection batch, each judged by the model of the
-// thresholds fitted without its fold.
-double worst_sqnr(const std::vector<ir::Model>& fold_models, const std::vector<int>& fold_of,
-                  const std::vector<std::map<std::string, Tensor>>& reference,
-                  const std::vector<std::string>& names, const Feed& feed, int num_threads,
-                  bool& gpu) {
+// The worst output's SQNR of accumulators, one per output.
+double worst_db(const std::vector<MetricsAccumulator>& acc) {
+  double worst = std::numeric_limits<double>::infinity();
+  for (const auto& a : acc) worst = std::min(worst, a.result().sqnr_db);
+  return worst;
+}
+
+// A candidate's scores per batch, per fold and pooled from its outputs `got`.
+CandidateScores score_outputs(const std::vector<std::map<std::string, Tensor>>& reference,
+                              const std::vector<std::map<std::string, Tensor>>& got,
+                              const std::vector<int>& fold_of, size_t folds,
+                              const std::vector<std::string>& names) {
+  using Acc = std::vector<MetricsAccumulator>;
+  Acc pooled(names.size());
+  std::vector<Acc> fold(folds, Acc(names.size()));
+  CandidateScores s;
+  for (size_t b = 0; b < reference.size(); ++b) {
+    Acc one(names.size());
+    for (size_t j = 0; j < names.size(); ++j) {
+      const Tensor& r = reference[b].at(names[j]);
+      const Tensor& g = got[b].at(names[j]);
+      one[j].add(r, g);
+      pooled[j].add(r, g);
+      fold[static_cast<size_t>(fold_of[b])][j].add(r, g);
+    }
+    s.batch_db.push_back(worst_db(one));
+  }
+  for (const auto& f : fold) s.fold_db.push_back(worst_db(f));
+  s.pooled_db = worst_db(pooled);
+  return s;
+}
+
+// A candidate's scores, each selection batch judged by the model of the thresholds fitted
+// without its fold.
+CandidateScores candidate_scores(const std::vector<ir::Model>& fold_models,
+                                 const std::vector<int>& fold_of,
+                                 const std::vector<std::map<std::string, Tensor>>& reference,
+                                 const std::vector<std::string>& names, const Feed& feed,
+                                 int num_threads, bool& gpu) {
   std::vector<std::map<std::string, Tensor>> got(reference.size());
   for (size_t k = 0; k < fold_models.size(); ++k) {
     std::vector<int64_t> idx;
@@ -68,11 +103,13 @@ double worst_sqnr(const std::vector<ir::Model>& fold_models, const std::vector<i
     auto out = candidate_outputs(fold_models[k], idx, names, feed, num_threads, gpu);
     for (size_t j = 0; j < idx.size(); ++j) got[static_cast<size_t>(idx[j])] = std::move(out[j]);
   }
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (const auto& n : names) pairs.emplace_back(n, n);
-  double worst = std::numeric_limits<double>::infinity();
-  for (const auto& m : pair_metrics(reference, got, pairs)) worst = std::min(worst, m.sqnr_db);
-  return worst;
+  return score_outputs(reference, got, fold_of, fold_models.size(), names);
+}
+
+std::string join_db(const std::vector<double>& v) {
+  std::string s;
+  for (double d : v) s += fmt::format("{}{:.2f}", s.empty() ? "" : " ", d);
+  return s;
 }
 
 }  // namespace
@@ -87,7 +124,7 @@ MethodSelection select_calibration_method(
   std::vector<std::string> names;
   for (const auto& v : float_model.graph.outputs) names.push_back(v.name);
   const auto num_batches = static_cast<int64_t>(fold_of.size());
-  // max first: on equal scores the earlier (simpler) candidate stays.
+  // max first: the rule's default (choose_candidate).
   const std::pair<CalibrationMethod, const char*> candidates[] = {
       {CalibrationMethod::kMax, "max"},
       {CalibrationMethod::kEntropy, "entropy"},
@@ -104,38 +141,49 @@ MethodSelection select_calibration_method(
     return feed(b);
   };
   const auto reference = run_batches(float_model, names, num_batches, counted, num_threads);
-  MethodSelection best;
-  best.samples = num_samples;
-  double best_db = -std::numeric_limits<double>::infinity();
+  MethodSelection sel;
+  sel.samples = num_samples;
   bool gpu = true;  // until a candidate fails to run there
   using Tables = std::vector<std::map<std::string, double>>;
-  std::vector<std::pair<Tables, double>> tried;
+  std::vector<std::pair<Tables, CandidateScores>> tried;
+  std::vector<CandidateScores> all;
   for (const auto& [method, name] : candidates) {
     Tables t;
     for (const auto& st : fold_stats) t.push_back(choose_thresholds(st, method, p, by_max).amax);
     // Two methods often agree on every tensor (per_tensor and mse, say): scored once.
     auto same =
         std::find_if(tried.begin(), tried.end(), [&](const auto& x) { return x.first == t; });
-    double worst = 0;
-    if (same != tried.end()) {
-      worst = same->second;
-    } else {
+    if (same == tried.end()) {
       std::vector<ir::Model> models;
       for (const auto& amax : t) models.push_back(make_model(amax));
-      worst = worst_sqnr(models, fold_of, reference, names, counted, num_threads, gpu);
-      tried.emplace_back(std::move(t), worst);
+      auto sc = candidate_scores(models, fold_of, reference, names, counted, num_threads, gpu);
+      same = tried.emplace(tried.end(), std::move(t), std::move(sc));
     }
-    best.scores.push_back({name, worst});
-    TRT_LOG_VERBOSE("calibration_method auto: {} gives {:.2f} dB{}", name, worst,
-                    gpu ? " (GPU)" : "");
-    if (worst > best_db || best.name.empty()) {
-      best_db = worst;
-      best.method = method;
-      best.name = name;
-    }
+    const CandidateScores& sc = same->second;
+    all.push_back(sc);
+    sel.scores.push_back({name, sc.worst_batch_db(), sc});
+    TRT_LOG_VERBOSE(
+        "calibration_method auto: {} worst batch {:.2f} dB, pooled {:.2f}, folds [{}], batches "
+        "[{}]{}",
+        name, sc.worst_batch_db(), sc.pooled_db, join_db(sc.fold_db), join_db(sc.batch_db),
+        gpu ? " (GPU)" : "");
   }
   bar.update(total);
-  best.on_gpu = gpu;
+  const size_t i = choose_candidate(all);
+  sel.method = candidates[i].first;
+  sel.name = candidates[i].second;
+  sel.on_gpu = gpu;
+  return sel;
+}
+
+double CandidateScores::worst_batch_db() const {
+  return batch_db.empty() ? pooled_db : *std::min_element(batch_db.begin(), batch_db.end());
+}
+
+size_t choose_candidate(const std::vector<CandidateScores>& scores) {
+  size_t best = 0;
+  for (size_t i = 1; i < scores.size(); ++i)
+    if (scores[i].worst_batch_db() > scores[best].worst_batch_db()) best = i;
   return best;
 }
 

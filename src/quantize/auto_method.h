@@ -1,15 +1,15 @@
 // calibration_method auto: the method is chosen by what it does to the model's outputs, not
 // per tensor. Each candidate threshold table (max, entropy, percentile, mse, and per tensor the
 // method of least histogram error) becomes a Q/DQ model; each runs on the selection batches
-// against the float model, and the candidate with the best worst-output SQNR wins; the winner's
-// method is then applied to the statistics of every calibration batch, so that auto writes the
-// model that method alone writes. Per tensor least error alone was the wrong proxy: 0.4-1.3 dB
-// under the best single method on 4 of 14 model/data rows measured against ONNX Runtime
-// (bench/RESULTS.md, issue 35). The selection is cross-fitted where there are enough batches
-// (eval_split.h, selection_batches): up to kAutoSelectionSamples calibration samples in
-// kAutoSelectionFolds folds, each judged by thresholds fitted without it, so that a method that
-// fits the calibration histograms too closely does not win for that, and the scores rest on
-// many samples (16 in-sample ones chose mse on MobileNetV3-L's photos, 1.37 dB under
+// against the float model, and the candidate of the best SQNR on its worst selection batch wins
+// (choose_candidate); the winner's method is then applied to the statistics of every
+// calibration batch, so that auto writes the model that method alone writes. Per tensor least error
+// alone was the wrong proxy: 0.4-1.3 dB under the best single method on 4 of 14 model/data rows
+// measured against ONNX Runtime (bench/RESULTS.md, issue 35). The selection is cross-fitted where
+// there are enough batches (eval_split.h, selection_batches): up to kAutoSelectionSamples
+// calibration samples in kAutoSelectionFolds folds, each judged by thresholds fitted without it, so
+// that a method that fits the calibration histograms too closely does not win for that, and the
+// scores rest on many samples (16 in-sample ones chose mse on MobileNetV3-L's photos, 1.37 dB under
 // percentile on other photos).
 #pragma once
 
@@ -31,9 +31,31 @@ inline constexpr int64_t kAutoSelectionSamples = 64;
 // every calibration batch but that fold's, and judged on that fold's batches.
 inline constexpr int kAutoSelectionFolds = 4;
 
+// Output SQNR (dB, the worst output's) of one candidate on the selection batches, each batch
+// judged by the thresholds of its fold (fitted without it).
+struct CandidateScores {
+  std::vector<double> batch_db;   // per selection batch (per sample at batch size 1)
+  std::vector<double> fold_db;    // per fold, over that fold's batches together
+  double pooled_db = 0;           // over every selection batch together (the score until 2026-12)
+  double worst_batch_db() const;  // min of batch_db (pooled_db when there are none)
+};
+
+// The rule: the candidate of the best worst selection batch (max first, so it stays on a tie).
+// Pooled over the batches, the SQNR weighs each by its output energy: the few samples of large
+// outputs decide it, and max (which clips none of their activations) wins there while the
+// quieter samples lose up to 30 dB to its coarse steps (EfficientNet-B0, bench/RESULTS.md). The
+// worst batch counts every sample as one, and a clipping threshold that a held-out sample's
+// activations exceed by far shows there too. Returns the index of the chosen candidate.
+size_t choose_candidate(const std::vector<CandidateScores>& scores);
+// choose_candidate in words, for the report (QuantizeResult::auto_selection_rule).
+inline constexpr const char* kAutoSelectionRule =
+    "score: the worst selection batch's output SQNR, each batch judged out of fold; the best "
+    "score wins (max on a tie)";
+
 struct MethodScore {
-  std::string name;  // max | entropy | percentile | mse | per_tensor
-  double sqnr_db = 0;
+  std::string name;    // max | entropy | percentile | mse | per_tensor
+  double sqnr_db = 0;  // its worst batch's SQNR: the score the rule ranks by
+  CandidateScores detail;
 };
 struct MethodSelection {
   CalibrationMethod method = CalibrationMethod::kMax;  // kAuto: the per-tensor table won
@@ -46,8 +68,8 @@ struct MethodSelection {
 // fold_stats[k]: the statistics fold k's thresholds are fitted on (one entry, every calibration
 // batch, when the selection is in-sample). fold_of[i]: the fold of selection batch i; feed(i),
 // i < fold_of.size(): that batch. make_model(amax): the Q/DQ model with those activation
-// thresholds. A candidate's score is the worst output SQNR over all selection batches together
-// (sums of signal and noise over them). The candidates run on the GPU when one is usable (the
+// thresholds. Each candidate is scored per batch, per fold and pooled (CandidateScores) and
+// chosen by choose_candidate. The candidates run on the GPU when one is usable (the
 // reference on the CPU backend); two methods with equal tables are scored once. `progress`: one
 // display over the reference's and the candidates' batches.
 MethodSelection select_calibration_method(

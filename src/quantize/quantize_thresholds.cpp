@@ -45,6 +45,34 @@ void add_fp8_ranges(const std::map<std::string, TensorStats>& stats,
   }
 }
 
+namespace {
+
+// The selection's fields of the result, and its log line.
+void record_selection(QuantizeRun& run, const MethodSelection& sel, int64_t samples, double secs) {
+  run.result.calibration_method_chosen = sel.name;
+  run.result.auto_selection_samples = samples;
+  run.result.auto_selection_held_out = run.selection.held_out();
+  run.result.auto_selection_folds = run.selection.folds;
+  run.result.auto_selection_on_gpu = sel.on_gpu;
+  run.result.auto_selection_rule = kAutoSelectionRule;
+  std::string scores;
+  for (const auto& sc : sel.scores) {
+    run.result.calibration_method_scores.emplace_back(sc.name, sc.sqnr_db);
+    scores += fmt::format("{}{} {:.2f} (pooled {:.2f})", scores.empty() ? "" : ", ", sc.name,
+                          sc.sqnr_db, sc.detail.pooled_db);
+  }
+  TRT_LOG_INFO(
+      "calibration_method auto: {} (worst-batch output SQNR dB on {} calibration sample(s), {}: "
+      "{}; {}; {:.1f} s on the {})",
+      sel.name, samples,
+      run.selection.held_out()
+          ? fmt::format("{} folds, each fitted without its own", run.selection.folds)
+          : std::string("in-sample"),
+      scores, kAutoSelectionRule, secs, sel.on_gpu ? "GPU" : "CPU");
+}
+
+}  // namespace
+
 void select_calibration(QuantizeRun& run) {
   const QuantizeOptions& o = run.o;
   if (run.method && *run.method == CalibrationMethod::kAuto && !run.kept_stats.empty()) {
@@ -71,24 +99,7 @@ void select_calibration(QuantizeRun& run) {
         },
         run.float_model, samples, pick, o.num_threads, o.progress);
     run.fold_stats.clear();
-    run.result.calibration_method_chosen = sel.name;
-    run.result.auto_selection_samples = samples;
-    run.result.auto_selection_held_out = run.selection.held_out();
-    run.result.auto_selection_folds = run.selection.folds;
-    run.result.auto_selection_on_gpu = sel.on_gpu;
-    std::string scores;
-    for (const auto& sc : sel.scores) {
-      run.result.calibration_method_scores.emplace_back(sc.name, sc.sqnr_db);
-      scores += fmt::format("{}{} {:.2f}", scores.empty() ? "" : ", ", sc.name, sc.sqnr_db);
-    }
-    TRT_LOG_INFO(
-        "calibration_method auto: {} (output SQNR dB on {} calibration sample(s), {}: {}; {:.1f} s "
-        "on the {})",
-        sel.name, samples,
-        run.selection.held_out()
-            ? fmt::format("{} folds, each fitted without its own", run.selection.folds)
-            : std::string("in-sample"),
-        scores, seconds(t0, std::chrono::steady_clock::now()), sel.on_gpu ? "GPU" : "CPU");
+    record_selection(run, sel, samples, seconds(t0, std::chrono::steady_clock::now()));
     run.method = sel.method;  // later calibrations (min_sqnr) use the chosen method
     const ThresholdTable th = choose_thresholds(run.kept_stats, sel.method, run.cp, run.softmax);
     // The provisional table's fields give way to the winner's.

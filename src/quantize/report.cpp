@@ -210,9 +210,11 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
                      js(it->first), it->second);
   s += fmt::format(
       "}},\n  \"calibration_method_chosen\": {},\n  \"auto_selection_samples\": {},\n"
-      "  \"auto_selection_held_out\": {},\n  \"auto_selection_folds\": {},\n",
+      "  \"auto_selection_held_out\": {},\n  \"auto_selection_folds\": {},\n"
+      "  \"auto_selection_rule\": {},\n",
       js(r.calibration_method_chosen), r.auto_selection_samples,
-      r.auto_selection_held_out ? "true" : "false", r.auto_selection_folds);
+      r.auto_selection_held_out ? "true" : "false", r.auto_selection_folds,
+      js(r.auto_selection_rule));
   s += "  \"calibration_method_scores\": {";
   for (size_t i = 0; i < r.calibration_method_scores.size(); ++i)
     s += fmt::format("{}{}: {}", i ? ", " : "", js(r.calibration_method_scores[i].first),

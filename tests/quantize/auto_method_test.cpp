@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "data_pipeline/fixtures.h"
 #include "ir/graph_builder.h"
@@ -103,6 +107,84 @@ TEST_F(AutoSelectionTest, PicksTheSingleMethodWhereThePerTensorMixIsWorse) {
   EXPECT_DOUBLE_EQ(a.outputs.at(0).sqnr_db, chosen);
   for (const std::string m : {"max", "entropy", "percentile", "mse"})
     EXPECT_GE(a.outputs.at(0).sqnr_db, quantize(m).outputs.at(0).sqnr_db - 0.3) << m;
+}
+
+quantize::CandidateScores batches_of(std::vector<double> batch_db, double pooled_db) {
+  quantize::CandidateScores c;
+  c.batch_db = std::move(batch_db);
+  c.pooled_db = pooled_db;
+  return c;
+}
+
+// The best worst batch wins, not the best pooled score: a candidate better on the loud samples
+// (which the pooled SQNR weighs most) but 20 dB worse on a quiet one loses.
+TEST(ChooseCandidate, TheBestWorstBatchWins) {
+  const auto max = batches_of({30, 30, 30, 5}, 29);
+  const auto clips = batches_of({28, 28, 28, 20}, 27.5);
+  EXPECT_EQ(quantize::choose_candidate({max, clips}), 1u);
+  // The candidate that ruins one batch loses, however good it is on the others.
+  EXPECT_EQ(quantize::choose_candidate({clips, batches_of({40, 40, 40, 19}, 39)}), 0u);
+  // On a tie the earlier candidate (max) stays.
+  EXPECT_EQ(quantize::choose_candidate({max, batches_of({40, 40, 40, 5}, 39)}), 0u);
+  // No batches (never in practice): the pooled score.
+  EXPECT_EQ(quantize::choose_candidate({batches_of({}, 10), batches_of({}, 12)}), 1u);
+}
+
+// Gaussian samples, and a few (one in each fold, one among the judging samples) eight times as
+// large: the clipping methods' thresholds fit the many ordinary samples and clip the large ones,
+// whose activations then carry most of the held-out error. The worst-batch rule does not keep max
+// here (entropy, 6.6 dB under max on the judging samples): the worst batches are ordinary ones,
+// where every method is within 1 dB, and the 10 dB a clipping method loses on a large sample's
+// batch does not reach the minimum. Disabled: the rule's known gap (minimax regret against the
+// best candidate per batch keeps max here, but also on ResNet-50's photos, -1.7 dB there;
+// bench/RESULTS.md, 2026-12-07).
+class AutoOutlierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ir::GraphBuilder b("gram");
+    auto x = b.input("x", DataType::kFloat32, {ir::Dim("N"), 16, 32});
+    auto xt = b.node("Transpose", {x}, {ir::attr_ints("perm", {0, 2, 1})}, 1, "", "xt")[0];
+    auto g = b.node("MatMul", {x, xt}, {}, 1, "", "gram")[0];
+    b.output(g, DataType::kFloat32);
+    onnx_io::save_model(b.build(17), dir_ / "gram.onnx");
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    Tensor data(DataType::kFloat32, {64, 16, 32});
+    for (int64_t s = 0; s < 64; ++s) {
+      // Batches of 4: samples 3, 21, 42, 31 are in selection batches 0, 5, 10, 7 (folds 0-3);
+      // 60 is judged.
+      const bool large = s == 3 || s == 21 || s == 42 || s == 31 || s == 60;
+      for (int64_t i = 0; i < 512; ++i)
+        data.data<float>()[s * 512 + i] = normal(rng) * (large ? 8.0f : 1.0f);
+    }
+    npy_save(dir_ / "x.npy", data);
+  }
+  QuantizeResult quantize(const std::string& method) const {
+    QuantizeOptions o;
+    o.onnx_path = dir_ / "gram.onnx";
+    o.output_path = dir_ / ("gram_" + method + ".onnx");
+    o.calibration_data = dir_ / "x.npy";
+    o.calibration_method = method;
+    o.batch_size = 4;
+    o.eval_batches = 4;  // the last 16 samples judge, 48 calibrate
+    o.write_report = false;
+    return quantize_onnx(o);
+  }
+  testing_data::TempDir dir_;
+};
+
+TEST_F(AutoOutlierTest, DISABLED_KeepsMaxWhenSamplesExceedTheClippingThresholds) {
+  const QuantizeResult a = quantize("auto");
+  ASSERT_EQ(a.calibration_method_scores.size(), 5u);
+  EXPECT_EQ(a.calibration_method_chosen, "max");
+  EXPECT_EQ(a.auto_selection_rule, quantize::kAutoSelectionRule);
+  std::map<std::string, double> held_out;
+  for (const std::string m : {"max", "entropy", "percentile", "mse"})
+    held_out[m] = quantize(m).outputs.at(0).sqnr_db;
+  EXPECT_DOUBLE_EQ(a.outputs.at(0).sqnr_db, held_out.at("max"));
+  for (const auto& [m, db] : held_out) EXPECT_GE(a.outputs.at(0).sqnr_db, db - 0.3) << m;
+  // A clipping method loses on the judging samples (the large one among them is clipped).
+  EXPECT_LT(held_out.at("mse") + 1.0, held_out.at("max"));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "onnx/onnx_io.h"
 #include "ops/qlinear_ops.h"
 #include "passes/passes.h"
+#include "quantize/auto_method.h"
 #include "quantize/quantize_test_util.h"
 #include "quantize/report.h"
 #include "trtutils/file_util.h"
@@ -463,8 +464,8 @@ TEST_F(QuantizeApiTest, SoftmaxOutputsAreCalibratedByTheirMaximum) {
   EXPECT_LT(scale_of("mse", "x"), 0.97 * scale_of("max", "x"));
 }
 
-// auto tries every method on the outputs of a few calibration batches and keeps the best; the
-// report and the result name the candidates and their scores.
+// auto tries every method on the outputs of a few calibration batches and keeps the one of the
+// best worst batch; the report and the result name the candidates, their scores and the rule.
 TEST_F(QuantizeApiTest, AutoKeepsTheMethodWithTheBestOutputs) {
   for (const std::string mode : {"int8", "fp8"}) {
     auto o = opts(mode, "auto");
@@ -475,6 +476,7 @@ TEST_F(QuantizeApiTest, AutoKeepsTheMethodWithTheBestOutputs) {
     for (const auto& [m, db] : r.calibration_method_scores)
       if (db > best) best = db, best_name = m;
     EXPECT_EQ(r.calibration_method_chosen, best_name) << mode;
+    EXPECT_EQ(r.auto_selection_rule, quantize::kAutoSelectionRule) << mode;
     EXPECT_EQ(r.calibration_method_scores[0].first, "max");
     EXPECT_EQ(r.auto_selection_samples, 40);  // the 5 calibration batches of 8, in 4 folds
     EXPECT_TRUE(r.auto_selection_held_out);

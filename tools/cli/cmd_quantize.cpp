@@ -102,14 +102,16 @@ void run(QuantizeCliOptions o, const CLI::App* sub) {
     std::string scores;
     for (const auto& [m, db] : r.calibration_method_scores)
       scores += fmt::format("{}{} {}", scores.empty() ? "" : ", ", m, fmt_db(db));
-    fmt::print("calibration_method auto: {} (output SQNR dB on {} calibration sample(s), {}: {})\n",
-               r.calibration_method_chosen, r.auto_selection_samples,
-               r.auto_selection_held_out
-                   ? fmt::format("held out in {} folds, each judged by thresholds fitted on the "
-                                 "other samples",
-                                 r.auto_selection_folds)
-                   : std::string("in-sample (too few batches to hold out)"),
-               scores);
+    fmt::print(
+        "calibration_method auto: {} (worst-batch output SQNR dB on {} calibration sample(s), {}: "
+        "{}; {})\n",
+        r.calibration_method_chosen, r.auto_selection_samples,
+        r.auto_selection_held_out
+            ? fmt::format("held out in {} folds, each judged by thresholds fitted on the "
+                          "other samples",
+                          r.auto_selection_folds)
+            : std::string("in-sample (too few batches to hold out)"),
+        scores, r.auto_selection_rule);
   }
   if (!r.calibration_methods_used.empty() && r.calibration_method_chosen == "per_tensor") {
     std::string used;
