@@ -9,12 +9,11 @@
 #include <cmath>
 #include <map>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/fusion/fusion_graph.h"
 #include "ir/graph_builder.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
@@ -22,17 +21,6 @@
 namespace trtutils::cuda {
 
 namespace {
-
-struct Readers {
-  std::unordered_map<std::string, std::vector<size_t>> of;
-  std::unordered_set<std::string> graph_outputs;
-  // The single reader of v (not a graph output), or SIZE_MAX.
-  size_t only(const std::string& v) const {
-    if (graph_outputs.count(v)) return SIZE_MAX;
-    auto it = of.find(v);
-    return it == of.end() || it->second.size() != 1 ? SIZE_MAX : it->second[0];
-  }
-};
 
 bool inference_batchnorm(const ir::Graph& g, const ir::Node& n) {
   if (!passes::is_default_domain(n) || n.op_type != "BatchNormalization" || n.inputs.size() != 5 ||
@@ -63,22 +51,15 @@ bool fusable_quantizer(const ir::Graph& g, const ir::Node& q, const std::string&
 }  // namespace
 
 size_t fuse_batchnorm_act(ir::Graph& g, int64_t opset, std::map<std::string, FusedInto>* absorbed) {
-  Readers readers;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (const auto& in : g.nodes[i].inputs)
-      if (!in.empty()) readers.of[in].push_back(i);
-    for (const auto& in : g.nodes[i].implicit_inputs())  // an If / Loop body reads it
-      readers.of[in].push_back(i);
-  }
-  for (const auto& o : g.outputs) readers.graph_outputs.insert(o.name);
-  std::vector<bool> removed(g.nodes.size(), false);
+  fusion::FusionGraph fg(g, opset);  // readers (If / Loop bodies' too), graph outputs
+  std::vector<bool>& removed = fg.removed;
   size_t fused = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (removed[i] || !inference_batchnorm(g, g.nodes[i])) continue;
     std::vector<size_t> chain{i};
     std::string y = g.nodes[i].outputs[0];
     ir::Node f;
-    const size_t a = readers.only(y);
+    const size_t a = fg.only_reader(y);
     if (a != SIZE_MAX && !removed[a]) {
       if (auto act = passes::as_activation(g, g.nodes[a], opset);
           act && g.nodes[a].inputs[0] == y) {
@@ -87,7 +68,7 @@ size_t fuse_batchnorm_act(ir::Graph& g, int64_t opset, std::map<std::string, Fus
         y = g.nodes[a].outputs[0];
       }
     }
-    const size_t q = readers.only(y);
+    const size_t q = fg.only_reader(y);
     const bool quantize = q != SIZE_MAX && !removed[q] && fusable_quantizer(g, g.nodes[q], y);
     if (quantize) chain.push_back(q);
     if (chain.size() == 1) continue;
