@@ -247,7 +247,7 @@ def verdict(row):
     return "ok" if ok else "FAIL"
 
 
-def build_engine(args, name, prec, onnx_path, work, log, row):
+def build_engine(args, prec, onnx_path, work, log, row):
     """Builds prec's engine; for int8 first `quantize` (max, random calibration samples) and a
     strongly typed build. Returns (engine path, model the engine came from) or None."""
     eng = os.path.join(work, prec + ".engine")
@@ -275,7 +275,7 @@ def build_engine(args, name, prec, onnx_path, work, log, row):
 
 def run_precision(args, name, prec, onnx_path, work, log):
     row = {"model": name, "precision": prec}
-    built = build_engine(args, name, prec, onnx_path, work, log, row)
+    built = build_engine(args, prec, onnx_path, work, log, row)
     if not built:
         return row
     eng, src = built
