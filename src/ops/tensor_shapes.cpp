@@ -514,6 +514,38 @@ LinearTaps linear_taps(const AxisCoords& c, int64_t in) {
   return t;
 }
 
+CubicTaps cubic_taps(const ResizeAttrs& at, const AxisCoords& c, int64_t in) {
+  CubicTaps t;
+  const size_t n = c.x.size();
+  t.index.resize(4 * n);
+  t.weight.resize(4 * n);
+  const float a = at.cubic_a;
+  for (size_t o = 0; o < n; ++o) {
+    const float x = c.x[o];
+    const float xf = std::floor(x);
+    const int64_t xi = static_cast<int64_t>(xf);
+    const float s = x - xf;
+    float cf[4] = {((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a,
+                   ((a + 2) * s - (a + 3)) * s * s + 1,
+                   ((a + 2) * (1 - s) - (a + 3)) * (1 - s) * (1 - s) + 1,
+                   ((a * (2 - s) - 5 * a) * (2 - s) + 8 * a) * (2 - s) - 4 * a};
+    float sum = 1;
+    if (at.exclude_outside) {
+      sum = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int64_t p = xi - 1 + j;
+        if (p < 0 || p >= in) cf[j] = 0;
+        sum += cf[j];
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      t.index[4 * o + j] = std::clamp<int64_t>(xi - 1 + j, 0, in - 1);
+      t.weight[4 * o + j] = cf[j] / sum;
+    }
+  }
+  return t;
+}
+
 int64_t resize_nearest_index(NearestMode mode, float x, bool downsample) {
   switch (mode) {
     case NearestMode::kSimple:

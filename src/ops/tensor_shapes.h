@@ -146,6 +146,14 @@ struct LinearTaps {
   std::vector<float> w1, w2;
 };
 LinearTaps linear_taps(const AxisCoords& c, int64_t in);
+// Cubic taps of one axis (Keys' kernel with coefficient cubic_a): 4 per output coordinate,
+// indices floor(x) - 1 .. floor(x) + 2 clamped to the input, weights normalised over the taps
+// inside the input when exclude_outside. The CPU kernel's separable passes and the GPU's use them.
+struct CubicTaps {
+  std::vector<int64_t> index;  // 4 per output coordinate
+  std::vector<float> weight;
+};
+CubicTaps cubic_taps(const ResizeAttrs& at, const AxisCoords& c, int64_t in);
 
 // Shape's [start, end) over an input of rank `rank` (opset 15 attributes, clamped like slicing;
 // earlier opsets: the whole shape). end <= start means an empty output.

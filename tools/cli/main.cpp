@@ -5,7 +5,7 @@
 #include "wait_policy.h"
 
 int main(int argc, char** argv) {
-  trtutils::cli::reexec_with_passive_openmp_wait(argv);  // returns at once on the second start
+  trtutils::cli::reexec_with_openmp_wait_policy(argv);  // returns at once on the second start
   trtutils::install_interrupt_cleanup();  // SIGINT/SIGTERM: no temporary or partial output left
   return trtutils::cli::run_cli(argc, argv);
 }

@@ -25,6 +25,8 @@ using ops::ResizeMode;
 
 using ops::axis_coords;
 using ops::AxisCoords;
+using ops::cubic_taps;
+using ops::CubicTaps;
 using ops::linear_taps;
 using ops::LinearTaps;
 
@@ -179,43 +181,7 @@ void linear(KernelContext& ctx, const ops::ResizeAttrs& at, const ops::ResizePla
 }
 
 // Cubic: separable 1-D passes in float32, innermost axis first (the order of ONNX Runtime and
-// of the ONNX reference), 4 taps per coordinate with edge-clamped indices.
-struct CubicTaps {
-  std::vector<int64_t> index;  // 4 per output coordinate
-  std::vector<float> weight;
-};
-CubicTaps cubic_taps(const ops::ResizeAttrs& at, const AxisCoords& c, int64_t in) {
-  CubicTaps t;
-  const size_t n = c.x.size();
-  t.index.resize(4 * n);
-  t.weight.resize(4 * n);
-  const float a = at.cubic_a;
-  for (size_t o = 0; o < n; ++o) {
-    const float x = c.x[o];
-    const float xf = std::floor(x);
-    const int64_t xi = static_cast<int64_t>(xf);
-    const float s = x - xf;
-    float cf[4] = {((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a,
-                   ((a + 2) * s - (a + 3)) * s * s + 1,
-                   ((a + 2) * (1 - s) - (a + 3)) * (1 - s) * (1 - s) + 1,
-                   ((a * (2 - s) - 5 * a) * (2 - s) + 8 * a) * (2 - s) - 4 * a};
-    float sum = 1;
-    if (at.exclude_outside) {
-      sum = 0;
-      for (int j = 0; j < 4; ++j) {
-        const int64_t p = xi - 1 + j;
-        if (p < 0 || p >= in) cf[j] = 0;
-        sum += cf[j];
-      }
-    }
-    for (int j = 0; j < 4; ++j) {
-      t.index[4 * o + j] = std::clamp<int64_t>(xi - 1 + j, 0, in - 1);
-      t.weight[4 * o + j] = cf[j] / sum;
-    }
-  }
-  return t;
-}
-
+// of the ONNX reference), 4 taps per coordinate (ops::cubic_taps, shared with the GPU kernel).
 std::vector<float> cubic_pass(const std::vector<float>& src, Shape& cur, size_t d,
                               const CubicTaps& t, int64_t out_len) {
   int64_t outer = 1, inner = 1;

@@ -273,7 +273,7 @@ void register_grid_sample_ops(OpTable& t);  // ops_grid_sample.cpp: GridSample
 void register_einsum_ops(OpTable& t);       // ops_einsum.cpp: Einsum (cuBLASLt)
 void register_misc_ops(
     OpTable& t);  // ops_misc.cpp: Tile, IsNaN / IsInf, CastLike, NonMaxSuppression
-void register_range_ops(OpTable& t);  // ops_range.cpp: Range
+void register_range_ops(OpTable& t);  // ops_range.cpp: Range, ConstantOfShape
 
 // A kernel switch (kernel_switches.h: the engine's recorded value, or for an Executor made
 // directly the environment): "0" / "off" / "false" turn it off, any other value on; unset: `def`.

@@ -1,13 +1,16 @@
 // Resize (opset 10..19+) and Upsample (opset 7..9) on the GPU, with the CPU kernel's semantics
 // (ops/tensor_shapes.h: the plan, per-axis coordinates and linear taps are the same functions):
 // nearest for every dtype (an index gather), linear for float32 / float16 / bfloat16 with at
-// most 3 resized axes before the last (the CPU kernel's summation order). Cubic is refused
-// (kNotSupported: run such models on the cpu backend). The per-axis tables are computed on the
-// host and uploaded once per input shape (the scales / sizes inputs are read on the host).
+// most 3 resized axes before the last (the CPU kernel's summation order), cubic for the same
+// dtypes as the CPU's separable passes (resize_cubic_kernels.cu: one per resized axis, innermost
+// first, float32 in between). The per-axis tables are computed on the host and uploaded once per
+// input shape (the scales / sizes inputs are read on the host).
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/copy_util.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/resize_cubic_kernels.h"
 #include "ops/tensor_shapes.h"
 
 namespace trtutils::cuda {
@@ -17,14 +20,11 @@ namespace {
 class ResizeOp : public GpuOp {
  public:
   explicit ResizeOp(const ir::Node& node, int64_t opset)
-      : attrs_(ops::resize_attrs(node, opset)), inputs_(ops::resize_inputs(node, opset)) {
-    TRT_CHECK(attrs_.mode != ops::ResizeMode::kCubic, ErrorCode::kNotSupported,
-              "{}: cubic Resize has no CUDA kernel; run the model with the cpu backend",
-              node.describe());
-  }
+      : attrs_(ops::resize_attrs(node, opset)), inputs_(ops::resize_inputs(node, opset)) {}
   std::string kernel() const override {
-    return attrs_.mode == ops::ResizeMode::kLinear ? "CUDA kernel (linear)"
-                                                   : "CUDA kernel (nearest)";
+    return attrs_.mode == ops::ResizeMode::kLinear  ? "CUDA kernel (linear)"
+           : attrs_.mode == ops::ResizeMode::kCubic ? "CUDA kernel (cubic)"
+                                                    : "CUDA kernel (nearest)";
   }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
@@ -49,6 +49,8 @@ class ResizeOp : public GpuOp {
       TRT_CHECK_ARG(x.shape[d] > 0, "{}: cannot resize the empty axis {}", node.describe(), d);
     if (attrs_.mode == ops::ResizeMode::kNearest) {
       run_nearest(ctx, x, plan, px, py, n);
+    } else if (attrs_.mode == ops::ResizeMode::kCubic) {
+      run_cubic(ctx, x, plan, px, py, n);
     } else {
       run_linear(ctx, x, plan, px, py, n);
     }
@@ -176,8 +178,117 @@ class ResizeOp : public GpuOp {
     ctx.check(k::resize_linear(x.dtype, px, py, linear_, n, ctx.stream), "Resize");
   }
 
+  // Per resized axis, innermost first: its taps (4 per output coordinate) in the uploaded tables.
+  struct CubicAxis {
+    size_t axis = 0;
+    const int64_t* index = nullptr;
+    const float* weight = nullptr;
+  };
+
+  // The taps of every resized axis and the tf_crop_and_resize mask, uploaded in one buffer.
+  void upload_cubic_tables(const Value& x, const ops::ResizePlan& plan) {
+    const size_t rank = x.shape.size();
+    std::vector<uint8_t> bytes;
+    auto put = [&](const void* p, size_t size) {
+      const size_t at = (bytes.size() + 7) / 8 * 8;
+      bytes.resize(at + size);
+      if (size) std::memcpy(bytes.data() + at, p, size);
+      return at;
+    };
+    std::vector<std::pair<size_t, size_t>> taps;  // index / weight offsets, innermost axis first
+    std::vector<size_t> outside(rank, SIZE_MAX);
+    std::vector<size_t> axes;
+    for (size_t d = rank; d-- > 0;) {
+      const ops::AxisCoords c = ops::axis_coords(attrs_, x.shape[d], plan.out[d], plan.scales[d],
+                                                 plan.roi_start[d], plan.roi_end[d]);
+      if (std::any_of(c.outside.begin(), c.outside.end(), [](uint8_t b) { return b != 0; }))
+        outside[d] = put(c.outside.data(), c.outside.size());
+      if (c.identity) continue;
+      const ops::CubicTaps t = ops::cubic_taps(attrs_, c, x.shape[d]);
+      axes.push_back(d);
+      taps.emplace_back(put(t.index.data(), t.index.size() * sizeof(int64_t)),
+                        put(t.weight.data(), t.weight.size() * sizeof(float)));
+    }
+    if (bytes.empty()) bytes.resize(8);
+    tables_ = upload_private(bytes.data(), bytes.size());
+    const auto* base = static_cast<const uint8_t*>(tables_.get());
+    cubic_.clear();
+    for (size_t k = 0; k < axes.size(); ++k)
+      cubic_.push_back({axes[k], reinterpret_cast<const int64_t*>(base + taps[k].first),
+                        reinterpret_cast<const float*>(base + taps[k].second)});
+    outside_ = {};
+    outside_.rank = static_cast<int>(rank);
+    any_outside_ = false;
+    for (size_t d = 0; d < rank; ++d) {
+      outside_.out[d] = plan.out[d];
+      if (outside[d] == SIZE_MAX) continue;
+      outside_.outside[d] = base + outside[d];
+      any_outside_ = true;
+    }
+  }
+
+  void run_cubic(RunContext& ctx, const Value& x, const ops::ResizePlan& plan, const void* px,
+                 void* py, int64_t n) {
+    const ir::Node& node = *ctx.node;
+    require_float(node, x.dtype, "input X");
+    TRT_CHECK(x.shape.size() <= 8, ErrorCode::kNotSupported,
+              "{}: cubic Resize of rank {} exceeds the CUDA kernel's 8", node.describe(),
+              x.shape.size());
+    if (!cached(x.shape, plan)) {
+      TRT_CHECK(!ctx.capturing, ErrorCode::kInternal, "{}: Resize tables change under capture",
+                node.describe());
+      upload_cubic_tables(x, plan);
+      remember(x.shape, plan);
+    }
+    if (cubic_.empty()) {  // no axis resized: the values as they are
+      ctx.check(cudaMemcpyAsync(py, px, static_cast<size_t>(n) * dtype_bits(x.dtype) / 8,
+                                cudaMemcpyDeviceToDevice, ctx.stream),
+                "Resize");
+    } else {
+      run_cubic_passes(ctx, x, plan, px, py);
+    }
+    if (any_outside_)
+      ctx.check(
+          k::resize_fill_outside(x.dtype, py, outside_, attrs_.extrapolation_value, n, ctx.stream),
+          "Resize");
+  }
+
+  // One pass per resized axis, innermost first, through two float32 buffers.
+  void run_cubic_passes(RunContext& ctx, const Value& x, const ops::ResizePlan& plan,
+                        const void* px, void* py) {
+    Shape cur = x.shape;
+    int64_t most = 0;  // the largest intermediate
+    for (size_t k = 0; k + 1 < cubic_.size(); ++k) {
+      cur[cubic_[k].axis] = plan.out[cubic_[k].axis];
+      most = std::max(most, shape_numel(cur));
+    }
+    std::shared_ptr<void> buf[2];
+    for (auto& b : buf) b = ctx.scratch(static_cast<size_t>(std::max<int64_t>(most, 1)) * 4);
+    cur = x.shape;
+    for (size_t k = 0; k < cubic_.size(); ++k) {
+      const size_t d = cubic_[k].axis;
+      k::CubicPass p;
+      p.outer = shape_numel(Shape(cur.begin(), cur.begin() + static_cast<std::ptrdiff_t>(d)));
+      p.inner = shape_numel(Shape(cur.begin() + static_cast<std::ptrdiff_t>(d) + 1, cur.end()));
+      p.n = cur[d];
+      p.out_len = plan.out[d];
+      p.index = cubic_[k].index;
+      p.weight = cubic_[k].weight;
+      const bool first = k == 0, last = k + 1 == cubic_.size();
+      ctx.check(k::resize_cubic_pass(first ? x.dtype : DataType::kFloat32,
+                                     first ? px : buf[(k + 1) % 2].get(),
+                                     last ? x.dtype : DataType::kFloat32,
+                                     last ? py : buf[k % 2].get(), p, ctx.stream),
+                "Resize");
+      cur[d] = plan.out[d];
+    }
+  }
+
   ops::ResizeAttrs attrs_;
   ops::ResizeInputs inputs_;
+  std::vector<CubicAxis> cubic_;
+  k::OutsideMask outside_;
+  bool any_outside_ = false;
   std::shared_ptr<void> tables_;
   Shape in_, out_;
   std::vector<float> scales_, roi_start_, roi_end_;

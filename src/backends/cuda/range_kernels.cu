@@ -1,4 +1,4 @@
-// ONNX Range (contract: range_kernels.h).
+// ONNX Range and ConstantOfShape's fill (contract: range_kernels.h).
 #include "backends/cuda/device_util.cuh"
 #include "backends/cuda/range_kernels.h"
 
@@ -23,7 +23,22 @@ __global__ void range_float_kernel(T* y, Acc start, Acc delta, int64_t n) {
   }
 }
 
+template <typename U>
+__global__ void fill_kernel(U* y, U v, int64_t n) {
+  TRT_GRID_STRIDE(i, n) y[i] = v;
+}
+
 }  // namespace
+
+cudaError_t fill_bits(size_t esz, uint64_t bits, void* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const bool known = dispatch_size(esz, [&](auto tag) {
+    using U = decltype(tag);
+    fill_kernel<U>
+        <<<blocks_for(n), kThreads, 0, stream>>>(static_cast<U*>(y), static_cast<U>(bits), n);
+  });
+  return known ? cudaGetLastError() : cudaErrorNotSupported;
+}
 
 cudaError_t range_fill(const RangeArgs& a, cudaStream_t stream) {
   if (a.n <= 0) return cudaSuccess;

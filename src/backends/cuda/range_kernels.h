@@ -1,5 +1,5 @@
-// ONNX Range on the GPU (ops_range.cpp): y[i] for i < n, equal to the CPU kernel's
-// (backends/cpu/tensor_kernels.cpp). Plain C++ declarations.
+// Tensors generated on the GPU (ops_range.cpp): ONNX Range, y[i] for i < n, equal to the CPU
+// kernel's (backends/cpu/tensor_kernels.cpp), and ConstantOfShape's fill. Plain C++ declarations.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,5 +26,9 @@ struct RangeArgs {
 };
 // cudaErrorNotSupported for other dtypes (bool, int4, float8) or element sizes.
 cudaError_t range_fill(const RangeArgs& a, cudaStream_t stream);
+
+// y[i] = the esz-byte pattern `bits` (its low esz bytes) for i < n; esz 1, 2, 4 or 8, else
+// cudaErrorNotSupported.
+cudaError_t fill_bits(size_t esz, uint64_t bits, void* y, int64_t n, cudaStream_t stream);
 
 }  // namespace trtutils::cuda::k

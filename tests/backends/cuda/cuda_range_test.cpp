@@ -1,7 +1,8 @@
-// Range on the GPU (ops_range.cpp, range_kernels.cu): with start / limit / delta on the device
-// the kernel fills the output and equals the CPU kernel bit for bit (integers wrap as the CPU's
-// cast does, floats accumulate as ONNX's function body does); with all three known on the host
-// (shape arithmetic) the executor keeps Range there. Range inside a Loop body:
+// Range and ConstantOfShape on the GPU (ops_range.cpp, range_kernels.cu): with start / limit /
+// delta on the device the kernel fills the output and equals the CPU kernel bit for bit (integers
+// wrap as the CPU's cast does, floats accumulate as ONNX's function body does); with all three
+// known on the host (shape arithmetic) the executor keeps Range there. ConstantOfShape of a shape
+// computed on the device fills as the CPU does. Range inside a Loop body:
 // cuda_control_flow_test.cpp.
 #include <array>
 
@@ -78,6 +79,29 @@ TEST(CudaRange, HostInputsStayOnTheHost) {
   const Tensor got = gpu.run({{"x", xv}}).at("idx_f");
   EXPECT_EQ(got.to_float_vector(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(gpu.node_placement().at(1), "host");
+}
+
+// A shape fed as a graph input is a device value (as inside Mask R-CNN's Loop body, where it is
+// computed there): the GPU fills the output, for every value dtype and without a value.
+TEST(CudaConstantOfShape, DeviceShapeMatchesTheCpu) {
+  TRT_REQUIRE_CUDA();
+  const std::vector<std::pair<std::string, Tensor>> values = {
+      {"float32", scalar_tensor(DataType::kFloat32, -2.5f)},
+      {"float16", scalar_tensor(DataType::kFloat16, 0.75f)},
+      {"int64", Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {-7})},
+      {"int32", Tensor::from_vector<int32_t>(DataType::kInt32, {1}, {123456})},
+      {"int8", Tensor::from_vector<int8_t>(DataType::kInt8, {1}, {-3})},
+      {"bool", Tensor::from_vector<uint8_t>(DataType::kBool, {1}, {1})}};
+  const std::vector<Shape> shapes = {{2, 3, 5}, {0, 4}, {}, {1031}};
+  for (const Shape& shape : shapes) {
+    const Tensor s =
+        Tensor::from_vector<int64_t>(DataType::kInt64, {static_cast<int64_t>(shape.size())}, shape);
+    for (const auto& [name, v] : values)
+      check_case({"ConstantOfShape", {feed(s)}, {ir::attr_tensor("value", v)}}, kExact,
+                 "ConstantOfShape " + shape_str(shape) + " " + name);
+    check_case({"ConstantOfShape", {feed(s)}}, kExact,
+               "ConstantOfShape " + shape_str(shape) + " without a value");
+  }
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Resize / Upsample on the GPU vs the CPU kernel (the same plan, coordinates and taps): nearest
 // (every rounding mode, int8 and float, up- and downsampling, tf_crop_and_resize fill), linear
 // (half_pixel, align_corners, pytorch_half_pixel, asymmetric; 1, 2 and 3 resized axes; float32
-// exact to rounding, float16), sizes instead of scales, Upsample (opset 9); cubic is refused
-// with a clear error.
+// exact to rounding, float16), cubic (the CPU's separable passes: coefficients, exclude_outside,
+// 1 to 3 resized axes, float16, tf_crop_and_resize), sizes instead of scales, Upsample (opset 9).
 #include <iostream>
 
 #include "backends/cuda/cuda_test_util.h"
@@ -76,29 +76,48 @@ TEST(CudaResize, CropAndResizeFillsOutside) {
                Tolerance{1e-6, 1e-6}, std::string("tf_crop_and_resize ") + mode);
 }
 
-// Cubic has no CUDA kernel: the executor runs it on the CPU (per-layer fallback), same result.
-TEST(CudaResize, UpsampleOpset9AndCubicOnTheCpu) {
+TEST(CudaResize, UpsampleOpset9) {
   TRT_REQUIRE_CUDA();
   NodeCase up("Upsample",
               {feed(random_tensor(DataType::kFloat32, {1, 2, 5, 4}, 5)), floats({1, 1, 2, 3})},
               {as("mode", "nearest")});
   up.opset = 9;
   check_case(up, kExact, "Upsample opset 9");
-  const NodeCase cubic = resize(random_tensor(DataType::kFloat32, {1, 1, 4, 4}, 6), omitted(),
-                                floats({1, 1, 2, 2}), omitted(), {as("mode", "cubic")});
-  cuda::Executor ex(make_model(cubic), {});
-  const Tensor got = ex.run({{"in0", cubic.inputs[0].value}}).at("out0");
-  EXPECT_EQ(ex.node_placement().at(0), "cpu (fallback)");
-  expect_close(got, run_cpu(cubic).at(0), kExact, "cubic (CPU fallback)");
-  cuda::ExecutorOptions strict;
-  strict.allow_fallback = false;
-  try {
-    cuda::Executor refused(make_model(cubic), strict);
-    FAIL() << "cubic Resize was accepted without fallback";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cubic Resize has no CUDA kernel"), std::string::npos)
-        << e.what();
+}
+
+// Cubic runs on the GPU (check_case fails on a CPU fallback) as the CPU's passes do: float32
+// to rounding (the same products and sums, in the same order), float16 within its rounding.
+TEST(CudaResize, CubicMatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+    const Tensor x = random_tensor(dt, {2, 3, 7, 9}, 6);
+    const Tolerance tol = dt == DataType::kFloat32 ? Tolerance{1e-6, 1e-6} : kFp16;
+    for (const char* ct : {"half_pixel", "align_corners", "pytorch_half_pixel", "asymmetric"})
+      for (const std::vector<float>& s :
+           {std::vector<float>{1, 1, 2, 2}, std::vector<float>{1, 1, 0.5f, 1.5f},
+            std::vector<float>{1, 1, 1, 3}, std::vector<float>{1, 2, 2, 1.25f}})
+        for (int exclude : {0, 1}) {
+          const std::string what = std::string("cubic ") + ct + " " + std::to_string(s[1]) + "," +
+                                   std::to_string(s[2]) + "," + std::to_string(s[3]) +
+                                   " exclude_outside " + std::to_string(exclude) + " " +
+                                   std::string(dtype_name(dt));
+          check_case(resize(x, omitted(), floats(s), omitted(),
+                            {as("mode", "cubic"), as("coordinate_transformation_mode", ct),
+                             af("cubic_coeff_a", exclude ? -0.5f : -0.75f),
+                             ai("exclude_outside", exclude)}),
+                     tol, what);
+        }
+    check_case(resize(x, omitted(), omitted(), int64s({2, 3, 13, 4}), {as("mode", "cubic")}), tol,
+               std::string("cubic sizes ") + std::string(dtype_name(dt)));
+    check_case(resize(x, omitted(), floats({1, 1, 1, 1}), omitted(), {as("mode", "cubic")}),
+               kExact, std::string("cubic identity ") + std::string(dtype_name(dt)));
   }
+  const In roi = floats({0, 0, -0.2f, 0.1f, 1, 1, 0.9f, 1.3f});
+  check_case(resize(random_tensor(DataType::kFloat32, {1, 2, 6, 6}, 7), roi,
+                    floats({1, 1, 1.5f, 1.5f}), omitted(),
+                    {as("mode", "cubic"), as("coordinate_transformation_mode", "tf_crop_and_resize"),
+                     af("extrapolation_value", -7.0f)}),
+             Tolerance{1e-6, 1e-6}, "cubic tf_crop_and_resize");
 }
 
 }  // namespace
