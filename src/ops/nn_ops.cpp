@@ -246,9 +246,31 @@ void infer_fused_conv(InferContext& ctx) {
     check_dims_match(ctx.node, (*r)[i], (*y)[i], "residual and output shape");
 }
 
+// com.trtutils::FusedMatMul (made by the matmul_fusion pass): MatMul(A, W 2-D) + bias (W's N
+// columns) [-> GELU] [+ residual with the output's shape].
+void infer_fused_matmul(InferContext& ctx) {
+  infer_matmul(ctx);
+  const ir::Node& node = ctx.node;
+  TRT_CHECK_ARG(ctx.has_input(2), "{}: FusedMatMul needs its bias (input 2)", node.describe());
+  TRT_CHECK_ARG(ctx.input_dtype(2) == ctx.input_dtype(0), "{}: bias dtype {} differs from A's {}",
+                node.describe(), dtype_name(ctx.input_dtype(2)), dtype_name(ctx.input_dtype(0)));
+  if (!ctx.has_input(3)) return;
+  TRT_CHECK_ARG(ctx.input_dtype(3) == ctx.input_dtype(0),
+                "{}: residual dtype {} differs from A's {}", node.describe(),
+                dtype_name(ctx.input_dtype(3)), dtype_name(ctx.input_dtype(0)));
+  const auto& r = ctx.input_shape(3);
+  const auto& y = ctx.outputs[0].shape;
+  if (!r || !y) return;
+  TRT_CHECK_ARG(r->size() == y->size(), "{}: residual {} must have the output's shape {}",
+                node.describe(), ir::sym_shape_str(*r), ir::sym_shape_str(*y));
+  for (size_t i = 0; i < r->size(); ++i)
+    check_dims_match(node, (*r)[i], (*y)[i], "residual and output shape");
+}
+
 }  // namespace
 
 void register_nn_ops(OpRegistry& r) {
+  r.add({"FusedMatMul", "com.trtutils", infer_fused_matmul});
   r.add({"FusedConv", "com.trtutils", infer_fused_conv});
   // com.trtutils::SqueezeExcite (se_fusion, passes.h): Y has X's dtype and shape (either layout).
   r.add({"SqueezeExcite", "com.trtutils", infer_same_as_input});

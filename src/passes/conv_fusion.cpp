@@ -6,48 +6,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "passes/graph_facts.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
 
 namespace trtutils::passes {
-
-namespace {
-
-// Number of reads of every value: node inputs (each occurrence) in the graph and, recursively,
-// in subgraph attributes (a subgraph may read outer values implicitly).
-void count_uses(const ir::Graph& g, std::unordered_map<std::string, int>& uses) {
-  for (const auto& n : g.nodes) {
-    for (const auto& in : n.inputs)
-      if (!in.empty()) ++uses[in];
-    for (const auto& [name, a] : n.attributes)
-      if (a.kind == ir::Attribute::Kind::kGraph && a.g) {
-        count_uses(*a.g, uses);
-        for (const auto& o : a.g->outputs) ++uses[o.name];
-      }
-  }
-}
-
-// Shape of a value when every dim is known or a named symbol (equal names are equal sizes at
-// run time; the kernel re-checks the residual's shape anyway).
-std::optional<ir::SymShape> known_shape(const ir::Graph& g, const std::string& v) {
-  const auto info = g.find_value_info(v);
-  if (!info || !info->shape) return std::nullopt;
-  for (const auto& d : *info->shape)
-    if (!d.is_static() && d.param.empty()) return std::nullopt;
-  return info->shape;
-}
-
-// The float dtype of a value (float32, float16 or bfloat16: the backends' FusedConv dtypes),
-// or kUndefined.
-DataType float_dtype(const ir::Graph& g, const std::string& v) {
-  const auto info = g.find_value_info(v);
-  if (!info) return DataType::kUndefined;
-  const DataType t = info->dtype;
-  const bool ok = t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
-  return ok ? t : DataType::kUndefined;
-}
-
-}  // namespace
 
 size_t fuse_convolutions(ir::Graph& graph, int64_t opset) {
   std::unordered_map<std::string, int> uses;

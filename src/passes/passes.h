@@ -115,9 +115,21 @@ size_t conv_channels_last(ir::Graph& graph);
 // dtypes and shapes in value_info. Returns the number of blocks fused.
 size_t fuse_squeeze_excite(ir::Graph& graph);
 
+// Rewrites float32 MatMul(A, W) -> Add(bias) [-> GELU] [-> Add(residual)] into one node
+// com.trtutils::FusedMatMul computing Y = [GELU](A x W + bias) [+ Residual]:
+//   inputs A [..., K], W [K, N] (an initializer), bias (N values, an initializer, either operand
+//   order of the Add), [Residual] (Y's shape, read only); attribute "gelu" (1: the exact GELU,
+//   which exporters write as x * 0.5 * (1 + Erf(x / sqrt 2)): Div or Mul by 1/sqrt 2, Erf, Add 1,
+//   Mul by x, Mul by 0.5).
+// Only when every value fused away has one reader and is no graph output (the GELU's input: its
+// Div and Mul). For the CPU plan (run_cpu_layout_pipeline). Needs dtypes and shapes in
+// value_info. Returns the number of MatMul nodes fused.
+size_t fuse_matmuls(ir::Graph& graph);
+
 // The CPU plan's layout step, after run_pipeline on a graph that the CPU backend runs:
-// fuse_squeeze_excite ("se_fusion"), conv_channels_last ("conv_layout"), then dead-code
-// elimination. `disabled` and TRTUTILS_DISABLE_PASSES as for run_pipeline.
+// fuse_squeeze_excite ("se_fusion"), fuse_matmuls ("matmul_fusion"), conv_channels_last
+// ("conv_layout"), then dead-code elimination. `disabled` and TRTUTILS_DISABLE_PASSES as for
+// run_pipeline.
 void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {});
 
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that

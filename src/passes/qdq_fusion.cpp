@@ -27,6 +27,7 @@
 #include "ir/graph_builder.h"
 #include "ops/qlinear_ops.h"
 #include "ops/quant_params.h"
+#include "passes/graph_facts.h"
 #include "passes/layout_perms.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
@@ -36,33 +37,6 @@ namespace trtutils::passes {
 namespace {
 
 using namespace ops::qlinear;
-
-void count_uses(const ir::Graph& g, std::unordered_map<std::string, int>& uses) {
-  for (const auto& n : g.nodes) {
-    for (const auto& in : n.inputs)
-      if (!in.empty()) ++uses[in];
-    for (const auto& [name, a] : n.attributes)
-      if (a.kind == ir::Attribute::Kind::kGraph && a.g) {
-        count_uses(*a.g, uses);
-        for (const auto& o : a.g->outputs) ++uses[o.name];
-      }
-  }
-}
-
-DataType dtype_of(const ir::Graph& g, const std::string& v) {
-  if (const Tensor* t = g.initializer(v)) return t->dtype();
-  const auto info = g.find_value_info(v);
-  return info ? info->dtype : DataType::kUndefined;
-}
-
-std::optional<ir::SymShape> known_shape(const ir::Graph& g, const std::string& v) {
-  if (const Tensor* t = g.initializer(v)) return ir::sym_shape_from_static(t->shape());
-  const auto info = g.find_value_info(v);
-  if (!info || !info->shape) return std::nullopt;
-  for (const auto& d : *info->shape)
-    if (!d.is_static() && d.param.empty()) return std::nullopt;
-  return info->shape;
-}
 
 bool quantized_type(DataType t) {
   return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kFloat8E4M3FN ||

@@ -76,6 +76,7 @@ void register_nn_kernels(KernelRegistry& r) {
   r.add({"SqueezeExcite", "com.trtutils", nn::squeeze_excite_kernel});
   r.add({"Gemm", "", nn::gemm_kernel});
   r.add({"MatMul", "", nn::matmul_kernel});
+  r.add({"FusedMatMul", "com.trtutils", nn::fused_matmul_kernel});
   r.add({"MaxPool", "", nn::max_pool_kernel});
   r.add({"AveragePool", "", nn::average_pool_kernel});
   r.add({"GlobalAveragePool", "", nn::global_average_pool_kernel});

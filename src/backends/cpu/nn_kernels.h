@@ -62,6 +62,7 @@ void squeeze_excite_kernel(KernelContext& ctx);  // com.trtutils::SqueezeExcite
 void conv_transpose_kernel(KernelContext& ctx);
 void gemm_kernel(KernelContext& ctx);
 void matmul_kernel(KernelContext& ctx);
+void fused_matmul_kernel(KernelContext& ctx);  // com.trtutils::FusedMatMul
 void max_pool_kernel(KernelContext& ctx);
 void average_pool_kernel(KernelContext& ctx);
 void global_average_pool_kernel(KernelContext& ctx);
@@ -96,6 +97,10 @@ bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a
 // of A and B broadcast (size 1 or equal to Y's).
 bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
                    Tensor& y, const Shape& y_shape);
+// com.trtutils::FusedMatMul's fast path, float32: Y [..., N] = A [..., K] x W [K, N] + bias (N
+// values) [-> exact GELU] [+ residual (Y's shape)], one primitive (bias and post-ops).
+bool onednn_matmul_bias(const Tensor& a, const Tensor& w, const Tensor& bias,
+                        const Tensor* residual, bool gelu, Tensor& y);
 
 // Drops every cached primitive and reordered weights copy. Otherwise the caches are bounded
 // (LRU; conv entries by count and 2 GiB of reordered weights).

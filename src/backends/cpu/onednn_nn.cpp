@@ -558,7 +558,7 @@ struct MatmulEntry {
   bool ok = false;
   dnnl::matmul prim;
   size_t scratchpad_bytes = 0;
-  memory::desc a_md, b_md, y_md;
+  memory::desc a_md, b_md, y_md, bias_md;
 };
 
 Cache<MatmulEntry>& matmul_cache() {
@@ -566,10 +566,18 @@ Cache<MatmulEntry>& matmul_cache() {
   return *c;
 }
 
+// What a matmul primitive adds to the product: output scale alpha, a bias (bias_md not empty:
+// broadcast along the rows), the exact GELU, then sum_scale times what Y held before.
+struct MatmulExtras {
+  float alpha = 1.0f, sum_scale = 0.0f;
+  bool gelu = false;
+  memory::desc bias_md;
+};
+
 // Builds (or finds) a matmul primitive for the given descriptors and attributes.
 std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::desc& a_md,
                                         const memory::desc& b_md, const memory::desc& y_md,
-                                        float alpha, float sum_scale) {
+                                        const MatmulExtras& x = {}) {
   auto& cache = matmul_cache();
   std::lock_guard<std::mutex> lock(cache.mutex());
   std::shared_ptr<MatmulEntry> e = cache.find(key);
@@ -578,13 +586,14 @@ std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::de
   try {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-    if (sum_scale != 0.0f) {
-      dnnl::post_ops ops;
-      ops.append_sum(sum_scale);
-      attr.set_post_ops(ops);
-    }
-    dnnl::matmul::desc d(a_md, b_md, y_md);
+    if (x.alpha != 1.0f) attr.set_output_scales(0, {x.alpha});
+    dnnl::post_ops ops;
+    if (x.gelu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    if (x.sum_scale != 0.0f) ops.append_sum(x.sum_scale);
+    if (ops.len() > 0) attr.set_post_ops(ops);
+    const bool bias = x.bias_md.get_size() > 0;
+    dnnl::matmul::desc d = bias ? dnnl::matmul::desc(a_md, b_md, x.bias_md, y_md)
+                                : dnnl::matmul::desc(a_md, b_md, y_md);
     dnnl::matmul::primitive_desc pd(d, attr, engine());
     require_optimized(pd);
     e->prim = dnnl::matmul(pd);
@@ -592,6 +601,7 @@ std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::de
     e->a_md = a_md;
     e->b_md = b_md;
     e->y_md = y_md;
+    e->bias_md = x.bias_md;
     e->ok = true;
   } catch (const dnnl::error& err) {
     TRT_LOG_VERBOSE("oneDNN cannot run matmul {} ({}); using the reference kernel", key,
@@ -601,11 +611,13 @@ std::shared_ptr<MatmulEntry> get_matmul(const std::string& key, const memory::de
   return e;
 }
 
-void run_matmul(const MatmulEntry& e, const void* a, const void* b, void* y) {
+void run_matmul(const MatmulEntry& e, const void* a, const void* b, void* y,
+                const void* bias = nullptr) {
   dnnl::stream& s = stream();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, user_mem(e.a_md, a)},
                                        {DNNL_ARG_WEIGHTS, user_mem(e.b_md, b)},
                                        {DNNL_ARG_DST, user_mem(e.y_md, y)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, user_mem(e.bias_md, bias));
   if (e.scratchpad_bytes > 0) {
     const memory::desc sd({static_cast<memory::dim>(e.scratchpad_bytes)}, memory::data_type::u8,
                           Tag::a);
@@ -629,7 +641,10 @@ static bool gemm_impl(const Tensor& a, const Tensor& b, const Tensor* c, bool tr
   const memory::desc a_md({m, k}, kF32, trans_a ? memory::dims{1, m} : memory::dims{k, 1});
   const memory::desc b_md({k, n}, kF32, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
   const memory::desc y_md = plain_md({m, n});
-  auto e = get_matmul(key, a_md, b_md, y_md, alpha, use_c ? beta : 0.0f);
+  MatmulExtras x;
+  x.alpha = alpha;
+  x.sum_scale = use_c ? beta : 0.0f;
+  auto e = get_matmul(key, a_md, b_md, y_md, x);
   if (!e->ok) return false;
   if (use_c) {
     // y = C broadcast to [m, n]; the sum post-op then adds beta * y.
@@ -677,7 +692,7 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
   append_dims(key, "a", ad);
   append_dims(key, "b", bd);
   append_dims(key, "y", yd);
-  auto e = get_matmul(key, plain_md(ad), plain_md(bd), plain_md(yd), 1.0f, 0.0f);
+  auto e = get_matmul(key, plain_md(ad), plain_md(bd), plain_md(yd));
   try {
     if (e->ok) {
       run_matmul(*e, a.raw(), b.raw(), y.raw());
@@ -687,7 +702,7 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
     const int64_t m = y_shape[r - 2], n = y_shape[r - 1], k = a_shape[r - 1];
     std::string key2 = "matmul2d|";
     append_dims(key2, "", {m, n, k});
-    auto e2 = get_matmul(key2, plain_md({m, k}), plain_md({k, n}), plain_md({m, n}), 1.0f, 0.0f);
+    auto e2 = get_matmul(key2, plain_md({m, k}), plain_md({k, n}), plain_md({m, n}));
     if (!e2->ok) return false;
     int64_t batches = 1;
     for (size_t i = 0; i + 2 < r; ++i) batches *= y_shape[i];
@@ -711,6 +726,40 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
     return false;
   }
   return true;
+}
+
+// Y [rows, N] = A [rows, K] x W [K, N] + bias [N] (+ GELU) (+ residual, copied into Y first and
+// added by the sum post-op).
+static bool matmul_bias_impl(const Tensor& a, const Tensor& w, const Tensor& bias,
+                             const Tensor* residual, bool gelu, Tensor& y) {
+  if (a.dtype() != DataType::kFloat32 || w.rank() != 2 || a.rank() < 1) return false;
+  const int64_t k = w.dim(0), n = w.dim(1);
+  if (a.shape().back() != k || bias.numel() != n || k <= 0 || n <= 0) return false;
+  const int64_t rows = a.numel() / k;
+  if (rows <= 0 || y.numel() != rows * n) return false;
+  std::string key = "matmul_bias|";
+  append_dims(key, "", {rows, k, n, gelu, residual != nullptr});
+  MatmulExtras x;
+  x.gelu = gelu;
+  x.sum_scale = residual ? 1.0f : 0.0f;
+  x.bias_md = plain_md({1, n});
+  auto e = get_matmul(key, plain_md({rows, k}), plain_md({k, n}), plain_md({rows, n}), x);
+  if (!e->ok) return false;
+  if (residual) std::memcpy(y.raw(), residual->raw(), y.nbytes());
+  try {
+    run_matmul(*e, a.raw(), w.raw(), y.raw(), bias.raw());
+  } catch (const dnnl::error& err) {
+    TRT_LOG_WARN("oneDNN matmul failed ({}); using the reference kernel", err.what());
+    return false;
+  }
+  return true;
+}
+
+bool onednn_matmul_bias(const Tensor& a, const Tensor& w, const Tensor& bias,
+                        const Tensor* residual, bool gelu, Tensor& y) {
+  const bool ok = matmul_bias_impl(a, w, bias, residual, gelu, y);
+  (ok ? g_matmul_runs : g_matmul_fallbacks)++;
+  return ok;
 }
 
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,

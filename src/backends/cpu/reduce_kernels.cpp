@@ -5,6 +5,7 @@
 
 #include "backends/cpu/elementwise_common.h"
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/onednn_softmax.h"
 #include "ops/op_registry.h"
 
 namespace trtutils::cpu::ew {
@@ -445,7 +446,14 @@ void softmax_kernel(KernelContext& ctx, SoftKind kind) {
   dispatch<FloatTypes>(x.dtype(), ctx.node, "input 0", [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor& y = ctx.make_output(0, x.dtype(), s);
-    if (y.numel() > 0) softmax_run<T>(x, y, outer, n, inner, kind);
+    if (y.numel() == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (kind != SoftKind::kHardmax && !ctx.use_reference &&
+          onednn_softmax(x.data<float>(), y.data<float>(), outer, n, inner,
+                         kind == SoftKind::kLogSoftmax))
+        return;
+    }
+    softmax_run<T>(x, y, outer, n, inner, kind);
   });
 }
 

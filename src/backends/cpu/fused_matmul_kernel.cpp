@@ -1,0 +1,65 @@
+// com.trtutils::FusedMatMul on the CPU (made by the matmul_fusion pass, passes.h): float32
+// Y = A x W + bias [-> exact GELU] [+ residual] as one oneDNN matmul (bias and post-ops); the
+// reference runs the unfused graph's steps in its order (MatMul, Add, x * 0.5 * (1 + erf(x /
+// sqrt 2)), Add) in float32.
+#include <cmath>
+#include <vector>
+
+#include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/nn_kernels.h"
+#include "core/check.h"
+
+namespace trtutils::cpu::nn {
+namespace {
+
+// The unfused steps after the product, on y in place.
+void reference_epilogue(Tensor& y, const Tensor& bias, const Tensor* residual, bool gelu) {
+  float* p = y.data<float>();
+  const float* b = bias.data<float>();
+  const int64_t n = bias.numel(), total = y.numel();
+  const float* r = residual ? residual->data<float>() : nullptr;
+  const float rsqrt2 = static_cast<float>(std::sqrt(2.0));
+  for (int64_t i = 0; i < total; ++i) {
+    float v = p[i] + b[i % n];
+    if (gelu) v = v * (std::erf(v / rsqrt2) + 1.0f) * 0.5f;
+    if (r) v = v + r[i];
+    p[i] = v;
+  }
+}
+
+}  // namespace
+
+void fused_matmul_kernel(KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const Tensor& a = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor& bias = ctx.input(2);
+  const Tensor* residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  const bool gelu = node.attr_int("gelu", 0) != 0;
+  TRT_CHECK_ARG(a.dtype() == DataType::kFloat32 && w.dtype() == DataType::kFloat32 &&
+                    bias.dtype() == DataType::kFloat32,
+                "{}: FusedMatMul takes float32 operands", node.describe());
+  TRT_CHECK_ARG(w.rank() == 2 && a.rank() >= 1 && a.shape().back() == w.dim(0),
+                "{}: A {} and W {} do not multiply", node.describe(), shape_str(a.shape()),
+                shape_str(w.shape()));
+  TRT_CHECK_ARG(bias.numel() == w.dim(1), "{}: bias has {} values for {} columns", node.describe(),
+                bias.numel(), w.dim(1));
+  Shape ys = a.shape();
+  ys.back() = w.dim(1);
+  if (residual)
+    TRT_CHECK_ARG(residual->dtype() == DataType::kFloat32 && residual->shape() == ys,
+                  "{}: residual {} must have the output's shape {}", node.describe(),
+                  shape_str(residual->shape()), shape_str(ys));
+  Tensor& y = ctx.make_output(0, DataType::kFloat32, ys);
+  if (y.numel() == 0) return;
+  if (!ctx.use_reference && onednn_matmul_bias(a, w, bias, residual, gelu, y)) return;
+  ir::Node mm = node;
+  mm.op_type = "MatMul";
+  mm.domain = "";
+  mm.inputs.resize(2);
+  mm.attributes.clear();
+  y = run_node(mm, ctx.opset, {&a, &w}, true).at(0);
+  reference_epilogue(y, bias, residual, gelu);
+}
+
+}  // namespace trtutils::cpu::nn
