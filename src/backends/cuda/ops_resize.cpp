@@ -17,6 +17,25 @@ namespace trtutils::cuda {
 
 namespace {
 
+// Host tables packed into one buffer for one upload, each section 8-byte aligned.
+class TableBytes {
+ public:
+  // Appends size bytes from p; returns the section's offset.
+  size_t put(const void* p, size_t size) {
+    const size_t at = (bytes_.size() + 7) / 8 * 8;
+    bytes_.resize(at + size);
+    if (size) std::memcpy(bytes_.data() + at, p, size);
+    return at;
+  }
+  bool empty() const { return bytes_.empty(); }
+  void resize(size_t n) { bytes_.resize(n); }
+  const uint8_t* data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
 class ResizeOp : public GpuOp {
  public:
   explicit ResizeOp(const ir::Node& node, int64_t opset)
@@ -129,13 +148,7 @@ class ResizeOp : public GpuOp {
       struct Section {
         size_t i1, i2, w1, w2, outside;
       };
-      std::vector<uint8_t> bytes;
-      auto put = [&](const void* p, size_t size) {
-        const size_t at = (bytes.size() + 7) / 8 * 8;
-        bytes.resize(at + size);
-        if (size) std::memcpy(bytes.data() + at, p, size);
-        return at;
-      };
+      TableBytes bytes;
       std::vector<Section> sec(rank);
       std::vector<bool> resized(rank, false);
       int outer = 0;
@@ -146,11 +159,11 @@ class ResizeOp : public GpuOp {
         resized[d] = true;
         if (d + 1 < rank) ++outer;
         const ops::LinearTaps t = ops::linear_taps(c, x.shape[d]);
-        sec[d].i1 = put(t.i1.data(), t.i1.size() * sizeof(int64_t));
-        sec[d].i2 = put(t.i2.data(), t.i2.size() * sizeof(int64_t));
-        sec[d].w1 = put(t.w1.data(), t.w1.size() * sizeof(float));
-        sec[d].w2 = put(t.w2.data(), t.w2.size() * sizeof(float));
-        sec[d].outside = put(c.outside.data(), c.outside.size());
+        sec[d].i1 = bytes.put(t.i1.data(), t.i1.size() * sizeof(int64_t));
+        sec[d].i2 = bytes.put(t.i2.data(), t.i2.size() * sizeof(int64_t));
+        sec[d].w1 = bytes.put(t.w1.data(), t.w1.size() * sizeof(float));
+        sec[d].w2 = bytes.put(t.w2.data(), t.w2.size() * sizeof(float));
+        sec[d].outside = bytes.put(c.outside.data(), c.outside.size());
       }
       TRT_CHECK(outer <= 3, ErrorCode::kNotSupported,
                 "{}: linear Resize of {} axes before the last has no CUDA kernel (at most 3)",
@@ -188,13 +201,7 @@ class ResizeOp : public GpuOp {
   // The taps of every resized axis and the tf_crop_and_resize mask, uploaded in one buffer.
   void upload_cubic_tables(const Value& x, const ops::ResizePlan& plan) {
     const size_t rank = x.shape.size();
-    std::vector<uint8_t> bytes;
-    auto put = [&](const void* p, size_t size) {
-      const size_t at = (bytes.size() + 7) / 8 * 8;
-      bytes.resize(at + size);
-      if (size) std::memcpy(bytes.data() + at, p, size);
-      return at;
-    };
+    TableBytes bytes;
     std::vector<std::pair<size_t, size_t>> taps;  // index / weight offsets, innermost axis first
     std::vector<size_t> outside(rank, SIZE_MAX);
     std::vector<size_t> axes;
@@ -202,12 +209,12 @@ class ResizeOp : public GpuOp {
       const ops::AxisCoords c = ops::axis_coords(attrs_, x.shape[d], plan.out[d], plan.scales[d],
                                                  plan.roi_start[d], plan.roi_end[d]);
       if (std::any_of(c.outside.begin(), c.outside.end(), [](uint8_t b) { return b != 0; }))
-        outside[d] = put(c.outside.data(), c.outside.size());
+        outside[d] = bytes.put(c.outside.data(), c.outside.size());
       if (c.identity) continue;
       const ops::CubicTaps t = ops::cubic_taps(attrs_, c, x.shape[d]);
       axes.push_back(d);
-      taps.emplace_back(put(t.index.data(), t.index.size() * sizeof(int64_t)),
-                        put(t.weight.data(), t.weight.size() * sizeof(float)));
+      taps.emplace_back(bytes.put(t.index.data(), t.index.size() * sizeof(int64_t)),
+                        bytes.put(t.weight.data(), t.weight.size() * sizeof(float)));
     }
     if (bytes.empty()) bytes.resize(8);
     tables_ = upload_private(bytes.data(), bytes.size());
