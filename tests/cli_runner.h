@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace trtutils::test_util {
@@ -28,9 +29,12 @@ inline CommandResult run_command(const std::string& command, int timeout_s = 120
 }
 
 #ifdef TRTUTILS_CLI
-// The CLI under test (TRTUTILS_CLI: its path, set by tests/CMakeLists.txt) with `args`.
+// The CLI under test with `args`: TRTUTILS_CLI (its build path, set by tests/CMakeLists.txt), or
+// $TRTUTILS_TEST_CLI where the test binary runs away from its build tree (the GPU machine runs
+// the packed binaries of scripts/make_dist.sh: bench/cuda/zoo_device.sh sets it).
 inline CommandResult run_cli(const std::string& args) {
-  return run_command(std::string(TRTUTILS_CLI) + " " + args);
+  const char* moved = std::getenv("TRTUTILS_TEST_CLI");
+  return run_command(std::string(moved && *moved ? moved : TRTUTILS_CLI) + " " + args);
 }
 #endif
 

@@ -12,6 +12,7 @@ mkdir -p "$out"
 [ -x "$dist/bin/trtutils" ] || tar -C "$dist" -xJf "$dist/trtutils-dist.tar.xz"
 export LD_LIBRARY_PATH="$PWD/$dist/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
+export TRTUTILS_TEST_CLI="$PWD/$dist/bin/trtutils"  # the tests that run the CLI (cli_runner.h)
 if [ -n "${GTEST_FILTER:-}" ]; then
   timeout "${GTEST_TIMEOUT:-300}" "$dist/bin/trtutils_tests" --gtest_filter="$GTEST_FILTER" \
     >"$out/gtest.log" 2>&1

@@ -134,6 +134,11 @@ def export(name, out):
     if outputs:
         kw["output_names"] = outputs
     tmp = path + ".tmp.onnx"
+    # torch 2.x runs eval-mode nn.MultiheadAttention as one fused op that the TorchScript
+    # exporter cannot write (the ViTs failed so on the H100 machine): the plain path exports.
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        mha.set_fastpath_enabled(False)
     with torch.no_grad():
         try:
             torch.onnx.export(model, args, tmp, dynamo=False, **kw)

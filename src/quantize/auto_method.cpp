@@ -184,6 +184,9 @@ size_t choose_candidate(const std::vector<CandidateScores>& scores) {
   size_t best = 0;
   for (size_t i = 1; i < scores.size(); ++i)
     if (scores[i].worst_batch_db() > scores[best].worst_batch_db()) best = i;
+  // max (candidate 0) keeps its place unless the best beats it by the margin.
+  if (best != 0 && scores[best].worst_batch_db() < scores[0].worst_batch_db() + kAutoMarginDb)
+    return 0;
   return best;
 }
 

@@ -130,5 +130,18 @@ TEST(ChooseCandidate, TheBestWorstBatchWins) {
   EXPECT_EQ(quantize::choose_candidate({batches_of({}, 10), batches_of({}, 12)}), 1u);
 }
 
+// max stays unless another candidate's worst batch beats it by kAutoMarginDb: a few tenths of a
+// dB on the worst of a few dozen samples are noise.
+TEST(ChooseCandidate, MaxStaysWithinTheMargin) {
+  const double m = quantize::kAutoMarginDb;
+  const auto max = batches_of({30, 30, 10}, 29);
+  EXPECT_EQ(quantize::choose_candidate({max, batches_of({30, 30, 10 + 0.5 * m}, 29)}), 0u);
+  EXPECT_EQ(quantize::choose_candidate({max, batches_of({30, 30, 10 + 1.5 * m}, 29)}), 1u);
+  // Among the others the best still wins once one clears the margin.
+  EXPECT_EQ(quantize::choose_candidate({max, batches_of({30, 30, 10 + 1.5 * m}, 29),
+                                        batches_of({30, 30, 10 + 2.5 * m}, 29)}),
+            2u);
+}
+
 }  // namespace
 }  // namespace trtutils
