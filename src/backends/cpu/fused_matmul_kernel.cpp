@@ -18,10 +18,10 @@ void reference_epilogue(Tensor& y, const Tensor& bias, const Tensor* residual, b
   const float* b = bias.data<float>();
   const int64_t n = bias.numel(), total = y.numel();
   const float* r = residual ? residual->data<float>() : nullptr;
-  const float rsqrt2 = static_cast<float>(std::sqrt(2.0));
+  const float sqrt2 = static_cast<float>(std::sqrt(2.0));
   for (int64_t i = 0; i < total; ++i) {
     float v = p[i] + b[i % n];
-    if (gelu) v = v * (std::erf(v / rsqrt2) + 1.0f) * 0.5f;
+    if (gelu) v = v * (std::erf(v / sqrt2) + 1.0f) * 0.5f;
     if (r) v = v + r[i];
     p[i] = v;
   }
