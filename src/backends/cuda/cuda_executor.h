@@ -116,9 +116,10 @@ struct LayerTime {
 // "Conv", "com.trtutils::FusedConv", ... (sorted): the ops with a GPU kernel.
 std::vector<std::string> supported_ops();
 
-// A node the GPU has no kernel for (or whose kernel refuses its attributes, e.g. a ConvTranspose with asymmetric pads),
-// with the reason; it runs on the CPU backend inside the GPU engine (per-layer fallback: its
-// inputs are copied to the host, its outputs back to the device when a GPU layer reads them).
+// A node the GPU has no kernel for (or whose kernel refuses its attributes, e.g. a ConvTranspose
+// with asymmetric pads), with the reason; it runs on the CPU backend inside the GPU engine
+// (per-layer fallback: its inputs are copied to the host, its outputs back to the device when a GPU
+// layer reads them).
 struct FallbackNode {
   std::string node, op, reason;
 };
