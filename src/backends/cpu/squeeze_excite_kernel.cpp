@@ -114,10 +114,12 @@ void scale_rows(const SeParams& p, const float* x, const float* scale, float* y)
 
 void squeeze_excite(const SeParams& p, const float* x, float* y) {
   const int64_t work = p.n * p.c * p.hw;
-  // Each synchronisation (region start, barrier, region end) costs a thread wake-up under the
-  // CLI's passive wait policy, ~50 us on the 2-core machine: more than one thread summing and
-  // scaling 256 Ki floats (EfficientNet-B0's blocks from 28x28 on) takes alone.
-  const int threads = work > (1 << 18) ? omp_get_max_threads() : 1;
+  // Each synchronisation (region start, barrier, region end) costs a thread wake-up where idle
+  // threads sleep (the CLI's passive wait policy on a busy machine), ~50 us on the 2-core
+  // machine; with the brief spin of an idle machine it costs little, and EfficientNet-B0's
+  // 7x7x1152 blocks (56 Ki floats) ran 4-15% faster split in two (bench/RESULTS.md, issue 36).
+  // Below 32 Ki floats one thread does it alone.
+  const int threads = work > (1 << 15) ? omp_get_max_threads() : 1;
   std::vector<double> partial(static_cast<size_t>(threads * p.n * p.c));
   std::vector<float> scale(static_cast<size_t>(p.n * p.c));
 #pragma omp parallel num_threads(threads)
