@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/nn_kernels.h"
+#include "backends/cpu/onednn_layer_norm.h"
 #include "core/check.h"
 #include "ops/op_registry.h"
 
@@ -231,6 +232,24 @@ void group_norm_kernel(KernelContext& ctx) {
   set_output_from(ctx, 0, x_in.dtype(), y);
 }
 
+// The oneDNN fast path: float32 X, Scale and B of d values each, float32 stash, only Y wanted.
+static bool try_onednn_layer_norm(KernelContext& ctx, DataType stash, int64_t rows, int64_t d,
+                                  double eps) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* bias = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
+  if (ctx.use_reference || x.dtype() != DataType::kFloat32 || stash != DataType::kFloat32 ||
+      output_requested(ctx, 1) || output_requested(ctx, 2) || scale.dtype() != DataType::kFloat32 ||
+      scale.numel() != d || (bias && (bias->dtype() != DataType::kFloat32 || bias->numel() != d)))
+    return false;
+  Tensor y = Tensor::uninitialized(DataType::kFloat32, x.shape());
+  if (!onednn_layer_norm(x.data<float>(), y.data<float>(), rows, d, scale.data<float>(),
+                         bias ? bias->data<float>() : nullptr, static_cast<float>(eps)))
+    return false;
+  ctx.outputs.at(0) = std::move(y);
+  return true;
+}
+
 void layer_norm_kernel(KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
@@ -248,6 +267,7 @@ void layer_norm_kernel(KernelContext& ctx) {
                            ? x_in.numel() / d
                            : shape_numel(Shape(x_in.shape().begin(), x_in.shape().begin() + axis));
   require_float(node, ctx.input(1).dtype(), "Scale");
+  if (try_onednn_layer_norm(ctx, *stash, rows, d, eps)) return;
   const std::vector<double> scale = broadcast_param(ctx.input(1), norm_shape, node, "Scale");
   std::vector<double> bias;
   if (ctx.has_input(2)) {

@@ -561,5 +561,22 @@ TEST(NnKernelsNorm, LayerNormalizationWithStatistics) {
   EXPECT_EQ(y[0].shape(), (Shape{2, 3, 4}));
 }
 
+// The oneDNN fast path (float32, Y only) against the reference: with and without B, over the
+// last axis and the last two.
+TEST(NnKernelsNorm, LayerNormalizationFastPathMatchesTheReference) {
+  const Tensor x = random_tensor({5, 37, 64}, 610);
+  for (int64_t axis : {-1, -2})
+    for (bool with_bias : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "axis " << axis << " bias " << with_bias);
+      const Shape ps = axis == -1 ? Shape{64} : Shape{37, 64};
+      const Tensor s = random_tensor(ps, 611), b = random_tensor(ps, 612);
+      std::vector<const Tensor*> in{&x, &s};
+      if (with_bias) in.push_back(&b);
+      const ir::Node node = make_node("LayerNormalization", in.size(),
+                                      {int_attr("axis", axis), float_attr("epsilon", 1e-5f)});
+      EXPECT_LT(rel_error(run(node, in, false)[0], run(node, in, true)[0]), 1e-5);
+    }
+}
+
 }  // namespace
 }  // namespace trtutils::cpu
