@@ -232,18 +232,6 @@ Shape channels_last_shape(const Shape& s) {
 
 void run_conv_channels_first(KernelContext& ctx, bool transpose, const ConvPostOps& post);
 
-// Y for the fast path: the residual's own buffer when the caller donated it (FusedConv input 3;
-// the sum post-op then adds it in place, saving a copy of Y), else a new uninitialized tensor.
-Tensor output_buffer(const KernelContext& ctx, const ConvPostOps& post, DataType dt,
-                     const Shape& shape) {
-  const Tensor& x = ctx.input(0);
-  if (post.residual && ctx.input_is_donated(3) && post.residual == ctx.inputs[3] &&
-      post.residual->dtype() == dt && post.residual->shape() == shape &&
-      post.residual->raw() != x.raw())
-    return *post.residual;
-  return Tensor::uninitialized(dt, shape);
-}
-
 // A FusedConv with channels_last = 1: X, R and Y are [N, spatial..., C]. The oneDNN fast path
 // reads and writes that layout directly; everything else runs channels-first on permuted
 // copies.
@@ -265,7 +253,7 @@ void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
                   node.describe(), dtype_name(post.residual->dtype()),
                   shape_str(post.residual->shape()), dtype_name(dt), shape_str(y_shape));
   if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
-    ctx.outputs.at(0) = output_buffer(ctx, post, dt, y_shape);
+    ctx.outputs.at(0) = residual_output_buffer(ctx, post.residual, dt, y_shape);
     if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1),
                     /*channels_last=*/true))
       return;
@@ -306,7 +294,7 @@ void run_conv_channels_first(KernelContext& ctx, bool transpose, const ConvPostO
 
   if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
     // oneDNN writes every element (after the residual copy, if any): no zero-fill needed.
-    ctx.outputs.at(0) = output_buffer(ctx, post, dt, out_shape);
+    ctx.outputs.at(0) = residual_output_buffer(ctx, post.residual, dt, out_shape);
     if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1))) return;
   }
   const Tensor x = to_compute(x_in, node, "input X");
@@ -342,6 +330,15 @@ ConvPostOps read_post_ops(const KernelContext& ctx) {
 }
 
 }  // namespace
+
+Tensor residual_output_buffer(const KernelContext& ctx, const Tensor* residual, DataType dt,
+                              const Shape& shape) {
+  const Tensor& x = ctx.input(0);
+  if (residual && ctx.input_is_donated(3) && residual == ctx.inputs[3] && residual->dtype() == dt &&
+      residual->shape() == shape && residual->raw() != x.raw())
+    return *residual;
+  return Tensor::uninitialized(dt, shape);
+}
 
 void conv_kernel(KernelContext& ctx) {
   run_conv(ctx, false);

@@ -50,8 +50,12 @@ void fused_matmul_kernel(KernelContext& ctx) {
     TRT_CHECK_ARG(residual->dtype() == DataType::kFloat32 && residual->shape() == ys,
                   "{}: residual {} must have the output's shape {}", node.describe(),
                   shape_str(residual->shape()), shape_str(ys));
-  Tensor& y = ctx.make_output(0, DataType::kFloat32, ys);
-  if (y.numel() == 0) return;
+  if (shape_numel(ys) == 0) {
+    ctx.make_output(0, DataType::kFloat32, ys);
+    return;
+  }
+  Tensor& y = ctx.outputs.at(0);
+  y = residual_output_buffer(ctx, residual, DataType::kFloat32, ys);
   if (!ctx.use_reference && onednn_matmul_bias(a, w, bias, residual, gelu, y)) return;
   ir::Node mm = node;
   mm.op_type = "MatMul";

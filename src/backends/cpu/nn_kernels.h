@@ -55,6 +55,12 @@ struct ConvPostOps {
   float alpha = 0, beta = 0;  // Clip: min, max (may be infinite); LeakyRelu: alpha
 };
 
+// Y for a fast path whose input 3 is a residual added in place (FusedConv, FusedMatMul): the
+// residual's own buffer when the caller donated it (the sum post-op then adds to it, saving a
+// copy of Y), else a new uninitialized tensor.
+Tensor residual_output_buffer(const KernelContext& ctx, const Tensor* residual, DataType dt,
+                              const Shape& shape);
+
 // ---- kernel entry points (registered by register_nn_kernels) --------------------------------
 void conv_kernel(KernelContext& ctx);
 void fused_conv_kernel(KernelContext& ctx);      // com.trtutils::FusedConv

@@ -728,8 +728,8 @@ static bool matmul_impl(const Tensor& a, const Shape& a_shape, const Tensor& b,
   return true;
 }
 
-// Y [rows, N] = A [rows, K] x W [K, N] + bias [N] (+ GELU) (+ residual, copied into Y first and
-// added by the sum post-op).
+// Y [rows, N] = A [rows, K] x W [K, N] + bias [N] (+ GELU) (+ residual, copied into Y first
+// unless Y is its buffer, and added by the sum post-op).
 static bool matmul_bias_impl(const Tensor& a, const Tensor& w, const Tensor& bias,
                              const Tensor* residual, bool gelu, Tensor& y) {
   if (a.dtype() != DataType::kFloat32 || w.rank() != 2 || a.rank() < 1) return false;
@@ -745,7 +745,8 @@ static bool matmul_bias_impl(const Tensor& a, const Tensor& w, const Tensor& bia
   x.bias_md = plain_md({1, n});
   auto e = get_matmul(key, plain_md({rows, k}), plain_md({k, n}), plain_md({rows, n}), x);
   if (!e->ok) return false;
-  if (residual) std::memcpy(y.raw(), residual->raw(), y.nbytes());
+  if (residual && y.raw() != residual->raw())  // else in place: Y is the donated residual
+    std::memcpy(y.raw(), residual->raw(), y.nbytes());
   try {
     run_matmul(*e, a.raw(), w.raw(), y.raw(), bias.raw());
   } catch (const dnnl::error& err) {

@@ -237,10 +237,7 @@ class ResizeOp : public GpuOp {
   void run_cubic(RunContext& ctx, const Value& x, const ops::ResizePlan& plan, const void* px,
                  void* py, int64_t n) {
     const ir::Node& node = *ctx.node;
-    require_float(node, x.dtype, "input X");
-    TRT_CHECK(x.shape.size() <= 8, ErrorCode::kNotSupported,
-              "{}: cubic Resize of rank {} exceeds the CUDA kernel's 8", node.describe(),
-              x.shape.size());
+    require_float(node, x.dtype, "input X");  // rank: checked in run() (k::kMaxRank)
     if (!cached(x.shape, plan)) {
       TRT_CHECK(!ctx.capturing, ErrorCode::kInternal, "{}: Resize tables change under capture",
                 node.describe());

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels.h"
 #include "trtutils/dtype.h"
 
 namespace trtutils::cuda::k {
@@ -26,8 +27,8 @@ cudaError_t resize_cubic_pass(DataType src_dt, const void* src, DataType dst_dt,
 // (outside[a]: one byte per output coordinate of axis a, null for an axis with none outside).
 struct OutsideMask {
   int rank = 0;
-  int64_t out[8] = {};
-  const uint8_t* outside[8] = {};
+  int64_t out[kMaxRank] = {};
+  const uint8_t* outside[kMaxRank] = {};
 };
 cudaError_t resize_fill_outside(DataType dt, void* y, const OutsideMask& m, float value,
                                 int64_t numel, cudaStream_t stream);

@@ -13,11 +13,12 @@
 #include "backends/cuda/cuda_ops.h"
 #include "ir/graph_builder.h"
 #include "ops/qlinear_ops.h"
+#include "passes/passes.h"
 
 namespace trtutils::cuda::fusion {
 
 bool default_domain(const ir::Node& n) {
-  return n.domain.empty() || n.domain == "ai.onnx";
+  return passes::is_default_domain(n);
 }
 
 bool switch_on(const char* name) {

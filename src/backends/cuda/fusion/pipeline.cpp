@@ -104,13 +104,7 @@ size_t run_patterns(ir::Graph& g, int64_t opset, bool attention, bool attention_
           (*absorbed)[names[j]] = into;
     }
   }
-  if (fused) {
-    std::vector<ir::Node> kept;
-    kept.reserve(g.nodes.size());
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      if (!fg.removed[i]) kept.push_back(std::move(g.nodes[i]));
-    g.nodes = std::move(kept);
-  }
+  if (fused) fg.erase_removed();
   return fused;
 }
 
