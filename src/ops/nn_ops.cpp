@@ -104,13 +104,16 @@ void infer_pool(InferContext& ctx) {
   if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool Indices
 }
 
+// GlobalAveragePool / GlobalMaxPool. With "channels_last" = 1 (the CPU's conv_layout pass) X is
+// [N, spatial..., C] and Y stays [N, C, 1...]: the same bytes either way.
 void infer_global_pool(InferContext& ctx) {
   const SymShape* x = shape_of(ctx, 0, 3, "input X");
+  const bool last = ctx.node.attr_int("channels_last", 0) != 0;
   std::optional<SymShape> out;
   if (x) {
     out = SymShape(x->size(), Dim(1));
     (*out)[0] = (*x)[0];
-    (*out)[1] = (*x)[1];
+    (*out)[1] = last ? x->back() : (*x)[1];
   }
   ctx.set_output(0, ctx.input_dtype(0), out);
 }

@@ -72,6 +72,16 @@ bool squeeze_excite_candidate(const ir::Graph& g, const ir::Node& n) {
   return xs && ys && xs->size() == 4 && ys == xs && dtype_of(g, n.inputs[0]) == DataType::kFloat32;
 }
 
+// A float32 GlobalAveragePool / GlobalMaxPool: it reads the channels-last twin and writes the
+// NCHW-shaped [N, C, 1...] itself (the same bytes), so the chain's end needs no Transpose.
+bool global_pool_candidate(const ir::Graph& g, const ir::Node& n) {
+  if (!is_default_domain(n) || (n.op_type != "GlobalAveragePool" && n.op_type != "GlobalMaxPool") ||
+      n.outputs.size() != 1 || !n.has_input(0) || n.attr_int("channels_last", 0) != 0)
+    return false;
+  const auto xs = static_or_named(g, n.inputs[0]);
+  return xs && xs->size() >= 3 && xs->size() <= 5 && dtype_of(g, n.inputs[0]) == DataType::kFloat32;
+}
+
 }  // namespace
 
 size_t conv_channels_last(ir::Graph& g) {
@@ -152,6 +162,12 @@ size_t conv_channels_last(ir::Graph& g) {
       const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
       n.inputs[0] = last_of.at(n.inputs[0]);
       emit_channels_last(std::move(n), ys);
+      continue;
+    }
+    if (global_pool_candidate(g, n) && last_of.count(n.inputs[0])) {
+      n.inputs[0] = last_of.at(n.inputs[0]);
+      n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
+      nodes.push_back(std::move(n));
       continue;
     }
     if (!candidate(g, n)) {

@@ -32,7 +32,7 @@ std::string conv(ir::GraphBuilder& b, const std::string& x, int64_t c, int64_t m
 
 // stem conv (3 channels) -> MaxPool (channels-last too) -> bottleneck with a projection shortcut
 // (1x1 stride 2)
-// -> bottleneck with an identity shortcut -> GlobalAveragePool; channel counts off the 16-wide
+// -> bottleneck with an identity shortcut -> GlobalAveragePool and GlobalMaxPool; channel counts off the 16-wide
 // blocks (13, 24).
 TEST(ConvLayout, ResidualChainStaysChannelsLastAndMatches) {
   ir::GraphBuilder b("chain");
@@ -53,7 +53,9 @@ TEST(ConvLayout, ResidualChainStaysChannelsLastAndMatches) {
   t = conv(b, t, 24, 13, 1, 1, 8);
   v = b.node("Relu", {b.node("Add", {v, t})[0]})[0];
   const auto y = b.node("GlobalAveragePool", {v})[0];
+  const auto y_max = b.node("GlobalMaxPool", {v})[0];
   b.output(y, DataType::kFloat32);
+  b.output(y_max, DataType::kFloat32);
   const ir::Model model = b.build(kOpset);
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 3, 19, 21}, 99)}};
 
@@ -63,16 +65,19 @@ TEST(ConvLayout, ResidualChainStaysChannelsLastAndMatches) {
   passes::run_cpu_layout_pipeline(last);
   size_t converted = 0;
   for (const auto& n : last.nodes) converted += n.attr_int("channels_last", 0) == 1;
-  EXPECT_EQ(converted, 9u);  // 8 convolutions and the MaxPool
+  EXPECT_EQ(converted, 11u);  // 8 convolutions, the MaxPool and the two global pools
   EXPECT_EQ(count_op(last, "Conv"), 0u);
-  // Transposes: x in, the last block's output back for the GlobalAveragePool.
-  EXPECT_EQ(count_op(last, "Transpose"), 2u);
+  // One Transpose: x in (the global pools read the channels-last twin, write [N, C, 1, 1]).
+  EXPECT_EQ(count_op(last, "Transpose"), 1u);
 
   const auto want = execute(plain, feeds, /*reference=*/true);
   const auto fast = execute(last, feeds);
   const auto ref = execute(last, feeds, /*reference=*/true);  // the channels-last reference path
-  expect_close(fast.at(y), want.at(y));
-  expect_close(ref.at(y), want.at(y));
+  for (const std::string& out : {y, y_max}) {
+    SCOPED_TRACE(out);
+    expect_close(fast.at(out), want.at(out));
+    expect_close(ref.at(out), want.at(out));
+  }
 
   // Switched off by name: nothing converted.
   ir::Graph off = model.graph;

@@ -2,7 +2,7 @@
 // becomes one FusedMatMul that computes what the graph computed (oneDNN path and reference), the
 // bias in either operand order, the GELU written with Div or Mul; nothing fuses when a value
 // fused away has another reader or the weight is not a constant. Then a transformer block's MLP
-// as torch exports it.
+// as torch exports it, and Gemm with a constant weight (a classifier head).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,6 +141,45 @@ TEST(MatmulFusion, TransformerMlpIsTwoNodes) {
   net.b.output(y, DataType::kFloat32);
   const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, 2);
   EXPECT_EQ(g.nodes.size(), 2u);
+}
+
+// Gemm with a constant B (a classifier head): one FusedMatMul on alpha * op(B) and beta * C for
+// transB 0 / 1, C absent, one value, N values or [1, N]; a C of [M, N], transA or a B computed
+// at run time stay Gemm.
+TEST(MatmulFusion, GemmWithConstantWeightFuses) {
+  struct Case {
+    int64_t trans_b;
+    float alpha, beta;
+    std::vector<int64_t> c_shape;  // {-1}: no C
+    size_t fused;
+  };
+  const std::vector<Case> cases = {{1, 1.0f, 1.0f, {kN}, 1},    {0, 1.0f, 1.0f, {kN}, 1},
+                                   {1, 0.5f, 2.0f, {1, kN}, 1}, {0, 1.5f, 1.0f, {-1}, 1},
+                                   {1, 1.0f, 0.5f, {1}, 1},     {1, 1.0f, 1.0f, {kRows, kN}, 0}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "transB " << c.trans_b << " C rank " << c.c_shape.size());
+    Net net;
+    net.x = net.b.input("x", DataType::kFloat32, {kRows, kK});
+    net.feeds["x"] = random_tensor({kRows, kK}, 70);
+    const std::vector<int64_t> bs =
+        c.trans_b ? std::vector<int64_t>{kN, kK} : std::vector<int64_t>{kK, kN};
+    std::vector<std::string> in = {net.x, net.b.initializer("w", random_tensor(bs, 71, 0.3f))};
+    if (c.c_shape[0] != -1) in.push_back(net.b.initializer("c", random_tensor(c.c_shape, 72)));
+    const auto y = net.b.node("Gemm", in,
+                              {ir::attr_int("transB", c.trans_b), ir::attr_float("alpha", c.alpha),
+                               ir::attr_float("beta", c.beta)})[0];
+    net.b.output(net.b.node("Relu", {y})[0], DataType::kFloat32);
+    const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, c.fused);
+    if (c.fused) {
+      EXPECT_EQ(g.initializers.count("w"), 0u);  // the original weight is gone
+    }
+  }
+  Net net;  // transA: stays
+  net.x = net.b.input("x", DataType::kFloat32, {kK, kRows});
+  net.feeds["x"] = random_tensor({kK, kRows}, 73);
+  const auto w = net.b.initializer("w", random_tensor({kK, kN}, 74, 0.3f));
+  net.b.output(net.b.node("Gemm", {net.x, w}, {ir::attr_int("transA", 1)})[0], DataType::kFloat32);
+  check_fusion(net.b.build(kOpset), net.feeds, 0);
 }
 
 }  // namespace

@@ -222,11 +222,49 @@ void global_pool(const T* x, T* y, int64_t planes, int64_t size, bool is_max) {
   }
 }
 
+// Global pooling of [N, spatial..., C] float32 (channels_last = 1, from the conv_layout pass)
+// into [N, C, 1...]: per image the C-vectors of every pixel summed (or maxed) in order, in
+// double as the plain kernel does; threads split the channels.
+void global_pool_channels_last(const float* x, float* y, int64_t n, int64_t pixels, int64_t c,
+                               bool is_max) {
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (c + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (n * pixels * c > (1 << 15))
+  for (int64_t job = 0; job < n * blocks; ++job) {
+    const int64_t b = job / blocks, c0 = (job % blocks) * kBlock, cw = std::min(kBlock, c - c0);
+    double acc[kBlock];
+    for (int64_t k = 0; k < cw; ++k)
+      acc[k] = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (int64_t p = 0; p < pixels; ++p) {
+      const float* xp = x + (b * pixels + p) * c + c0;
+      if (is_max)
+        for (int64_t k = 0; k < cw; ++k) acc[k] = std::max(acc[k], static_cast<double>(xp[k]));
+      else
+        for (int64_t k = 0; k < cw; ++k) acc[k] += static_cast<double>(xp[k]);
+    }
+    for (int64_t k = 0; k < cw; ++k)
+      y[b * c + c0 + k] = static_cast<float>(
+          is_max ? acc[k] : (pixels > 0 ? acc[k] / static_cast<double>(pixels) : 0.0));
+  }
+}
+
 void run_global_pool(KernelContext& ctx, bool is_max) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
   TRT_CHECK_ARG(x_in.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
                 node.describe(), shape_str(x_in.shape()));
+  if (node.attr_int("channels_last", 0) != 0) {
+    TRT_CHECK_ARG(x_in.dtype() == DataType::kFloat32, "{}: channels-last X must be float32",
+                  node.describe());
+    const int64_t n = x_in.dim(0), c = x_in.shape().back();
+    Shape out_shape(x_in.rank(), 1);
+    out_shape[0] = n;
+    out_shape[1] = c;
+    Tensor& y = ctx.make_output(0, DataType::kFloat32, out_shape);
+    const int64_t pixels = n * c > 0 ? x_in.numel() / (n * c) : 0;
+    global_pool_channels_last(x_in.data<float>(), y.data<float>(), n, pixels, c, is_max);
+    return;
+  }
   const Tensor x = to_compute(x_in, node, "input X");
   Shape out_shape(x.rank(), 1);
   out_shape[0] = x.dim(0);

@@ -70,6 +70,15 @@ void channel_sums(const SeParams& p, const float* x, int t, int nt, double* sums
   }
 }
 
+// sum_k w[k] * v[k] in vector lanes (the order of a plain loop would keep it scalar: a float
+// reduction does not vectorize otherwise; EfficientNet's 1152 x 48 products took 0.1 ms).
+float dot(const float* w, const float* v, int64_t n) {
+  float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t k = 0; k < n; ++k) acc += w[k] * v[k];
+  return acc;
+}
+
 // The gate of image b's channels from the nt threads' partial sums.
 void image_scale(const SeParams& p, int64_t b, const double* partial, int nt, float* scale) {
   std::vector<float> mean(p.c), h(p.r);
@@ -79,15 +88,11 @@ void image_scale(const SeParams& p, int64_t b, const double* partial, int nt, fl
     mean[k] = static_cast<float>(acc / static_cast<double>(p.hw));
   }
   for (int64_t j = 0; j < p.r; ++j) {
-    const float* w = p.w1 + j * p.c;
-    float acc = p.b1 ? p.b1[j] : 0.0f;
-    for (int64_t k = 0; k < p.c; ++k) acc += w[k] * mean[k];
+    const float acc = (p.b1 ? p.b1[j] : 0.0f) + dot(p.w1 + j * p.c, mean.data(), p.c);
     h[j] = activate(p.act, acc);
   }
   for (int64_t k = 0; k < p.c; ++k) {
-    const float* w = p.w2 + k * p.r;
-    float acc = p.b2 ? p.b2[k] : 0.0f;
-    for (int64_t j = 0; j < p.r; ++j) acc += w[j] * h[j];
+    const float acc = (p.b2 ? p.b2[k] : 0.0f) + dot(p.w2 + k * p.r, h.data(), p.r);
     scale[b * p.c + k] = gate(p, acc);
   }
 }
