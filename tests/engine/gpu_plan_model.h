@@ -51,6 +51,29 @@ inline void save_mlp_model(const std::filesystem::path& path) {
   onnx_io::save_model(b.build(17), path);
 }
 
+// A strongly typed int8 model as `quantize` writes one (its first convolution stays float):
+// x -> Conv (float) -> Relu -> Q/DQ -> Conv (int8 weight through DequantizeLinear) -> Relu ->
+// Q/DQ -> y. The CUDA executor fuses the first into a ConvQuantize, the second into a QConv.
+inline void save_qdq_conv_model(const std::filesystem::path& path) {
+  ir::GraphBuilder b("qdq_conv");
+  const std::string x = b.input("x", DataType::kFloat32, {1, 3, 12, 12});
+  const std::string s = b.initializer("s", mlp_scalar(0.05f));
+  const std::string z = b.initializer("z", Tensor::from_vector<int8_t>(DataType::kInt8, {}, {0}));
+  const ir::Attribute pads = ir::attr_ints("pads", {1, 1, 1, 1});
+  const std::string c0 =
+      b.node("Conv", {x, b.initializer("w0", mlp_weight({16, 3, 3, 3}, 6))}, {pads})[0];
+  const std::string q0 = b.node("QuantizeLinear", {b.node("Relu", {c0})[0], s, z})[0];
+  const std::string d0 = b.node("DequantizeLinear", {q0, s, z})[0];
+  Tensor w(DataType::kInt8, {16, 16, 3, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(i % 15 - 7);
+  const std::string wd = b.node("DequantizeLinear", {b.initializer("w", w), s, z})[0];
+  const std::string c1 =
+      b.node("Conv", {d0, wd, b.initializer("bias", mlp_weight({16}, 5))}, {pads})[0];
+  const std::string q1 = b.node("QuantizeLinear", {b.node("Relu", {c1})[0], s, z})[0];
+  b.output(b.node("DequantizeLinear", {q1, s, z})[0]);
+  onnx_io::save_model(b.build(17), path);
+}
+
 // An engine file's header and metadata, to rewrite (tests of the reader and of old formats).
 struct EngineFileParts {
   std::string bytes;

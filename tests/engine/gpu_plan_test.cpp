@@ -104,6 +104,24 @@ TEST_F(GpuPlanTest, BuildStoresTheFusedGraphUntimed) {
       << t.dump();
 }
 
+// A strongly typed int8 convolution builds for another SM: the builder's coverage walk makes the
+// quantized ops without touching a GPU (ConvQuantize uploaded its scale in its factory, so
+// `build --strongly_typed --backend cuda --target_sm 90` of any `quantize` output failed on a
+// machine without one: "CUDA driver version is insufficient").
+TEST_F(GpuPlanTest, Int8BuildForAnotherSmMakesNoCudaCalls) {
+  testing_models::save_qdq_conv_model(dir_ / "qdq.onnx");
+  builder::BuildConfig c;
+  c.backend = "cuda";
+  c.target_sm = other_sm();
+  c.strongly_typed = true;
+  builder::build_engine(dir_ / "qdq.onnx", dir_ / "qdq.engine", c);
+  const engine::EngineData e = engine::read_engine_file(dir_ / "qdq.engine");
+  ASSERT_TRUE(e.gpu.has_value());
+  for (const engine::LayerRecord& l : e.gpu->layers) EXPECT_EQ(l.device, "gpu") << l.kernel;
+  EXPECT_EQ(count_op(e.gpu->graph, "ConvQuantize"), 1);
+  EXPECT_EQ(count_op(e.gpu->graph, "QConv"), 1);
+}
+
 TEST_F(GpuPlanTest, FusionSwitchOffStoresThePlainLayers) {
   const engine::EngineData e = engine::read_engine_file(build({{"FUSION", "0"}}));
   ASSERT_TRUE(e.gpu.has_value());

@@ -549,8 +549,6 @@ class ConvQuantizeOp : public GpuOp {
               b.node.describe());
     q_.scale = static_cast<float>(scale->at_double(0));
     q_.zero_point = zp ? static_cast<float>(zp->at_double(0)) : 0.0f;
-    const float host[2] = {q_.scale, q_.zero_point};
-    params_ = upload_bytes(host, sizeof(host));
   }
   std::string kernel() const override {
     return conv_.kernel() + (fused_ ? "" : " + QuantizeLinear kernel");
@@ -575,6 +573,10 @@ class ConvQuantizeOp : public GpuOp {
     if (fused_) return;
     Value tmp;
     conv_.run(ctx, cin, {&tmp});
+    if (!params_) {  // here, not in the factory: the builder makes ops on machines without a GPU
+      const float host[2] = {q_.scale, q_.zero_point};
+      params_ = upload_bytes(host, sizeof(host));
+    }
     k::QuantDesc d;
     d.n = tmp.numel();
     d.scale = static_cast<const float*>(params_.get());
