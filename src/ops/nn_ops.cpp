@@ -1,6 +1,7 @@
 // Shape/type inference for the nn op family: Conv, ConvTranspose, Gemm, MatMul, the pools and
 // the normalisations. Window geometry comes from ops/nn_geometry.h, shared with the kernels.
 #include "core/check.h"
+#include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
 
@@ -82,15 +83,17 @@ void infer_conv(InferContext& ctx, bool transpose) {
 }
 
 // MaxPool / AveragePool. A MaxPool with "channels_last" = 1 (the CPU's conv_layout pass) has X
-// and Y as [N, spatial..., C].
+// and Y as [N, spatial..., C]; with "blocked" = 1 (conv_blocked_layout) as [N, C / 16,
+// spatial..., 16].
 void infer_pool(InferContext& ctx) {
   const ir::Node& node = ctx.node;
   const DataType dt = ctx.input_dtype(0);
   const SymShape* x = shape_of(ctx, 0, 3, "input X");
   const bool last = node.attr_int("channels_last", 0) != 0;
+  const bool blocked = node.attr_int("blocked", 0) != 0;
   std::optional<SymShape> out;
   if (x) {
-    const size_t nsp = x->size() - 2;
+    const size_t nsp = x->size() - (blocked ? 3 : 2);
     const WindowSpec ws = read_window_spec(node, nsp, nullptr);
     const size_t sp0 = last ? 1 : 2;  // the first spatial axis
     out = last ? SymShape{(*x)[0]} : SymShape{(*x)[0], (*x)[1]};
@@ -98,22 +101,25 @@ void infer_pool(InferContext& ctx) {
       const Dim& in = (*x)[sp0 + i];
       out->push_back(in.is_static() ? Dim(conv_axis(ws, i, in.value, node).out) : Dim());
     }
-    if (last) out->push_back(x->back());
+    if (last || blocked) out->push_back(x->back());
   }
   ctx.set_output(0, dt, out);
   if (ctx.outputs.size() > 1) ctx.set_output(1, DataType::kInt64, out);  // MaxPool Indices
 }
 
 // GlobalAveragePool / GlobalMaxPool. With "channels_last" = 1 (the CPU's conv_layout pass) X is
-// [N, spatial..., C] and Y stays [N, C, 1...]: the same bytes either way.
+// [N, spatial..., C] and Y stays [N, C, 1...]: the same bytes either way. With "blocked" = 1
+// (conv_blocked_layout) X is [N, C / 16, spatial..., 16] and Y [N, C, 1...], C the attribute
+// "channels".
 void infer_global_pool(InferContext& ctx) {
   const SymShape* x = shape_of(ctx, 0, 3, "input X");
   const bool last = ctx.node.attr_int("channels_last", 0) != 0;
+  const bool blocked = ctx.node.attr_int("blocked", 0) != 0;
   std::optional<SymShape> out;
   if (x) {
-    out = SymShape(x->size(), Dim(1));
+    out = SymShape(x->size() - (blocked ? 1 : 0), Dim(1));
     (*out)[0] = (*x)[0];
-    (*out)[1] = last ? x->back() : (*x)[1];
+    (*out)[1] = blocked ? Dim(ctx.node.attr_int("channels", -1)) : last ? x->back() : (*x)[1];
   }
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
@@ -210,11 +216,54 @@ void infer_matmul(InferContext& ctx) {
   ctx.set_output(0, ctx.input_dtype(0), out);
 }
 
+// A FusedConv with "blocked" = 1 (conv_blocked_layout): X (unless "plain_input" = 1), the residual
+// and Y in the blocked layout (ops/blocked_layout.h); X's channel count from W's shape.
+void infer_blocked_conv(InferContext& ctx) {
+  ir::ValueInfo x = ctx.input(0);
+  const SymShape* w = ctx.input_shape(1) ? &*ctx.input_shape(1) : nullptr;
+  if (x.shape && ctx.node.attr_int("plain_input", 0) == 0) {
+    TRT_CHECK_ARG(x.shape->size() >= 4 && w && w->size() >= 2 && (*w)[1].is_static(),
+                  "{}: a blocked X needs rank >= 4 and W's channels, got {}", ctx.node.describe(),
+                  ir::sym_shape_str(*x.shape));
+    x.shape = unblocked_shape(*x.shape, (*w)[1].value * ctx.node.attr_int("group", 1));
+  }
+  InferContext sub = ctx;
+  sub.inputs[0] = &x;
+  infer_conv(sub, false);
+  ctx.outputs[0] = sub.outputs[0];
+  if (auto& y = ctx.outputs[0].shape; y && y->size() >= 3 && (*y)[1].is_static())
+    y = blocked_shape(*y);
+}
+
+// com.trtutils::ToBlocked / FromBlocked (conv_blocked_layout's boundaries): [N, C, spatial...]
+// float32 <-> [N, C / 16, spatial..., 16]; FromBlocked's C is its attribute "channels".
+void infer_to_blocked(InferContext& ctx) {
+  const SymShape* x = shape_of(ctx, 0, 3, "input X");
+  std::optional<SymShape> out;
+  if (x) {
+    TRT_CHECK_ARG((*x)[1].is_static(), "{}: X's channels must be static, got {}",
+                  ctx.node.describe(), ir::sym_shape_str(*x));
+    out = blocked_shape(*x);
+  }
+  ctx.set_output(0, ctx.input_dtype(0), out);
+}
+
+void infer_from_blocked(InferContext& ctx) {
+  const SymShape* x = shape_of(ctx, 0, 4, "input X");
+  const int64_t c = ctx.node.attr_int("channels", -1);
+  TRT_CHECK_ARG(c > 0, "{}: attribute 'channels' must be positive", ctx.node.describe());
+  std::optional<SymShape> out;
+  if (x) out = unblocked_shape(*x, c);
+  ctx.set_output(0, ctx.input_dtype(0), out);
+}
+
 // com.trtutils::FusedConv (made by the conv_fusion pass): a Conv whose optional input 3, the
 // residual, has the output's shape. With "channels_last" = 1 (the conv_layout pass) X, the
 // residual and Y are [N, spatial..., C]: the Conv geometry on [N, C, spatial...], moved back.
 void infer_fused_conv(InferContext& ctx) {
-  if (ctx.node.attr_int("channels_last", 0) != 0) {
+  if (ctx.node.attr_int("blocked", 0) != 0) {
+    infer_blocked_conv(ctx);
+  } else if (ctx.node.attr_int("channels_last", 0) != 0) {
     ir::ValueInfo x = ctx.input(0);
     if (x.shape) {
       TRT_CHECK_ARG(x.shape->size() >= 3, "{}: X must have rank >= 3, got {}", ctx.node.describe(),
@@ -277,6 +326,8 @@ void register_nn_ops(OpRegistry& r) {
   r.add({"FusedConv", "com.trtutils", infer_fused_conv});
   // com.trtutils::SqueezeExcite (se_fusion, passes.h): Y has X's dtype and shape (either layout).
   r.add({"SqueezeExcite", "com.trtutils", infer_same_as_input});
+  r.add({"ToBlocked", "com.trtutils", infer_to_blocked});
+  r.add({"FromBlocked", "com.trtutils", infer_from_blocked});
   r.add({"Conv", "", [](InferContext& c) { infer_conv(c, false); }});
   r.add({"ConvTranspose", "", [](InferContext& c) { infer_conv(c, true); }});
   r.add({"MaxPool", "", infer_pool});

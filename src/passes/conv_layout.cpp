@@ -7,6 +7,7 @@
 
 #include "ir/graph_builder.h"
 #include "passes/layout_perms.h"
+#include "passes/layout_rewrite.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
 
@@ -15,14 +16,6 @@ namespace trtutils::passes {
 namespace {
 
 constexpr const char* kDomain = "com.trtutils";
-
-std::optional<ir::SymShape> static_or_named(const ir::Graph& g, const std::string& v) {
-  const auto info = g.find_value_info(v);
-  if (!info || !info->shape) return std::nullopt;
-  for (const auto& d : *info->shape)
-    if (!d.is_static() && d.param.empty()) return std::nullopt;
-  return info->shape;
-}
 
 DataType dtype_of(const ir::Graph& g, const std::string& v) {
   const auto info = g.find_value_info(v);
@@ -34,7 +27,7 @@ bool candidate(const ir::Graph& g, const ir::Node& n) {
   const bool conv = is_default_domain(n) && n.op_type == "Conv";
   const bool fused = n.domain == kDomain && n.op_type == "FusedConv";
   if (!(conv || fused) || n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0) ||
-      !n.has_input(1) || n.attr_int("channels_last", 0) != 0)
+      !n.has_input(1) || n.attr_int("channels_last", 0) != 0 || n.attr_int("blocked", 0) != 0)
     return false;
   if (!g.is_initializer(n.inputs[1])) return false;
   const auto xs = static_or_named(g, n.inputs[0]);
@@ -53,7 +46,8 @@ bool candidate(const ir::Graph& g, const ir::Node& n) {
 // A float32 MaxPool without Indices (the channels-last CPU kernel's case).
 bool max_pool_candidate(const ir::Graph& g, const ir::Node& n) {
   if (!is_default_domain(n) || n.op_type != "MaxPool" || n.outputs.empty() ||
-      n.outputs[0].empty() || !n.has_input(0) || n.attr_int("channels_last", 0) != 0)
+      n.outputs[0].empty() || !n.has_input(0) || n.attr_int("channels_last", 0) != 0 ||
+      n.attr_int("blocked", 0) != 0)
     return false;
   if (n.outputs.size() > 1 && !n.outputs[1].empty()) return false;
   const auto xs = static_or_named(g, n.inputs[0]);
@@ -90,20 +84,7 @@ size_t conv_channels_last(ir::Graph& g) {
   std::vector<ir::Node> nodes;
   nodes.reserve(g.nodes.size());
   size_t converted = 0;
-  // Fresh names, unique against every name of the graph before the pass and each one made here
-  // (g.unique_name cannot see the nodes already moved into `nodes`).
-  std::unordered_set<std::string> used;
-  for (const auto& n : g.nodes) {
-    used.insert(n.name);
-    used.insert(n.outputs.begin(), n.outputs.end());
-  }
-  for (const auto& v : g.inputs) used.insert(v.name);
-  for (const auto& [name, t] : g.initializers) used.insert(name);
-  auto fresh = [&](const std::string& prefix) {
-    std::string c = prefix;
-    for (int i = 1; !used.insert(c).second; ++i) c = prefix + "_" + std::to_string(i);
-    return c;
-  };
+  FreshNames fresh(g);
   auto transpose = [&](const std::string& in, const std::string& out,
                        const std::vector<int64_t>& perm) {
     ir::Node t;

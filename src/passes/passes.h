@@ -102,6 +102,17 @@ size_t qdq_channels_last(ir::Graph& graph);
 // channels-last too. Returns the number of convolutions converted.
 size_t conv_channels_last(ir::Graph& graph);
 
+// Runs float32 2-D Conv and FusedConv nodes (constant weights, static channels) in the blocked
+// layout [N, C / 16, H, W, 16] (ops/blocked_layout.h) as FusedConv with "blocked" = 1, with
+// MaxPool, SqueezeExcite and the global pools between them ("blocked" = 1; the global pools write
+// their plain [N, C, 1, 1] themselves, C their attribute "channels"). X enters through
+// com.trtutils::ToBlocked unless it already has a blocked twin, or a first convolution of at most
+// 4 channels reads it plain ("plain_input" = 1); Y is written blocked, with
+// com.trtutils::FromBlocked (attribute "channels") for plain readers. Not on graphs that already
+// hold channels-last nodes (int8 QConv chains): conv_channels_last serves those. CPU backend only.
+// Run dead-code elimination afterwards. Returns the number of convolutions converted.
+size_t conv_blocked_layout(ir::Graph& graph);
+
 // Rewrites float32 squeeze-excitation blocks, GlobalAveragePool(X) -> 1x1 Conv / FusedConv
 // (W1 [R, C, 1, 1], B1, activation A) -> 1x1 Conv (W2 [C, R, 1, 1], B2) -> gate -> Mul(X, gate)
 // with the gate a Sigmoid (node, or conv2's fused activation) or a HardSigmoid node, into one
@@ -127,8 +138,9 @@ size_t fuse_squeeze_excite(ir::Graph& graph);
 size_t fuse_matmuls(ir::Graph& graph);
 
 // The CPU plan's layout step, after run_pipeline on a graph that the CPU backend runs:
-// fuse_squeeze_excite ("se_fusion"), fuse_matmuls ("matmul_fusion"), conv_channels_last
-// ("conv_layout"), then dead-code elimination. `disabled` and TRTUTILS_DISABLE_PASSES as for
+// fuse_squeeze_excite ("se_fusion"), fuse_matmuls ("matmul_fusion"), conv_blocked_layout
+// ("blocked_layout") then conv_channels_last for what is left (both off with "conv_layout"),
+// then dead-code elimination. `disabled` and TRTUTILS_DISABLE_PASSES as for
 // run_pipeline.
 void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {});
 

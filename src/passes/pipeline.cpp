@@ -77,8 +77,9 @@ void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disa
   if (disabled.count("conv_layout")) return;
   // After conv fusion (a FusedConv's residual and activation travel with it) and after the
   // Q/DQ layout (QConv chains are channels-last already; float convs between them join in).
-  if (conv_channels_last(graph) && !disabled.count("dead_code_elimination"))
-    graph.remove_dead_nodes();
+  size_t converted = disabled.count("blocked_layout") ? 0 : conv_blocked_layout(graph);
+  converted += conv_channels_last(graph);
+  if (converted && !disabled.count("dead_code_elimination")) graph.remove_dead_nodes();
 }
 
 void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {

@@ -1,13 +1,17 @@
-// conv_layout pass (conv_channels_last) and the channels-last FusedConv kernel: a ResNet-like
-// graph computes what the plain graph computes with only the chain's boundaries transposed, and
-// the kernel's oneDNN channels-last path matches the reference at awkward channel counts.
+// The CPU plan's layout passes (conv_blocked_layout, conv_channels_last) and the channels-last
+// FusedConv kernel: a ResNet-like graph computes what the plain graph computes in either layout
+// with only the chain's boundaries converted, and the kernel's oneDNN channels-last path matches
+// the reference at awkward channel counts.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
+#include <string>
 
+#include "backends/cpu/blocked_layout.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/nn_kernels.h"
 #include "engine/session.h"
@@ -32,9 +36,9 @@ std::string conv(ir::GraphBuilder& b, const std::string& x, int64_t c, int64_t m
 
 // stem conv (3 channels) -> MaxPool (channels-last too) -> bottleneck with a projection shortcut
 // (1x1 stride 2)
-// -> bottleneck with an identity shortcut -> GlobalAveragePool and GlobalMaxPool; channel counts off the 16-wide
-// blocks (13, 24).
-TEST(ConvLayout, ResidualChainStaysChannelsLastAndMatches) {
+// -> bottleneck with an identity shortcut -> GlobalAveragePool and GlobalMaxPool; channel counts
+// off the 16-wide blocks (13, 24).
+TEST(ConvLayout, ResidualChainStaysInOneLayoutAndMatches) {
   ir::GraphBuilder b("chain");
   const auto x = b.input("x", DataType::kFloat32, ir::sym_shape_from_static({2, 3, 19, 21}));
   std::string v = b.node("Relu", {conv(b, x, 3, 13, 3, 1, 1)})[0];
@@ -59,24 +63,33 @@ TEST(ConvLayout, ResidualChainStaysChannelsLastAndMatches) {
   const ir::Model model = b.build(kOpset);
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 3, 19, 21}, 99)}};
 
-  ir::Graph plain = model.graph, last = model.graph;
+  ir::Graph plain = model.graph;
   passes::run_pipeline(plain, kOpset);
-  passes::run_pipeline(last, kOpset);
-  passes::run_cpu_layout_pipeline(last);
-  size_t converted = 0;
-  for (const auto& n : last.nodes) converted += n.attr_int("channels_last", 0) == 1;
-  EXPECT_EQ(converted, 11u);  // 8 convolutions, the MaxPool and the two global pools
-  EXPECT_EQ(count_op(last, "Conv"), 0u);
-  // One Transpose: x in (the global pools read the channels-last twin, write [N, C, 1, 1]).
-  EXPECT_EQ(count_op(last, "Transpose"), 1u);
-
   const auto want = execute(plain, feeds, /*reference=*/true);
-  const auto fast = execute(last, feeds);
-  const auto ref = execute(last, feeds, /*reference=*/true);  // the channels-last reference path
-  for (const std::string& out : {y, y_max}) {
-    SCOPED_TRACE(out);
-    expect_close(fast.at(out), want.at(out));
-    expect_close(ref.at(out), want.at(out));
+  // The blocked layout (the default), then channels-last (blocked_layout off).
+  for (const char* layout : {"blocked", "channels_last"}) {
+    SCOPED_TRACE(layout);
+    const bool blocked = std::string(layout) == "blocked";
+    ir::Graph last = model.graph;
+    passes::run_pipeline(last, kOpset);
+    passes::run_cpu_layout_pipeline(
+        last, blocked ? std::set<std::string>{} : std::set<std::string>{"blocked_layout"});
+    size_t converted = 0;
+    for (const auto& n : last.nodes) converted += n.attr_int(layout, 0) == 1;
+    EXPECT_EQ(converted, 11u);  // 8 convolutions, the MaxPool and the two global pools
+    EXPECT_EQ(count_op(last, "Conv"), 0u);
+    // Channels-last: one Transpose, x in (the global pools read the channels-last twin and
+    // write [N, C, 1, 1]). Blocked: none (the 3-channel stem reads x plain).
+    EXPECT_EQ(count_op(last, "Transpose"), blocked ? 0u : 1u);
+    EXPECT_EQ(count_op(last, "ToBlocked") + count_op(last, "FromBlocked"), 0u);
+
+    const auto fast = execute(last, feeds);
+    const auto ref = execute(last, feeds, /*reference=*/true);  // the converted reference path
+    for (const std::string& out : {y, y_max}) {
+      SCOPED_TRACE(out);
+      expect_close(fast.at(out), want.at(out));
+      expect_close(ref.at(out), want.at(out));
+    }
   }
 
   // Switched off by name: nothing converted.
@@ -173,6 +186,69 @@ TEST(ConvLayout, ChannelsLastKernelMatchesReference) {
         const auto ref = cpu::run_node(node, kOpset, in, true);
         EXPECT_EQ(fast[0].shape(), yl);
         expect_close(fast[0], ref[0]);
+        ASSERT_EQ(std::memcmp(r.raw(), r_copy.raw(), r.nbytes()), 0) << "residual was written";
+      }
+    }
+  }
+}
+
+// The blocked FusedConv kernel (conv_blocked_layout) against the reference: channel counts off
+// the 16 lanes (padded blocks), a plain 3-channel input, pointwise / strided / 3x3 / depthwise /
+// grouped, with a residual and Relu or SiLU (the separate SiLU pass after oneDNN).
+TEST(ConvLayout, BlockedKernelMatchesReference) {
+  struct Geo {
+    Shape x;  // channels-first
+    int64_t m, k, stride, group;
+  };
+  const std::vector<Geo> geos = {{{2, 13, 7, 9}, 24, 1, 1, 1},  {{3, 17, 9, 9}, 31, 1, 2, 1},
+                                 {{1, 3, 11, 13}, 16, 3, 2, 1}, {{2, 32, 6, 6}, 32, 3, 2, 1},
+                                 {{1, 24, 7, 7}, 24, 3, 1, 24}, {{1, 16, 5, 6}, 32, 3, 1, 4}};
+  uint32_t seed = 60;
+  for (const Geo& g : geos) {
+    const bool plain_input = g.x[1] <= 4;
+    for (bool residual : {false, true}) {
+      for (const std::string act : {"", "Relu", "Silu"}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "x " << shape_str(g.x) << " m" << g.m << " k" << g.k << " s" << g.stride
+                     << " g" << g.group << " residual " << residual << " act " << act);
+        const int64_t p = g.k / 2, oh = (g.x[2] + 2 * p - g.k) / g.stride + 1,
+                      ow = (g.x[3] + 2 * p - g.k) / g.stride + 1;
+        const Tensor x_plain = random_tensor(g.x, seed++);
+        const Tensor x = plain_input ? x_plain : cpu::to_blocked(x_plain);
+        const Tensor w = random_tensor({g.m, g.x[1] / g.group, g.k, g.k}, seed++, 0.3f);
+        const Tensor bias = random_tensor({g.m}, seed++);
+        const Tensor r = cpu::to_blocked(random_tensor({g.x[0], g.m, oh, ow}, seed++));
+        const Tensor r_copy = r.clone();
+        ir::Node node;
+        node.name = "fused";
+        node.op_type = "FusedConv";
+        node.domain = "com.trtutils";
+        node.inputs = {"x", "w", "b"};
+        if (residual) node.inputs.push_back("r");
+        node.outputs = {"y"};
+        for (auto a :
+             {ir::attr_ints("pads", {p, p, p, p}), ir::attr_ints("strides", {g.stride, g.stride}),
+              ir::attr_int("group", g.group), ir::attr_int("blocked", 1),
+              ir::attr_int("plain_input", plain_input ? 1 : 0)})
+          node.attributes[a.name] = a;
+        if (!act.empty()) node.attributes["activation"] = ir::attr_string("activation", act);
+        std::vector<const Tensor*> in{&x, &w, &bias};
+        if (residual) in.push_back(&r);
+        const auto before = cpu::nn::onednn_stats();
+        const auto fast = cpu::run_node(node, kOpset, in, false);
+        const auto after = cpu::nn::onednn_stats();
+        EXPECT_EQ(after.conv_runs, before.conv_runs + 1) << "the oneDNN path did not run";
+        const auto ref = cpu::run_node(node, kOpset, in, true);
+        EXPECT_EQ(fast[0].shape(), (Shape{g.x[0], (g.m + 15) / 16, oh, ow, 16}));
+        expect_close(cpu::from_blocked(fast[0], g.m), cpu::from_blocked(ref[0], g.m));
+        // The lanes past M hold zeros (the next blocked layer reads them).
+        const float* yp = fast[0].data<float>();
+        for (int64_t i = 0; i < fast[0].numel(); ++i) {
+          const int64_t channel = (i % 16) + 16 * ((i / (16 * oh * ow)) % ((g.m + 15) / 16));
+          if (channel >= g.m) {
+            ASSERT_EQ(yp[i], 0.0f) << "padding lane " << i;
+          }
+        }
         ASSERT_EQ(std::memcmp(r.raw(), r_copy.raw(), r.nbytes()), 0) << "residual was written";
       }
     }

@@ -53,7 +53,7 @@ ir::Model se_model(const SeCase& c, int64_t batch) {
   return b.build(kOpset);
 }
 
-TEST(SeFusion, FusedBlockStaysChannelsLastAndMatches) {
+TEST(SeFusion, FusedBlockStaysBlockedAndMatches) {
   for (const SeCase c : {SeCase{}, SeCase{.hard_gate = true, .silu = false},
                          SeCase{.gate_first = true}, SeCase{.pooled_output = true}}) {
     SCOPED_TRACE(::testing::Message() << "hard " << c.hard_gate << " first " << c.gate_first
@@ -68,8 +68,12 @@ TEST(SeFusion, FusedBlockStaysChannelsLastAndMatches) {
     EXPECT_EQ(count_op(fused, "SqueezeExcite"), want_se);
     EXPECT_EQ(count_op(fused, "GlobalAveragePool"), 1 - want_se);
     if (want_se) {
-      EXPECT_EQ(count_op(fused, "Transpose"), 2u);  // x in, y out
+      EXPECT_EQ(count_op(fused, "ToBlocked"), 1u);    // x in (5 channels: not read plain)
+      EXPECT_EQ(count_op(fused, "FromBlocked"), 1u);  // y out
       EXPECT_EQ(count_op(fused, "Mul"), 0u);
+      size_t blocked = 0;
+      for (const auto& n : fused.nodes) blocked += n.attr_int("blocked", 0) == 1;
+      EXPECT_EQ(blocked, 3u) << "both convolutions and the block";
     }
     const auto want = execute(plain, feeds, /*reference=*/true);
     const auto fast = execute(fused, feeds);

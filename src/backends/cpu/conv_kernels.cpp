@@ -4,9 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/blocked_layout.h"
 #include "backends/cpu/copy_util.h"
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
 
 namespace trtutils::cpu::nn {
@@ -255,7 +257,7 @@ void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
   if (dt == DataType::kFloat32 && !ctx.use_reference && shape_numel(out_shape) > 0) {
     ctx.outputs.at(0) = residual_output_buffer(ctx, post.residual, dt, y_shape);
     if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1),
-                    /*channels_last=*/true))
+                    {ActLayout::kChannelsLast, ActLayout::kChannelsLast}))
       return;
   }
   const Tensor xf = permute_channels(x_in, false);
@@ -268,7 +270,52 @@ void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
   ctx.outputs.at(0) = permute_channels(sub.outputs.at(0), true);
 }
 
+// A FusedConv with blocked = 1: X (unless plain_input = 1), R and Y in the blocked layout
+// (ops/blocked_layout.h), X's channels from W. The oneDNN fast path reads and writes them
+// directly; everything else runs channels-first on converted copies.
+void run_conv_blocked(KernelContext& ctx, const ConvPostOps& post) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x_in = ctx.input(0);
+  const Tensor& w_in = ctx.input(1);
+  const Tensor* b_in = ctx.has_input(2) ? ctx.inputs[2] : nullptr;
+  const bool plain_input = node.attr_int("plain_input", 0) != 0;
+  const int64_t channels = w_in.rank() >= 2 ? w_in.dim(1) * node.attr_int("group", 1) : 0;
+  TRT_CHECK_ARG(x_in.dtype() == DataType::kFloat32 && x_in.rank() >= (plain_input ? 3 : 4) &&
+                    (plain_input || (x_in.shape().back() == ops::kChannelBlock &&
+                                     x_in.dim(1) == ops::channel_blocks(channels))),
+                "{}: X {} {} is not a float32 {} tensor of {} channels", node.describe(),
+                dtype_name(x_in.dtype()), shape_str(x_in.shape()),
+                plain_input ? "plain" : "blocked", channels);
+  const Shape x_shape = plain_input ? x_in.shape() : ops::unblocked_shape(x_in.shape(), channels);
+  Shape out_shape;
+  ConvProblem p = make_problem(ctx, false, x_shape, out_shape);
+  const Shape y_shape = ops::blocked_shape(out_shape);
+  if (post.residual)
+    TRT_CHECK_ARG(post.residual->dtype() == DataType::kFloat32 && post.residual->shape() == y_shape,
+                  "{}: residual {} {} must be float32 {}", node.describe(),
+                  dtype_name(post.residual->dtype()), shape_str(post.residual->shape()),
+                  shape_str(y_shape));
+  if (!ctx.use_reference && shape_numel(out_shape) > 0) {
+    ctx.outputs.at(0) = residual_output_buffer(ctx, post.residual, DataType::kFloat32, y_shape);
+    const ConvLayouts l{plain_input ? ActLayout::kPlain : ActLayout::kBlocked16,
+                        ActLayout::kBlocked16};
+    if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1), l)) return;
+  }
+  const Tensor xf = plain_input ? x_in : from_blocked(x_in, channels);
+  const Tensor rf = post.residual ? from_blocked(*post.residual, out_shape[1]) : Tensor();
+  KernelContext sub{
+      node, ctx.opset, {&xf, &w_in, b_in}, {Tensor()}, ctx.use_reference, ctx.constant_inputs, {}};
+  ConvPostOps first = post;
+  first.residual = post.residual ? &rf : nullptr;
+  run_conv_channels_first(sub, false, first);
+  ctx.outputs.at(0) = to_blocked(sub.outputs.at(0));
+}
+
 void run_conv(KernelContext& ctx, bool transpose, const ConvPostOps& post = {}) {
+  if (!transpose && ctx.node.attr_int("blocked", 0) != 0) {
+    run_conv_blocked(ctx, post);
+    return;
+  }
   if (!transpose && ctx.node.attr_int("channels_last", 0) != 0) {
     run_conv_channels_last(ctx, post);
     return;

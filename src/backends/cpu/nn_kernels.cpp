@@ -1,8 +1,9 @@
 // CPU kernels for the nn op family: registration and the shared dtype helpers. The kernels
 // live in conv_kernels.cpp, gemm_kernels.cpp, pool_kernels.cpp, norm_kernels.cpp,
-// squeeze_excite_kernel.cpp and the oneDNN fast paths in onednn_nn.cpp.
+// squeeze_excite_kernel.cpp, blocked_layout.cpp and the oneDNN fast paths in onednn_nn.cpp.
 #include "backends/cpu/nn_kernels.h"
 
+#include "backends/cpu/blocked_layout.h"
 #include "core/check.h"
 
 namespace trtutils::cpu {
@@ -74,6 +75,8 @@ void register_nn_kernels(KernelRegistry& r) {
   r.add({"ConvTranspose", "", nn::conv_transpose_kernel});
   r.add({"FusedConv", "com.trtutils", nn::fused_conv_kernel});
   r.add({"SqueezeExcite", "com.trtutils", nn::squeeze_excite_kernel});
+  r.add({"ToBlocked", "com.trtutils", to_blocked_kernel});
+  r.add({"FromBlocked", "com.trtutils", from_blocked_kernel});
   r.add({"Gemm", "", nn::gemm_kernel});
   r.add({"MatMul", "", nn::matmul_kernel});
   r.add({"FusedMatMul", "com.trtutils", nn::fused_matmul_kernel});

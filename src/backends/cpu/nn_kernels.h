@@ -89,13 +89,21 @@ void layer_norm_kernel(KernelContext& ctx);
 // buffer alive and re-checks a sample of its values on every hit.
 // cache_weights: w is a constant whose buffer outlives the call, so its packed form is cached
 // (keyed by the buffer); otherwise it is packed for this call only.
-// channels_last: X, Y (and the residual) are [N, spatial..., C] (FusedConv's "channels_last",
-// made by the conv_layout pass): the primitive reads and writes them in place, with no reorder;
-// pointwise convolutions then run as oneDNN 1x1 convolutions (as one matmul over all pixels only
-// with the "matmul" tactic). Not for ConvTranspose.
+// layouts: how X and Y (with the residual) lie in memory. kChannelsLast: [N, spatial..., C]
+// (FusedConv's "channels_last", made by the conv_layout pass); kBlocked16: [N, C / 16,
+// spatial..., 16] (FusedConv's "blocked", conv_blocked_layout; X may stay plain for a first
+// convolution). The primitive reads and writes such tensors in place, with no reorder;
+// channels-last pointwise convolutions run as oneDNN 1x1 convolutions (as one matmul over all
+// pixels only with the "matmul" tactic). Not for ConvTranspose.
+enum class ActLayout : uint8_t { kPlain, kChannelsLast, kBlocked16 };
+struct ConvLayouts {
+  ActLayout src = ActLayout::kPlain, dst = ActLayout::kPlain;
+  bool plain() const { return src == ActLayout::kPlain && dst == ActLayout::kPlain; }
+  bool channels_last() const { return dst == ActLayout::kChannelsLast; }
+  bool blocked() const { return dst == ActLayout::kBlocked16; }
+};
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-                 const ConvPostOps& post = {}, bool cache_weights = true,
-                 bool channels_last = false);
+                 const ConvPostOps& post = {}, bool cache_weights = true, ConvLayouts layouts = {});
 // Y[M,N] = alpha * op(A) * op(B) + beta * C (C broadcast to [M,N], or absent).
 bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
                  float alpha, float beta, Tensor& y);

@@ -23,6 +23,7 @@
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
 #include "backends/cpu/qlinear_kernels.h"
+#include "backends/cpu/silu.h"
 #include "core/check.h"
 #include "trtutils/logging.h"
 
@@ -195,6 +196,20 @@ memory::desc channels_last_md(const memory::dims& dims) {
   return memory::desc(dims, kF32, r == 3 ? Tag::acb : r == 4 ? Tag::acdb : Tag::acdeb);
 }
 
+// [N, C, spatial...] dims in the given layout (nn_kernels.h ActLayout).
+memory::desc layout_md(const memory::dims& dims, ActLayout l) {
+  const size_t r = dims.size();
+  switch (l) {
+    case ActLayout::kChannelsLast:
+      return channels_last_md(dims);
+    case ActLayout::kBlocked16:
+      return memory::desc(dims, kF32, r == 3 ? Tag::aBc16b : r == 4 ? Tag::aBcd16b : Tag::aBcde16b);
+    case ActLayout::kPlain:
+      break;
+  }
+  return plain_md(dims);
+}
+
 // 1x1, unpadded, ungrouped convolution on nchw = per image Y (M x S) = W (M x C) X (C x S): a
 // batched matmul with W broadcast, without any reorder. With strides, X is first subsampled
 // into a per-thread buffer (a quarter of the reorder traffic at stride 2).
@@ -303,7 +318,7 @@ bool pointwise_wanted(const ConvProblem& p, bool channels_last) {
 }
 
 void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bias,
-                const ConvPostOps& post, bool channels_last) {
+                const ConvPostOps& post, ConvLayouts layouts) {
   const size_t nsp = p.nspatial, o = 3 - nsp;
   memory::dims src_dims{p.batch, p.in_channels}, dst_dims{p.batch, p.out_channels};
   memory::dims strides, dilates, pad_l, pad_r, kdims;
@@ -347,11 +362,11 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
   }
   const memory::desc user_w_md(wdims, kF32, wstrides);
   e.bias_md = has_bias ? plain_md({p.out_channels}) : memory::desc();
-  e.user_src_md = channels_last ? channels_last_md(src_dims) : plain_md(src_dims);
-  e.user_dst_md = channels_last ? channels_last_md(dst_dims) : plain_md(dst_dims);
-  // Channels-last tensors are the layout oneDNN's brgconv kernels read and write: asking for it
-  // leaves nothing to reorder (the "any" choice may be a blocked layout, reordered per call).
-  const bool want_user = channels_last && conv_policy().layout == "any";
+  e.user_src_md = layout_md(src_dims, layouts.src);
+  e.user_dst_md = layout_md(dst_dims, layouts.dst);
+  // Channels-last and blocked tensors are layouts oneDNN's kernels read and write: asking for
+  // them leaves nothing to reorder (the "any" choice may be another layout, reordered per call).
+  const bool want_user = !layouts.plain() && conv_policy().layout == "any";
   memory::desc src_any = want_user ? e.user_src_md : activation_md(src_dims);
   memory::desc dst_any = want_user ? e.user_dst_md : activation_md(dst_dims);
   const memory::desc w_any(wdims, kF32, Tag::any);
@@ -427,8 +442,9 @@ void build_conv(ConvEntry& e, const ConvProblem& p, const Tensor& w, bool has_bi
 }
 
 std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias, const ConvPostOps& post,
-                     bool channels_last) {
-  std::string key = p.transpose ? "deconv|" : channels_last ? "conv_last|" : "conv|";
+                     ConvLayouts layouts) {
+  std::string key = p.transpose ? "deconv|" : "conv|";
+  key += fmt::format("{}{}|", static_cast<int>(layouts.src), static_cast<int>(layouts.dst));
   key += fmt::format("{}|", w.raw());
   append_dims(key, "x", {p.batch, p.in_channels, p.in[0], p.in[1], p.in[2]});
   append_dims(key, "y", {p.out_channels, p.out[0], p.out[1], p.out[2]});
@@ -454,13 +470,14 @@ std::vector<std::string> conv_tactics(const ConvProblem& p) {
 }
 
 static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                      Tensor& y, const ConvPostOps& post, bool cache_weights, bool channels_last) {
+                      Tensor& y, const ConvPostOps& post, bool cache_weights, ConvLayouts layouts) {
   if (x.dtype() != DataType::kFloat32 || p.nspatial < 1 || p.nspatial > 3) return false;
-  if (channels_last && p.transpose) return false;
+  if (!layouts.plain() && p.transpose) return false;
+  const bool channels_last = layouts.channels_last();
   if (post.residual && (post.residual->dtype() != DataType::kFloat32 ||
                         post.residual->shape() != y.shape() || p.transpose))
     return false;
-  const std::string key = conv_key(p, w, b != nullptr, post, channels_last);
+  const std::string key = conv_key(p, w, b != nullptr, post, layouts);
   std::shared_ptr<ConvEntry> e;
   {
     auto& cache = conv_cache();
@@ -472,7 +489,7 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
       e = std::make_shared<ConvEntry>();
       try {
         bool built = false;
-        if (pointwise_wanted(p, channels_last) && conv_is_pointwise(p) &&
+        if (!layouts.blocked() && pointwise_wanted(p, channels_last) && conv_is_pointwise(p) &&
             !(channels_last && is_strided(p))) {
           try {
             if (channels_last)
@@ -484,7 +501,7 @@ static bool conv_impl(const ConvProblem& p, const Tensor& x, const Tensor& w, co
             *e = ConvEntry();
           }
         }
-        if (!built) build_conv(*e, p, w, b != nullptr, post, channels_last);
+        if (!built) build_conv(*e, p, w, b != nullptr, post, layouts);
       } catch (const dnnl::error& err) {
         TRT_LOG_VERBOSE("oneDNN cannot run {} ({}); using the reference kernel", key, err.what());
         e->ok = false;
@@ -764,8 +781,13 @@ bool onednn_matmul_bias(const Tensor& a, const Tensor& w, const Tensor& bias,
 }
 
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
-                 const ConvPostOps& post, bool cache_weights, bool channels_last) {
-  const bool ok = conv_impl(p, x, w, b, y, post, cache_weights, channels_last);
+                 const ConvPostOps& post, bool cache_weights, ConvLayouts layouts) {
+  // A SiLU runs as its own vector pass after the primitive: oneDNN's swish costs about twice as
+  // much (silu.h).
+  ConvPostOps inner = post;
+  if (post.act == ConvActivation::kSilu) inner.act = ConvActivation::kNone;
+  const bool ok = conv_impl(p, x, w, b, y, inner, cache_weights, layouts);
+  if (ok && post.act == ConvActivation::kSilu) silu_inplace(y.data<float>(), y.numel());
   (ok ? g_conv_runs : g_conv_fallbacks)++;
   return ok;
 }

@@ -248,11 +248,38 @@ void global_pool_channels_last(const float* x, float* y, int64_t n, int64_t pixe
   }
 }
 
+// Global pooling of a blocked X [N, C / 16, spatial..., 16] (conv_blocked_layout) into
+// [N, C, 1...]: each block is a channels-last image of 16 channels.
+void run_global_pool_blocked(KernelContext& ctx, bool is_max) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x = ctx.input(0);
+  const int64_t c = node.attr_int("channels", -1);
+  TRT_CHECK_ARG(x.dtype() == DataType::kFloat32 && x.rank() >= 4 && x.shape().back() == 16 &&
+                    c > 0 && x.dim(1) == (c + 15) / 16,
+                "{}: a blocked X must be float32 [N, {}, spatial..., 16], got {} {}",
+                node.describe(), (c + 15) / 16, dtype_name(x.dtype()), shape_str(x.shape()));
+  const int64_t n = x.dim(0), planes = n * x.dim(1);
+  Shape out_shape(x.rank() - 1, 1);
+  out_shape[0] = n;
+  out_shape[1] = c;
+  std::vector<float> lanes(static_cast<size_t>(planes * 16));
+  global_pool_channels_last(x.data<float>(), lanes.data(), planes, x.numel() / (planes * 16), 16,
+                            is_max);
+  Tensor& y = ctx.make_output(0, DataType::kFloat32, out_shape);
+  for (int64_t b = 0; b < n; ++b)
+    std::copy(lanes.begin() + b * x.dim(1) * 16, lanes.begin() + b * x.dim(1) * 16 + c,
+              y.data<float>() + b * c);
+}
+
 void run_global_pool(KernelContext& ctx, bool is_max) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
   TRT_CHECK_ARG(x_in.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
                 node.describe(), shape_str(x_in.shape()));
+  if (node.attr_int("blocked", 0) != 0) {
+    run_global_pool_blocked(ctx, is_max);
+    return;
+  }
   if (node.attr_int("channels_last", 0) != 0) {
     TRT_CHECK_ARG(x_in.dtype() == DataType::kFloat32, "{}: channels-last X must be float32",
                   node.describe());
@@ -309,11 +336,37 @@ void max_pool_channels_last(const PoolProblem& p, int64_t n, int64_t c, const fl
   }
 }
 
+// MaxPool of a blocked X [N, C / 16, spatial..., 16] (conv_blocked_layout): each block is a
+// channels-last image of 16 channels.
+void max_pool_blocked(KernelContext& ctx) {
+  const ir::Node& node = ctx.node;
+  const Tensor& x = ctx.input(0);
+  TRT_CHECK(x.dtype() == DataType::kFloat32 && x.rank() >= 4 && x.shape().back() == 16 &&
+                !(node.outputs.size() > 1 && !node.outputs[1].empty()),
+            ErrorCode::kNotSupported,
+            "{}: a blocked MaxPool must be float32 [N, C / 16, spatial..., 16], without Indices",
+            node.describe());
+  const int64_t planes = x.dim(0) * x.dim(1);
+  Shape first{planes, 16};
+  first.insert(first.end(), x.shape().begin() + 2, x.shape().end() - 1);
+  Shape out_first;
+  const PoolProblem p = make_pool_problem(node, x.reshaped(first), out_first);
+  Shape out{x.dim(0), x.dim(1)};
+  out.insert(out.end(), out_first.begin() + 2, out_first.end());
+  out.push_back(16);
+  Tensor& y = ctx.make_output(0, DataType::kFloat32, out);
+  max_pool_channels_last(p, planes, 16, x.data<float>(), y.data<float>());
+}
+
 }  // namespace
 
 void max_pool_kernel(KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   const Tensor& x_in = ctx.input(0);
+  if (node.attr_int("blocked", 0) != 0) {
+    max_pool_blocked(ctx);
+    return;
+  }
   if (node.attr_int("channels_last", 0) != 0) {
     // [N, spatial..., C]: only float32 without Indices (what the conv_layout pass converts).
     TRT_CHECK(x_in.dtype() == DataType::kFloat32 && x_in.rank() >= 3 &&

@@ -1,5 +1,7 @@
 // com.trtutils::SqueezeExcite (se_fusion, passes.h): Y = X * gate(W2 . A(W1 . mean(X) + B1) + B2)
-// on float32, [N, C, H, W] or channels-last [N, H, W, C]. One parallel region: per-thread
+// on float32, [N, C, H, W], channels-last [N, H, W, C] or blocked [N, C / 16, H, W, 16]
+// (ops/blocked_layout.h; the per-channel arrays then have 16 lanes per block, those past C
+// zero). One parallel region: per-thread
 // channel sums of X, the two small products on the summed means, then the scaling pass, which
 // writes into X's buffer when the session donates it.
 #include <omp.h>
@@ -17,7 +19,8 @@ namespace {
 
 struct SeParams {
   int64_t n = 0, c = 0, r = 0, hw = 0;
-  bool channels_last = false;
+  int64_t lanes = 0;  // per-image stride of the channel arrays: C, or the blocks' 16 lanes each
+  bool channels_last = false, blocked = false;
   const float *w1 = nullptr, *b1 = nullptr, *w2 = nullptr, *b2 = nullptr;
   ConvPostOps act;  // A (activation only)
   bool hard_gate = false;
@@ -51,7 +54,18 @@ float gate(const SeParams& p, float v) {
 
 // Per-thread partial sums (in double) of X's channels for thread t of nt: sums[b * c + k].
 void channel_sums(const SeParams& p, const float* x, int t, int nt, double* sums) {
-  std::fill(sums, sums + p.n * p.c, 0.0);
+  std::fill(sums, sums + p.n * p.lanes, 0.0);
+  if (p.blocked) {  // planes of (image, block): hw rows of 16 lanes
+    const int64_t blocks = p.lanes / 16, planes = p.n * blocks;
+    const int64_t lo = planes * t / nt, hi = planes * (t + 1) / nt;
+    for (int64_t pl = lo; pl < hi; ++pl) {
+      double* s = sums + (pl / blocks) * p.lanes + (pl % blocks) * 16;
+      const float* xp = x + pl * p.hw * 16;
+      for (int64_t i = 0; i < p.hw; ++i)
+        for (int64_t j = 0; j < 16; ++j) s[j] += xp[i * 16 + j];
+    }
+    return;
+  }
   if (p.channels_last) {
     const int64_t rows = p.n * p.hw, lo = rows * t / nt, hi = rows * (t + 1) / nt;
     for (int64_t row = lo; row < hi; ++row) {
@@ -84,7 +98,7 @@ void image_scale(const SeParams& p, int64_t b, const double* partial, int nt, fl
   std::vector<float> mean(p.c), h(p.r);
   for (int64_t k = 0; k < p.c; ++k) {
     double acc = 0;
-    for (int t = 0; t < nt; ++t) acc += partial[(t * p.n + b) * p.c + k];
+    for (int t = 0; t < nt; ++t) acc += partial[(t * p.n + b) * p.lanes + k];
     mean[k] = static_cast<float>(acc / static_cast<double>(p.hw));
   }
   for (int64_t j = 0; j < p.r; ++j) {
@@ -93,11 +107,23 @@ void image_scale(const SeParams& p, int64_t b, const double* partial, int nt, fl
   }
   for (int64_t k = 0; k < p.c; ++k) {
     const float acc = (p.b2 ? p.b2[k] : 0.0f) + dot(p.w2 + k * p.r, h.data(), p.r);
-    scale[b * p.c + k] = gate(p, acc);
+    scale[b * p.lanes + k] = gate(p, acc);
   }
 }
 
 void scale_rows(const SeParams& p, const float* x, const float* scale, float* y) {
+  if (p.blocked) {
+    const int64_t blocks = p.lanes / 16;
+#pragma omp for schedule(static)
+    for (int64_t pl = 0; pl < p.n * blocks; ++pl) {
+      const float* s = scale + (pl / blocks) * p.lanes + (pl % blocks) * 16;
+      const float* xp = x + pl * p.hw * 16;
+      float* yp = y + pl * p.hw * 16;
+      for (int64_t i = 0; i < p.hw; ++i)
+        for (int64_t j = 0; j < 16; ++j) yp[i * 16 + j] = xp[i * 16 + j] * s[j];
+    }
+    return;
+  }
   if (p.channels_last) {
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < p.n * p.hw; ++row) {
@@ -125,12 +151,12 @@ void squeeze_excite(const SeParams& p, const float* x, float* y) {
   // 7x7x1152 blocks (56 Ki floats) ran 4-15% faster split in two (bench/RESULTS.md, issue 36).
   // Below 32 Ki floats one thread does it alone.
   const int threads = work > (1 << 15) ? omp_get_max_threads() : 1;
-  std::vector<double> partial(static_cast<size_t>(threads * p.n * p.c));
-  std::vector<float> scale(static_cast<size_t>(p.n * p.c));
+  std::vector<double> partial(static_cast<size_t>(threads * p.n * p.lanes));
+  std::vector<float> scale(static_cast<size_t>(p.n * p.lanes), 0.0f);
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    channel_sums(p, x, t, nt, partial.data() + t * p.n * p.c);
+    channel_sums(p, x, t, nt, partial.data() + t * p.n * p.lanes);
 #pragma omp barrier
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < p.n; ++b) image_scale(p, b, partial.data(), nt, scale.data());
@@ -155,13 +181,19 @@ SeParams read_params(const KernelContext& ctx) {
   TRT_CHECK(x.dtype() == DataType::kFloat32 && w1.dtype() == DataType::kFloat32 &&
                 w2.dtype() == DataType::kFloat32,
             ErrorCode::kNotSupported, "{}: SqueezeExcite runs float32 only", node.describe());
-  TRT_CHECK_ARG(x.rank() == 4 && w1.rank() == 4 && w2.rank() == 4,
-                "{}: X, W1 and W2 must have rank 4", node.describe());
   SeParams p;
   p.channels_last = node.attr_int("channels_last", 0) != 0;
+  p.blocked = node.attr_int("blocked", 0) != 0;
+  TRT_CHECK_ARG(x.rank() == (p.blocked ? 5 : 4) && w1.rank() == 4 && w2.rank() == 4,
+                "{}: X ({} in this layout), W1 and W2 must have rank 4", node.describe(),
+                p.blocked ? 5 : 4);
   p.n = x.dim(0);
-  p.c = p.channels_last ? x.dim(3) : x.dim(1);
+  p.c = p.blocked ? w1.dim(1) : p.channels_last ? x.dim(3) : x.dim(1);
   p.hw = p.channels_last ? x.dim(1) * x.dim(2) : x.dim(2) * x.dim(3);
+  p.lanes = p.blocked ? x.dim(1) * 16 : p.c;
+  TRT_CHECK_ARG(!p.blocked || (x.dim(4) == 16 && x.dim(1) == (p.c + 15) / 16),
+                "{}: a blocked X must be [N, {}, H, W, 16], got {}", node.describe(),
+                (p.c + 15) / 16, shape_str(x.shape()));
   p.r = w1.dim(0);
   TRT_CHECK_ARG(w1.shape() == (Shape{p.r, p.c, 1, 1}) && w2.shape() == (Shape{p.c, p.r, 1, 1}),
                 "{}: W1 {} and W2 {} must be [R, {}, 1, 1] and [{}, R, 1, 1]", node.describe(),
