@@ -160,9 +160,10 @@ TacticStats select_tactics(ir::Model& model, const std::map<std::string, Shape>&
     // The variants that apply.
     const Tensor* x = inputs.empty() ? nullptr : inputs[0];
     const Tensor* w = inputs.size() > 1 ? inputs[1] : nullptr;
-    if (!x || !w || x->dtype() != DataType::kFloat32 || x->rank() < 3) continue;
+    // The spatial rank from W: X may be channels-last or blocked ([N, C / 16, spatial..., 16]).
+    if (!x || !w || x->dtype() != DataType::kFloat32 || w->rank() < 3 || w->rank() > 5) continue;
     cpu::nn::ConvProblem p;
-    p.nspatial = x->rank() - 2;
+    p.nspatial = w->rank() - 2;
     p.group = node.attr_int("group", 1);
     const auto ks = node.attr_ints("kernel_shape", {});
     const auto st = node.attr_ints("strides", {});
