@@ -32,9 +32,12 @@ inline CommandResult run_command(const std::string& command, int timeout_s = 120
 // The CLI under test with `args`: TRTUTILS_CLI (its build path, set by tests/CMakeLists.txt), or
 // $TRTUTILS_TEST_CLI where the test binary runs away from its build tree (the GPU machine runs
 // the packed binaries of scripts/make_dist.sh: bench/cuda/zoo_device.sh sets it).
-inline CommandResult run_cli(const std::string& args) {
+inline std::string cli_path() {
   const char* moved = std::getenv("TRTUTILS_TEST_CLI");
-  return run_command(std::string(moved && *moved ? moved : TRTUTILS_CLI) + " " + args);
+  return moved && *moved ? moved : TRTUTILS_CLI;
+}
+inline CommandResult run_cli(const std::string& args) {
+  return run_command(cli_path() + " " + args);
 }
 #endif
 

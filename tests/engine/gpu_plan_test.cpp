@@ -174,7 +174,7 @@ TEST_F(GpuPlanTest, DamagedGpuGraphIsRefused) {
 TEST_F(GpuPlanTest, InspectJsonShowsTheFusedLayers) {
   const fs::path path = build();
   const auto r =
-      test_util::run_command("sh -c '" + std::string(TRTUTILS_CLI) + " inspect --json --engine " +
+      test_util::run_command("sh -c '" + test_util::cli_path() + " inspect --json --engine " +
                              path.string() + " 2>/dev/null'");
   ASSERT_EQ(r.code, 0) << r.output;
   const json j = json::parse(r.output);
