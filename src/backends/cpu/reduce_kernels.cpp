@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backends/cpu/elementwise_common.h"
+#include "backends/cpu/fast_softmax.h"
 #include "backends/cpu/kernel_registry.h"
 #include "backends/cpu/onednn_softmax.h"
 #include "ops/op_registry.h"
@@ -448,9 +449,10 @@ void softmax_kernel(KernelContext& ctx, SoftKind kind) {
     Tensor& y = ctx.make_output(0, x.dtype(), s);
     if (y.numel() == 0) return;
     if constexpr (std::is_same_v<T, float>) {
+      const bool log = kind == SoftKind::kLogSoftmax;
       if (kind != SoftKind::kHardmax && !ctx.use_reference &&
-          onednn_softmax(x.data<float>(), y.data<float>(), outer, n, inner,
-                         kind == SoftKind::kLogSoftmax))
+          ((inner == 1 && fast_softmax(x.data<float>(), y.data<float>(), outer, n, log)) ||
+           onednn_softmax(x.data<float>(), y.data<float>(), outer, n, inner, log)))
         return;
     }
     softmax_run<T>(x, y, outer, n, inner, kind);
