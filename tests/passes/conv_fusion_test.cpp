@@ -362,29 +362,17 @@ TEST(FusedConvKernel, FastPathMatchesReferenceAtTileEdges) {
         const Tensor b = random_tensor({g.m}, seed++);
         const Tensor r = random_tensor(ys, seed++);
         const Tensor r_copy = r.clone();
-        ir::Node node;
-        node.name = "fused";
-        node.op_type = "FusedConv";
-        node.domain = "com.trtutils";
-        node.inputs = {"x", "w", "b"};
-        if (residual) node.inputs.push_back("r");
-        node.outputs = {"y"};
-        for (auto a :
-             {ir::attr_ints("pads", {p, p, p, p}), ir::attr_ints("strides", {g.stride, g.stride}),
-              ir::attr_int("group", g.group)})
-          node.attributes[a.name] = a;
-        if (!act.empty()) {
-          node.attributes["activation"] = ir::attr_string("activation", act);
+        ir::Node node = fused_conv_node(
+            residual,
+            {ir::attr_ints("pads", {p, p, p, p}), ir::attr_ints("strides", {g.stride, g.stride}),
+             ir::attr_int("group", g.group)},
+            act);
+        if (!act.empty())
           node.attributes["activation_params"] = ir::attr_floats("activation_params", params);
-        }
         std::vector<const Tensor*> in{&x, &w, &b};
         if (residual) in.push_back(&r);
-        const auto before = cpu::nn::onednn_stats();
-        const auto fast = cpu::run_node(node, kOpset, in, false);
-        const auto after = cpu::nn::onednn_stats();
-        EXPECT_EQ(after.conv_runs, before.conv_runs + 1) << "the oneDNN path did not run";
-        const auto ref = cpu::run_node(node, kOpset, in, true);
-        expect_close(fast[0], ref[0]);
+        const auto [fast, ref] = fast_and_reference(node, in);
+        expect_close(fast, ref);
         ASSERT_EQ(std::memcmp(r.raw(), r_copy.raw(), r.nbytes()), 0) << "residual was written";
       }
     }

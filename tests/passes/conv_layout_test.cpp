@@ -131,18 +131,30 @@ TEST(ConvLayout, SessionInPlaceResidualMatchesReference) {
   }
 }
 
+// A kernel test's convolution: X (channels-first shape), M outputs, k x k, stride, group.
+struct Geo {
+  Shape x;
+  int64_t m, k, stride, group;
+};
+
+// The first six geometries of both kernel tests: channel counts off the 16 lanes, pointwise,
+// strided, 3x3 (a 3-channel input), depthwise, grouped; the stride of the 3-channel one given.
+std::vector<Geo> two_d_geometries(int64_t stem_stride) {
+  return {{{2, 13, 7, 9}, 24, 1, 1, 1},
+          {{3, 17, 9, 9}, 31, 1, 2, 1},
+          {{1, 3, 11, 13}, 16, 3, stem_stride, 1},
+          {{2, 32, 6, 6}, 32, 3, 2, 1},
+          {{1, 24, 7, 7}, 24, 3, 1, 24},
+          {{1, 16, 5, 6}, 32, 3, 1, 4}};
+}
+
 // The channels-last FusedConv kernel against the reference (channels-first on permuted copies),
 // for pointwise (the matmul path, and strided: the convolution path), 3x3, grouped and depthwise,
 // 1-D and 3-D, with and without a residual and an activation.
 TEST(ConvLayout, ChannelsLastKernelMatchesReference) {
-  struct Geo {
-    Shape x;  // channels-first
-    int64_t m, k, stride, group;
-  };
-  const std::vector<Geo> geos = {{{2, 13, 7, 9}, 24, 1, 1, 1},  {{3, 17, 9, 9}, 31, 1, 2, 1},
-                                 {{1, 3, 11, 13}, 16, 3, 1, 1}, {{2, 32, 6, 6}, 32, 3, 2, 1},
-                                 {{1, 24, 7, 7}, 24, 3, 1, 24}, {{1, 16, 5, 6}, 32, 3, 1, 4},
-                                 {{2, 13, 17}, 15, 3, 1, 1},    {{1, 8, 4, 5, 6}, 12, 3, 1, 1}};
+  std::vector<Geo> geos = two_d_geometries(1);
+  geos.push_back({{2, 13, 17}, 15, 3, 1, 1});      // 1-D
+  geos.push_back({{1, 8, 4, 5, 6}, 12, 3, 1, 1});  // 3-D
   uint32_t seed = 20;
   for (const Geo& g : geos) {
     const size_t nsp = g.x.size() - 2;
@@ -165,27 +177,17 @@ TEST(ConvLayout, ChannelsLastKernelMatchesReference) {
         const Tensor bias = random_tensor({g.m}, seed++);
         const Tensor r = random_tensor(yl, seed++);
         const Tensor r_copy = r.clone();
-        ir::Node node;
-        node.name = "fused";
-        node.op_type = "FusedConv";
-        node.domain = "com.trtutils";
-        node.inputs = {"x", "w", "b"};
-        if (residual) node.inputs.push_back("r");
-        node.outputs = {"y"};
-        for (auto a : {ir::attr_ints("pads", std::vector<int64_t>(2 * nsp, p)),
-                       ir::attr_ints("strides", std::vector<int64_t>(nsp, g.stride)),
-                       ir::attr_int("group", g.group), ir::attr_int("channels_last", 1)})
-          node.attributes[a.name] = a;
-        if (!act.empty()) node.attributes["activation"] = ir::attr_string("activation", act);
+        const ir::Node node =
+            fused_conv_node(residual,
+                            {ir::attr_ints("pads", std::vector<int64_t>(2 * nsp, p)),
+                             ir::attr_ints("strides", std::vector<int64_t>(nsp, g.stride)),
+                             ir::attr_int("group", g.group), ir::attr_int("channels_last", 1)},
+                            act);
         std::vector<const Tensor*> in{&x, &w, &bias};
         if (residual) in.push_back(&r);
-        const auto before = cpu::nn::onednn_stats();
-        const auto fast = cpu::run_node(node, kOpset, in, false);
-        const auto after = cpu::nn::onednn_stats();
-        EXPECT_EQ(after.conv_runs, before.conv_runs + 1) << "the oneDNN path did not run";
-        const auto ref = cpu::run_node(node, kOpset, in, true);
-        EXPECT_EQ(fast[0].shape(), yl);
-        expect_close(fast[0], ref[0]);
+        const auto [fast, ref] = fast_and_reference(node, in);
+        EXPECT_EQ(fast.shape(), yl);
+        expect_close(fast, ref);
         ASSERT_EQ(std::memcmp(r.raw(), r_copy.raw(), r.nbytes()), 0) << "residual was written";
       }
     }
@@ -196,13 +198,7 @@ TEST(ConvLayout, ChannelsLastKernelMatchesReference) {
 // the 16 lanes (padded blocks), a plain 3-channel input, pointwise / strided / 3x3 / depthwise /
 // grouped, with a residual and Relu or SiLU (the separate SiLU pass after oneDNN).
 TEST(ConvLayout, BlockedKernelMatchesReference) {
-  struct Geo {
-    Shape x;  // channels-first
-    int64_t m, k, stride, group;
-  };
-  const std::vector<Geo> geos = {{{2, 13, 7, 9}, 24, 1, 1, 1},  {{3, 17, 9, 9}, 31, 1, 2, 1},
-                                 {{1, 3, 11, 13}, 16, 3, 2, 1}, {{2, 32, 6, 6}, 32, 3, 2, 1},
-                                 {{1, 24, 7, 7}, 24, 3, 1, 24}, {{1, 16, 5, 6}, 32, 3, 1, 4}};
+  const std::vector<Geo> geos = two_d_geometries(2);
   uint32_t seed = 60;
   for (const Geo& g : geos) {
     const bool plain_input = g.x[1] <= 4;
@@ -219,31 +215,20 @@ TEST(ConvLayout, BlockedKernelMatchesReference) {
         const Tensor bias = random_tensor({g.m}, seed++);
         const Tensor r = cpu::to_blocked(random_tensor({g.x[0], g.m, oh, ow}, seed++));
         const Tensor r_copy = r.clone();
-        ir::Node node;
-        node.name = "fused";
-        node.op_type = "FusedConv";
-        node.domain = "com.trtutils";
-        node.inputs = {"x", "w", "b"};
-        if (residual) node.inputs.push_back("r");
-        node.outputs = {"y"};
-        for (auto a :
-             {ir::attr_ints("pads", {p, p, p, p}), ir::attr_ints("strides", {g.stride, g.stride}),
-              ir::attr_int("group", g.group), ir::attr_int("blocked", 1),
-              ir::attr_int("plain_input", plain_input ? 1 : 0)})
-          node.attributes[a.name] = a;
-        if (!act.empty()) node.attributes["activation"] = ir::attr_string("activation", act);
+        const ir::Node node = fused_conv_node(
+            residual,
+            {ir::attr_ints("pads", {p, p, p, p}), ir::attr_ints("strides", {g.stride, g.stride}),
+             ir::attr_int("group", g.group), ir::attr_int("blocked", 1),
+             ir::attr_int("plain_input", plain_input ? 1 : 0)},
+            act);
         std::vector<const Tensor*> in{&x, &w, &bias};
         if (residual) in.push_back(&r);
-        const auto before = cpu::nn::onednn_stats();
-        const auto fast = cpu::run_node(node, kOpset, in, false);
-        const auto after = cpu::nn::onednn_stats();
-        EXPECT_EQ(after.conv_runs, before.conv_runs + 1) << "the oneDNN path did not run";
-        const auto ref = cpu::run_node(node, kOpset, in, true);
-        EXPECT_EQ(fast[0].shape(), (Shape{g.x[0], (g.m + 15) / 16, oh, ow, 16}));
-        expect_close(cpu::from_blocked(fast[0], g.m), cpu::from_blocked(ref[0], g.m));
+        const auto [fast, ref] = fast_and_reference(node, in);
+        EXPECT_EQ(fast.shape(), (Shape{g.x[0], (g.m + 15) / 16, oh, ow, 16}));
+        expect_close(cpu::from_blocked(fast, g.m), cpu::from_blocked(ref, g.m));
         // The lanes past M hold zeros (the next blocked layer reads them).
-        const float* yp = fast[0].data<float>();
-        for (int64_t i = 0; i < fast[0].numel(); ++i) {
+        const float* yp = fast.data<float>();
+        for (int64_t i = 0; i < fast.numel(); ++i) {
           const int64_t channel = (i % 16) + 16 * ((i / (16 * oh * ow)) % ((g.m + 15) / 16));
           if (channel >= g.m) {
             ASSERT_EQ(yp[i], 0.0f) << "padding lane " << i;

@@ -9,10 +9,13 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/nn_kernels.h"
 #include "ir/graph.h"
+#include "ir/graph_builder.h"
 
 namespace trtutils::pass_testing {
 
@@ -55,6 +58,33 @@ inline void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-4) {
       ++bad;
     }
   }
+}
+
+// A com.trtutils::FusedConv reading x, w, b [, r] with `attrs` [and activation `act`].
+inline ir::Node fused_conv_node(bool residual, const std::vector<ir::Attribute>& attrs,
+                                const std::string& act = "") {
+  ir::Node node;
+  node.name = "fused";
+  node.op_type = "FusedConv";
+  node.domain = "com.trtutils";
+  node.inputs = {"x", "w", "b"};
+  if (residual) node.inputs.push_back("r");
+  node.outputs = {"y"};
+  for (const auto& a : attrs) node.attributes[a.name] = a;
+  if (!act.empty()) node.attributes["activation"] = ir::attr_string("activation", act);
+  return node;
+}
+
+// The node's first output on the fast path (which must run one oneDNN convolution) and on the
+// reference kernels.
+inline std::pair<Tensor, Tensor> fast_and_reference(const ir::Node& node,
+                                                    const std::vector<const Tensor*>& in) {
+  const auto before = cpu::nn::onednn_stats();
+  auto fast = cpu::run_node(node, kOpset, in, false);
+  EXPECT_EQ(cpu::nn::onednn_stats().conv_runs, before.conv_runs + 1)
+      << "the oneDNN path did not run";
+  auto ref = cpu::run_node(node, kOpset, in, true);
+  return {fast.at(0), ref.at(0)};
 }
 
 inline size_t count_op(const ir::Graph& g, const std::string& op) {
