@@ -5,7 +5,8 @@
 // channels-last ones, and as fast elsewhere (bench/RESULTS.md, issue 36). Only the chain's
 // boundaries convert: a first convolution of at most 4 channels reads its plain input itself,
 // other entries go through ToBlocked, and readers that need the plain tensor get FromBlocked
-// (dropped by dead-code elimination when nobody reads it). Q/DQ graphs with channels-last int8
+// (dropped by dead-code elimination when nobody reads it). Channel concatenations of blocked
+// values whose channel counts are multiples of 16 stay blocked. Q/DQ graphs with channels-last int8
 // chains (qdq_channels_last) keep the channels-last pass (conv_layout.cpp) instead.
 #include <unordered_map>
 
@@ -122,10 +123,44 @@ class Rewriter {
   std::vector<ir::Node> nodes_;
 };
 
+// Readers of each value (nullptr: a graph output), taken before the pass moves any node.
+using Readers = std::unordered_map<std::string, std::vector<const ir::Node*>>;
+
+// A Concat of [N, C_i, H, W] float32 values along the channels, every C_i a multiple of 16, at
+// least one input already blocked and every reader of the result a node that reads blocked
+// tensors (a convolution or per-channel candidate): the blocked tensors concatenate along their
+// block axis (Inception's branch concatenations, YOLO's C2f / C3 blocks). Where a plain reader
+// follows (DenseNet's BatchNormalization + Relu after each concatenation) the whole concatenation
+// would be converted back each time: such a Concat stays plain.
+bool concat_candidate(const ir::Graph& g, const ir::Node& n, const Rewriter& rw,
+                      const Readers& readers) {
+  if (!is_default_domain(n) || n.op_type != "Concat" || n.outputs.size() != 1 || n.inputs.empty() ||
+      !untouched(n) || !image_shape(g, n.outputs[0]))
+    return false;
+  const auto r = readers.find(n.outputs[0]);
+  if (r == readers.end()) return false;
+  for (const ir::Node* reader : r->second)
+    if (!reader || (!conv_candidate(g, *reader) && !per_channel_candidate(g, *reader)))
+      return false;
+  const int64_t axis = n.attr_int("axis", 0);
+  if (axis != 1 && axis != -3) return false;
+  bool any_blocked = false;
+  for (const std::string& in : n.inputs) {
+    const auto s = in.empty() ? std::nullopt : image_shape(g, in);
+    if (!s || (*s)[1].value % ops::kChannelBlock != 0) return false;
+    any_blocked = any_blocked || rw.has_twin(in);
+  }
+  return any_blocked;
+}
+
 }  // namespace
 
 size_t conv_blocked_layout(ir::Graph& g) {
   if (has_channels_last_chains(g)) return 0;
+  Readers readers;
+  for (const ir::Node& n : g.nodes)
+    for (const std::string& in : n.inputs) readers[in].push_back(&n);
+  for (const auto& o : g.outputs) readers[o.name].push_back(nullptr);
   Rewriter rw(g);
   size_t converted = 0;
   for (ir::Node& n : g.nodes) {
@@ -137,6 +172,12 @@ size_t conv_blocked_layout(ir::Graph& g) {
       n.inputs[0] = rw.blocked(n.inputs[0]);
       n.outputs.resize(1);
       rw.emit(std::move(n), global);
+      continue;
+    }
+    if (concat_candidate(g, n, rw, readers)) {
+      for (std::string& in : n.inputs) in = rw.blocked(in);
+      n.attributes["axis"] = ir::attr_int("axis", 1);
+      rw.emit(std::move(n), false);
       continue;
     }
     if (!conv_candidate(g, n)) {

@@ -99,6 +99,40 @@ TEST(ConvLayout, ResidualChainStaysInOneLayoutAndMatches) {
   EXPECT_EQ(count_op(off, "Transpose"), 0u);
 }
 
+// Channel concatenations in the blocked layout: two convolution branches of 16 and 32 channels
+// concatenated and read by a convolution stay blocked (no conversion between); with a plain
+// reader after it (Relu, as DenseNet's BatchNormalization + Relu) or a channel count off the 16
+// lanes, the Concat stays plain. Both match the plain graph.
+TEST(ConvLayout, BlockedConcatOfBranches) {
+  for (int variant = 0; variant < 3; ++variant) {  // 0 conv reader, 1 Relu reader, 2 13 channels
+    SCOPED_TRACE(variant);
+    ir::GraphBuilder b("branches");
+    const auto x = b.input("x", DataType::kFloat32, ir::sym_shape_from_static({2, 3, 10, 12}));
+    const std::string stem = b.node("Relu", {conv(b, x, 3, 16, 3, 1, 1)})[0];
+    const std::string a = conv(b, stem, 16, variant == 2 ? 13 : 16, 1, 1, 2);
+    const std::string c = b.node("Relu", {conv(b, stem, 16, 32, 3, 1, 3)})[0];
+    std::string cat = b.node("Concat", {a, c}, {ir::attr_int("axis", 1)})[0];
+    if (variant == 1) cat = b.node("Relu", {cat})[0];
+    const int64_t cc = variant == 2 ? 45 : 48;
+    const auto y = b.node("GlobalAveragePool", {conv(b, cat, cc, 24, 3, 1, 4)})[0];
+    b.output(y, DataType::kFloat32);
+    const ir::Model model = b.build(kOpset);
+    const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 3, 10, 12}, 5)}};
+    ir::Graph plain = model.graph, blocked = model.graph;
+    passes::run_pipeline(plain, kOpset);
+    passes::run_pipeline(blocked, kOpset);
+    passes::run_cpu_layout_pipeline(blocked);
+    size_t blocked_concats = 0;
+    for (const auto& n : blocked.nodes)
+      blocked_concats += n.op_type == "Concat" && n.attr_int("blocked", 0) == 1;
+    EXPECT_EQ(blocked_concats, variant == 0 ? 1u : 0u);
+    EXPECT_EQ(count_op(blocked, "FromBlocked"), variant == 0 ? 0u : 2u);
+    const auto want = execute(plain, feeds, /*reference=*/true);
+    expect_close(execute(blocked, feeds).at(y), want.at(y));
+    expect_close(execute(blocked, feeds, /*reference=*/true).at(y), want.at(y));
+  }
+}
+
 // Through a Session (layout pass, donated residual buffers, pooled tensors): two runs match the
 // reference session, and a residual that is read again later (here: also a graph output, and
 // read by a second conv) is not overwritten by the in-place sum.
