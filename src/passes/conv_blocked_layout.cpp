@@ -50,15 +50,33 @@ bool conv_candidate(const ir::Graph& g, const ir::Node& n) {
   return !(n.inputs.size() > 3 && !n.inputs[3].empty()) || image_shape(g, n.inputs[3]);
 }
 
-// MaxPool without Indices, SqueezeExcite, GlobalAveragePool / GlobalMaxPool on [N, C, H, W].
+// BatchNormalization (inference) with constant per-channel parameters, Y alone.
+bool batch_norm_candidate(const ir::Graph& g, const ir::Node& n) {
+  if (n.op_type != "BatchNormalization" || n.inputs.size() != 5 ||
+      n.attr_int("training_mode", 0) != 0)
+    return false;
+  const int64_t c = (*image_shape(g, n.inputs[0]))[1].value;
+  for (size_t i = 1; i < 5; ++i) {
+    const Tensor* t = g.initializer(n.inputs[i]);
+    if (!t || t->numel() != c) return false;
+  }
+  for (size_t o = 1; o < n.outputs.size(); ++o)
+    if (!n.outputs[o].empty()) return false;
+  return true;
+}
+
+// MaxPool without Indices, SqueezeExcite, GlobalAveragePool / GlobalMaxPool, BatchNormalization
+// and Relu (zero stays zero in the padding lanes) on [N, C, H, W].
 bool per_channel_candidate(const ir::Graph& g, const ir::Node& n) {
   const bool pool =
       is_default_domain(n) &&
-      (n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool");
+      (n.op_type == "MaxPool" || n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool" ||
+       n.op_type == "Relu" || n.op_type == "BatchNormalization");
   const bool se = n.domain == kDomain && n.op_type == "SqueezeExcite";
   if (!(pool || se) || n.outputs.empty() || n.outputs[0].empty() || !n.has_input(0) ||
       !untouched(n) || !image_shape(g, n.inputs[0]))
     return false;
+  if (n.op_type == "BatchNormalization") return batch_norm_candidate(g, n);
   return n.outputs.size() == 1 || n.outputs[1].empty();  // MaxPool: no Indices
 }
 
@@ -165,7 +183,7 @@ size_t conv_blocked_layout(ir::Graph& g) {
   size_t converted = 0;
   for (ir::Node& n : g.nodes) {
     if (per_channel_candidate(g, n) && rw.has_twin(n.inputs[0])) {
-      const bool global = n.op_type != "MaxPool" && n.op_type != "SqueezeExcite";
+      const bool global = n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool";
       if (global)
         n.attributes["channels"] =
             ir::attr_int("channels", (*image_shape(g, n.inputs[0]))[1].value);

@@ -100,20 +100,30 @@ TEST(ConvLayout, ResidualChainStaysInOneLayoutAndMatches) {
 }
 
 // Channel concatenations in the blocked layout: two convolution branches of 16 and 32 channels
-// concatenated and read by a convolution stay blocked (no conversion between); with a plain
-// reader after it (Relu, as DenseNet's BatchNormalization + Relu) or a channel count off the 16
-// lanes, the Concat stays plain. Both match the plain graph.
+// concatenated and read by a convolution, or by BatchNormalization + Relu (DenseNet's
+// pre-activation), stay blocked (no conversion between); with a reader that runs only plain
+// (Sigmoid) or a channel count off the 16 lanes, the Concat stays plain. All match the plain graph.
 TEST(ConvLayout, BlockedConcatOfBranches) {
-  for (int variant = 0; variant < 3; ++variant) {  // 0 conv reader, 1 Relu reader, 2 13 channels
+  // 0 conv reader, 1 BatchNormalization + Relu reader, 2 Sigmoid reader, 3 13 + 32 channels
+  for (int variant = 0; variant < 4; ++variant) {
     SCOPED_TRACE(variant);
     ir::GraphBuilder b("branches");
     const auto x = b.input("x", DataType::kFloat32, ir::sym_shape_from_static({2, 3, 10, 12}));
     const std::string stem = b.node("Relu", {conv(b, x, 3, 16, 3, 1, 1)})[0];
-    const std::string a = conv(b, stem, 16, variant == 2 ? 13 : 16, 1, 1, 2);
+    const std::string a = conv(b, stem, 16, variant == 3 ? 13 : 16, 1, 1, 2);
     const std::string c = b.node("Relu", {conv(b, stem, 16, 32, 3, 1, 3)})[0];
     std::string cat = b.node("Concat", {a, c}, {ir::attr_int("axis", 1)})[0];
-    if (variant == 1) cat = b.node("Relu", {cat})[0];
-    const int64_t cc = variant == 2 ? 45 : 48;
+    const int64_t cc = variant == 3 ? 45 : 48;
+    if (variant == 1) {
+      std::vector<std::string> in{cat};
+      for (uint32_t k = 0; k < 4; ++k) {
+        Tensor t = random_tensor({cc}, 40 + k, 0.3f);
+        for (int64_t i = 0; i < cc; ++i) t.data<float>()[i] += k == 3 || k == 0 ? 1.0f : 0.0f;
+        in.push_back(b.initializer("bn" + std::to_string(k), t));
+      }
+      cat = b.node("Relu", {b.node("BatchNormalization", in)[0]})[0];
+    }
+    if (variant == 2) cat = b.node("Sigmoid", {cat})[0];
     const auto y = b.node("GlobalAveragePool", {conv(b, cat, cc, 24, 3, 1, 4)})[0];
     b.output(y, DataType::kFloat32);
     const ir::Model model = b.build(kOpset);
@@ -125,8 +135,8 @@ TEST(ConvLayout, BlockedConcatOfBranches) {
     size_t blocked_concats = 0;
     for (const auto& n : blocked.nodes)
       blocked_concats += n.op_type == "Concat" && n.attr_int("blocked", 0) == 1;
-    EXPECT_EQ(blocked_concats, variant == 0 ? 1u : 0u);
-    EXPECT_EQ(count_op(blocked, "FromBlocked"), variant == 0 ? 0u : 2u);
+    EXPECT_EQ(blocked_concats, variant <= 1 ? 1u : 0u);
+    EXPECT_EQ(count_op(blocked, "FromBlocked"), variant <= 1 ? 0u : 2u);
     const auto want = execute(plain, feeds, /*reference=*/true);
     expect_close(execute(blocked, feeds).at(y), want.at(y));
     expect_close(execute(blocked, feeds, /*reference=*/true).at(y), want.at(y));

@@ -111,6 +111,34 @@ void layer_norm(const T* x, T* y, int64_t rows, int64_t d, const std::vector<dou
 
 }  // namespace
 
+// BatchNormalization of a blocked X [N, C / 16, spatial..., 16] (conv_blocked_layout): y = a[c] x
+// + b[c] on channel c = 16 block + lane, zero on the lanes past C. a and b: C values.
+static void batch_norm_blocked(KernelContext& ctx, const std::vector<double>& a,
+                               const std::vector<double>& b) {
+  const Tensor& x = ctx.input(0);
+  const int64_t c = static_cast<int64_t>(a.size()), blocks = (c + 15) / 16;
+  TRT_CHECK_ARG(x.dtype() == DataType::kFloat32 && x.rank() >= 4 && x.dim(1) == blocks &&
+                    x.shape().back() == 16,
+                "{}: a blocked X must be float32 [N, {}, spatial..., 16], got {} {}",
+                ctx.node.describe(), blocks, dtype_name(x.dtype()), shape_str(x.shape()));
+  std::vector<float> sa(static_cast<size_t>(blocks * 16), 0.0f), sb(sa.size(), 0.0f);
+  for (int64_t k = 0; k < c; ++k) {
+    sa[k] = static_cast<float>(a[k]);
+    sb[k] = static_cast<float>(b[k]);
+  }
+  Tensor& y = ctx.make_output(0, DataType::kFloat32, x.shape());
+  const int64_t planes = x.dim(0) * blocks, pixels = x.numel() / (planes * 16);
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > (1 << 15))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* ca = sa.data() + (pl % blocks) * 16;
+    const float* cb = sb.data() + (pl % blocks) * 16;
+    for (int64_t i = pl * pixels; i < (pl + 1) * pixels; ++i)
+      for (int64_t j = 0; j < 16; ++j) py[i * 16 + j] = px[i * 16 + j] * ca[j] + cb[j];
+  }
+}
+
 void batch_norm_kernel(KernelContext& ctx) {
   const ir::Node& node = ctx.node;
   TRT_CHECK(node.attr_int("training_mode", 0) == 0, ErrorCode::kNotSupported,
@@ -123,8 +151,10 @@ void batch_norm_kernel(KernelContext& ctx) {
   const Tensor& x_in = ctx.input(0);
   TRT_CHECK_ARG(x_in.rank() >= 2, "{}: input X {} must have rank >= 2", node.describe(),
                 shape_str(x_in.shape()));
-  const int64_t n = x_in.dim(0), c = x_in.dim(1);
-  const int64_t inner = c * n > 0 ? x_in.numel() / (n * c) : 0;
+  // Blocked (conv_blocked_layout): X's axis 1 counts blocks of 16 channels; C from the scale.
+  const bool blocked = node.attr_int("blocked", 0) != 0;
+  const int64_t n = x_in.dim(0), c = blocked ? ctx.input(1).numel() : x_in.dim(1);
+  const int64_t inner = blocked ? 1 : c * n > 0 ? x_in.numel() / (n * c) : 0;
   const double eps = node.attr_float("epsilon", 1e-5f);
   const char* names[] = {"", "scale", "B", "mean", "var"};
   std::vector<double> prm[5];
@@ -149,6 +179,10 @@ void batch_norm_kernel(KernelContext& ctx) {
     a[k] = prm[1][k] / std::sqrt(prm[4][k] + eps);
     b[k] = prm[2][k] - prm[3][k] * a[k];
   }
+  if (blocked) {
+    batch_norm_blocked(ctx, a, b);
+    return;
+  }
   const Tensor x = to_compute(x_in, node, "input X");
   Tensor y(x.dtype(), x.shape());
   if (x.dtype() == DataType::kFloat64)
@@ -163,8 +197,10 @@ void instance_norm_kernel(KernelContext& ctx) {
   const Tensor& x_in = ctx.input(0);
   TRT_CHECK_ARG(x_in.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
                 node.describe(), shape_str(x_in.shape()));
-  const int64_t n = x_in.dim(0), c = x_in.dim(1);
-  const int64_t inner = c * n > 0 ? x_in.numel() / (n * c) : 0;
+  // Blocked (conv_blocked_layout): X's axis 1 counts blocks of 16 channels; C from the scale.
+  const bool blocked = node.attr_int("blocked", 0) != 0;
+  const int64_t n = x_in.dim(0), c = blocked ? ctx.input(1).numel() : x_in.dim(1);
+  const int64_t inner = blocked ? 1 : c * n > 0 ? x_in.numel() / (n * c) : 0;
   const Tensor& s = ctx.input(1);
   const Tensor& bt = ctx.input(2);
   require_float(node, s.dtype(), "scale");
