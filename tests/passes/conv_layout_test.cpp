@@ -128,10 +128,7 @@ TEST(ConvLayout, BlockedConcatOfBranches) {
     b.output(y, DataType::kFloat32);
     const ir::Model model = b.build(kOpset);
     const std::map<std::string, Tensor> feeds{{"x", random_tensor({2, 3, 10, 12}, 5)}};
-    ir::Graph plain = model.graph, blocked = model.graph;
-    passes::run_pipeline(plain, kOpset);
-    passes::run_pipeline(blocked, kOpset);
-    passes::run_cpu_layout_pipeline(blocked);
+    const auto [plain, blocked] = plain_and_cpu_plan(model);
     size_t blocked_concats = 0;
     for (const auto& n : blocked.nodes)
       blocked_concats += n.op_type == "Concat" && n.attr_int("blocked", 0) == 1;

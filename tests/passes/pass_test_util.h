@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "backends/cpu/nn_kernels.h"
 #include "ir/graph.h"
 #include "ir/graph_builder.h"
+#include "passes/passes.h"
 
 namespace trtutils::pass_testing {
 
@@ -58,6 +60,17 @@ inline void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-4) {
       ++bad;
     }
   }
+}
+
+// The model's graph after the standard pipeline, and after it plus the CPU plan's layout step
+// (run_cpu_layout_pipeline with `disabled`).
+inline std::pair<ir::Graph, ir::Graph> plain_and_cpu_plan(
+    const ir::Model& model, const std::set<std::string>& disabled = {}) {
+  ir::Graph plain = model.graph, plan = model.graph;
+  passes::run_pipeline(plain, kOpset);
+  passes::run_pipeline(plan, kOpset);
+  passes::run_cpu_layout_pipeline(plan, disabled);
+  return {std::move(plain), std::move(plan)};
 }
 
 // A com.trtutils::FusedConv reading x, w, b [, r] with `attrs` [and activation `act`].

@@ -98,10 +98,7 @@ TEST(SeFusion, ChannelsFirstAndSessionMatchReference) {
   b.output(y, DataType::kFloat32);
   const ir::Model model = b.build(kOpset);
   const std::map<std::string, Tensor> feeds{{"x", random_tensor({3, 13, 6, 7}, 5)}};
-  ir::Graph plain = model.graph, fused = model.graph;
-  passes::run_pipeline(plain, kOpset);
-  passes::run_pipeline(fused, kOpset);
-  passes::run_cpu_layout_pipeline(fused);
+  const auto [plain, fused] = plain_and_cpu_plan(model);
   ASSERT_EQ(count_op(fused, "SqueezeExcite"), 1u);
   EXPECT_EQ(count_op(fused, "Transpose"), 0u);
   const auto want = execute(plain, feeds, /*reference=*/true);
