@@ -76,6 +76,9 @@ bool per_channel_candidate(const ir::Graph& g, const ir::Node& n) {
   if (!(pool || se) || n.outputs.empty() || n.outputs[0].empty() || !n.has_input(0) ||
       !untouched(n) || !image_shape(g, n.inputs[0]))
     return false;
+  // A blocked output needs its shape (the global pools write theirs plain).
+  const bool global = n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool";
+  if (!global && !image_shape(g, n.outputs[0])) return false;
   if (n.op_type == "BatchNormalization") return batch_norm_candidate(g, n);
   return n.outputs.size() == 1 || n.outputs[1].empty();  // MaxPool: no Indices
 }
