@@ -2,7 +2,7 @@
 // becomes one FusedMatMul that computes what the graph computed (oneDNN path and reference), the
 // bias in either operand order, the GELU written with Div or Mul; nothing fuses when a value
 // fused away has another reader or the weight is not a constant. Then a transformer block's MLP
-// as torch exports it, and Gemm with a constant weight (a classifier head).
+// as torch exports it, and Gemm with a constant weight (a classifier head); one-row products.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,6 +99,27 @@ TEST(MatmulFusion, BiasGeluAndResidualFuse) {
     }
 }
 
+// One row (a batch-1 head: the single-row path) with the GELU and with a residual.
+TEST(MatmulFusion, OneRowWithGeluAndResidual) {
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual);
+    Net net;
+    net.x = net.b.input("x", DataType::kFloat32, {1, kK});
+    net.feeds["x"] = random_tensor({1, kK}, 80);
+    const auto w = net.b.initializer("w", random_tensor({kK, kN}, 81, 0.3f));
+    const auto bias = net.b.initializer("bias", random_tensor({kN}, 82));
+    std::string y =
+        gelu(net, net.b.node("Add", {net.b.node("MatMul", {net.x, w})[0], bias})[0], true);
+    if (residual) {
+      const auto r = net.b.input("r", DataType::kFloat32, {1, kN});
+      net.feeds["r"] = random_tensor({1, kN}, 83);
+      y = net.b.node("Add", {y, r})[0];
+    }
+    net.b.output(y, DataType::kFloat32);
+    check_fusion(net.b.build(kOpset), net.feeds, 1);
+  }
+}
+
 // A value fused away that is also read elsewhere (or is a graph output) stops the fusion there.
 TEST(MatmulFusion, SharedValuesStayUnfused) {
   {  // the product read twice: nothing fuses
@@ -156,24 +177,28 @@ TEST(MatmulFusion, GemmWithConstantWeightFuses) {
   const std::vector<Case> cases = {{1, 1.0f, 1.0f, {kN}, 1},    {0, 1.0f, 1.0f, {kN}, 1},
                                    {1, 0.5f, 2.0f, {1, kN}, 1}, {0, 1.5f, 1.0f, {-1}, 1},
                                    {1, 1.0f, 0.5f, {1}, 1},     {1, 1.0f, 1.0f, {kRows, kN}, 0}};
-  for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << "transB " << c.trans_b << " C rank " << c.c_shape.size());
-    Net net;
-    net.x = net.b.input("x", DataType::kFloat32, {kRows, kK});
-    net.feeds["x"] = random_tensor({kRows, kK}, 70);
-    const std::vector<int64_t> bs =
-        c.trans_b ? std::vector<int64_t>{kN, kK} : std::vector<int64_t>{kK, kN};
-    std::vector<std::string> in = {net.x, net.b.initializer("w", random_tensor(bs, 71, 0.3f))};
-    if (c.c_shape[0] != -1) in.push_back(net.b.initializer("c", random_tensor(c.c_shape, 72)));
-    const auto y = net.b.node("Gemm", in,
-                              {ir::attr_int("transB", c.trans_b), ir::attr_float("alpha", c.alpha),
-                               ir::attr_float("beta", c.beta)})[0];
-    net.b.output(net.b.node("Relu", {y})[0], DataType::kFloat32);
-    const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, c.fused);
-    if (c.fused) {
-      EXPECT_EQ(g.initializers.count("w"), 0u);  // the original weight is gone
+  for (const int64_t rows : {kRows, int64_t{1}})  // 1: the single-row path (gemv_row)
+    for (const Case& c : cases) {
+      if (rows == 1 && c.c_shape[0] == kRows) continue;
+      SCOPED_TRACE(::testing::Message()
+                   << "rows " << rows << " transB " << c.trans_b << " C rank " << c.c_shape.size());
+      Net net;
+      net.x = net.b.input("x", DataType::kFloat32, {rows, kK});
+      net.feeds["x"] = random_tensor({rows, kK}, 70);
+      const std::vector<int64_t> bs =
+          c.trans_b ? std::vector<int64_t>{kN, kK} : std::vector<int64_t>{kK, kN};
+      std::vector<std::string> in = {net.x, net.b.initializer("w", random_tensor(bs, 71, 0.3f))};
+      if (c.c_shape[0] != -1) in.push_back(net.b.initializer("c", random_tensor(c.c_shape, 72)));
+      const auto y =
+          net.b.node("Gemm", in,
+                     {ir::attr_int("transB", c.trans_b), ir::attr_float("alpha", c.alpha),
+                      ir::attr_float("beta", c.beta)})[0];
+      net.b.output(net.b.node("Relu", {y})[0], DataType::kFloat32);
+      const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, c.fused);
+      if (c.fused) {
+        EXPECT_EQ(g.initializers.count("w"), 0u);  // the original weight is gone
+      }
     }
-  }
   Net net;  // transA: stays
   net.x = net.b.input("x", DataType::kFloat32, {kK, kRows});
   net.feeds["x"] = random_tensor({kK, kRows}, 73);
