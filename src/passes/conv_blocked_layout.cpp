@@ -12,6 +12,7 @@
 
 #include "ir/graph_builder.h"
 #include "ops/blocked_layout.h"
+#include "passes/graph_facts.h"
 #include "passes/layout_rewrite.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
@@ -23,15 +24,11 @@ namespace {
 constexpr const char* kDomain = "com.trtutils";
 constexpr int64_t kMaxPlainInputChannels = 4;  // oneDNN's "first convolution" kernels
 
-bool float32(const ir::Graph& g, const std::string& v) {
-  const auto info = g.find_value_info(v);
-  return info && info->dtype == DataType::kFloat32;
-}
-
 // v's shape when it is [N, C, H, W] with C static (the blocked layout pads C to 16 lanes).
 std::optional<ir::SymShape> image_shape(const ir::Graph& g, const std::string& v) {
   auto s = static_or_named(g, v);
-  if (!s || s->size() != 4 || !(*s)[1].is_static() || !float32(g, v)) return std::nullopt;
+  if (!s || s->size() != 4 || !(*s)[1].is_static() || dtype_of(g, v) != DataType::kFloat32)
+    return std::nullopt;
   return s;
 }
 
@@ -45,7 +42,8 @@ bool conv_candidate(const ir::Graph& g, const ir::Node& n) {
   const bool fused = n.domain == kDomain && n.op_type == "FusedConv";
   if (!(conv || fused) || n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0) ||
       !n.has_input(1) || !untouched(n) || !g.is_initializer(n.inputs[1]) ||
-      !float32(g, n.inputs[1]) || !image_shape(g, n.inputs[0]) || !image_shape(g, n.outputs[0]))
+      dtype_of(g, n.inputs[1]) != DataType::kFloat32 || !image_shape(g, n.inputs[0]) ||
+      !image_shape(g, n.outputs[0]))
     return false;
   return !(n.inputs.size() > 3 && !n.inputs[3].empty()) || image_shape(g, n.inputs[3]);
 }

@@ -7,6 +7,7 @@
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_layer_norm.h"
 #include "core/check.h"
+#include "ops/blocked_layout.h"
 #include "ops/op_registry.h"
 
 namespace trtutils::cpu::nn {
@@ -116,7 +117,7 @@ void layer_norm(const T* x, T* y, int64_t rows, int64_t d, const std::vector<dou
 static void batch_norm_blocked(KernelContext& ctx, const std::vector<double>& a,
                                const std::vector<double>& b) {
   const Tensor& x = ctx.input(0);
-  const int64_t c = static_cast<int64_t>(a.size()), blocks = (c + 15) / 16;
+  const int64_t c = static_cast<int64_t>(a.size()), blocks = ops::channel_blocks(c);
   TRT_CHECK_ARG(x.dtype() == DataType::kFloat32 && x.rank() >= 4 && x.dim(1) == blocks &&
                     x.shape().back() == 16,
                 "{}: a blocked X must be float32 [N, {}, spatial..., 16], got {} {}",
@@ -197,10 +198,8 @@ void instance_norm_kernel(KernelContext& ctx) {
   const Tensor& x_in = ctx.input(0);
   TRT_CHECK_ARG(x_in.rank() >= 3, "{}: input X {} must have rank >= 3 (N, C, spatial...)",
                 node.describe(), shape_str(x_in.shape()));
-  // Blocked (conv_blocked_layout): X's axis 1 counts blocks of 16 channels; C from the scale.
-  const bool blocked = node.attr_int("blocked", 0) != 0;
-  const int64_t n = x_in.dim(0), c = blocked ? ctx.input(1).numel() : x_in.dim(1);
-  const int64_t inner = blocked ? 1 : c * n > 0 ? x_in.numel() / (n * c) : 0;
+  const int64_t n = x_in.dim(0), c = x_in.dim(1);
+  const int64_t inner = c * n > 0 ? x_in.numel() / (n * c) : 0;
   const Tensor& s = ctx.input(1);
   const Tensor& bt = ctx.input(2);
   require_float(node, s.dtype(), "scale");

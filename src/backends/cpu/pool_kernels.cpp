@@ -9,6 +9,7 @@
 
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
 
 namespace trtutils::cpu::nn {
@@ -255,9 +256,10 @@ void run_global_pool_blocked(KernelContext& ctx, bool is_max) {
   const Tensor& x = ctx.input(0);
   const int64_t c = node.attr_int("channels", -1);
   TRT_CHECK_ARG(x.dtype() == DataType::kFloat32 && x.rank() >= 4 && x.shape().back() == 16 &&
-                    c > 0 && x.dim(1) == (c + 15) / 16,
+                    c > 0 && x.dim(1) == ops::channel_blocks(c),
                 "{}: a blocked X must be float32 [N, {}, spatial..., 16], got {} {}",
-                node.describe(), (c + 15) / 16, dtype_name(x.dtype()), shape_str(x.shape()));
+                node.describe(), ops::channel_blocks(c), dtype_name(x.dtype()),
+                shape_str(x.shape()));
   const int64_t n = x.dim(0), planes = n * x.dim(1);
   Shape out_shape(x.rank() - 1, 1);
   out_shape[0] = n;

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/nn_kernels.h"
 #include "core/check.h"
+#include "ops/blocked_layout.h"
 
 namespace trtutils::cpu::nn {
 
@@ -191,9 +192,9 @@ SeParams read_params(const KernelContext& ctx) {
   p.c = p.blocked ? w1.dim(1) : p.channels_last ? x.dim(3) : x.dim(1);
   p.hw = p.channels_last ? x.dim(1) * x.dim(2) : x.dim(2) * x.dim(3);
   p.lanes = p.blocked ? x.dim(1) * 16 : p.c;
-  TRT_CHECK_ARG(!p.blocked || (x.dim(4) == 16 && x.dim(1) == (p.c + 15) / 16),
+  TRT_CHECK_ARG(!p.blocked || (x.dim(4) == 16 && x.dim(1) == ops::channel_blocks(p.c)),
                 "{}: a blocked X must be [N, {}, H, W, 16], got {}", node.describe(),
-                (p.c + 15) / 16, shape_str(x.shape()));
+                ops::channel_blocks(p.c), shape_str(x.shape()));
   p.r = w1.dim(0);
   TRT_CHECK_ARG(w1.shape() == (Shape{p.r, p.c, 1, 1}) && w2.shape() == (Shape{p.c, p.r, 1, 1}),
                 "{}: W1 {} and W2 {} must be [R, {}, 1, 1] and [{}, R, 1, 1]", node.describe(),
