@@ -4,6 +4,7 @@
 #include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
+#include "ops/pointwise_depthwise.h"
 
 namespace trtutils::ops {
 
@@ -298,6 +299,28 @@ void infer_fused_conv(InferContext& ctx) {
     check_dims_match(ctx.node, (*r)[i], (*y)[i], "residual and output shape");
 }
 
+// com.trtutils::PointwiseDepthwise (ops/pointwise_depthwise.h): its two blocked convolutions in
+// turn, through the expanded tensor.
+void infer_pointwise_depthwise(InferContext& ctx) {
+  const auto [pw, dw] = ops::split_pointwise_depthwise(ctx.node, ctx.node.name + "/expanded");
+  auto at = [&](size_t i) { return ctx.has_input(i) ? ctx.inputs[i] : nullptr; };
+  auto constant = [&](size_t i) { return ctx.constant(i); };
+  InferContext first{pw,
+                     ctx.opset,
+                     {at(0), at(1), at(2)},
+                     {constant(0), constant(1), constant(2)},
+                     {ir::ValueInfo{pw.outputs[0], DataType::kFloat32, std::nullopt, {}}}};
+  infer_fused_conv(first);
+  const ir::ValueInfo mid = first.outputs[0];
+  InferContext second{dw,
+                      ctx.opset,
+                      {&mid, at(3), at(4)},
+                      {nullptr, constant(3), constant(4)},
+                      {ctx.outputs.at(0)}};
+  infer_fused_conv(second);
+  ctx.outputs[0] = second.outputs[0];
+}
+
 // com.trtutils::FusedMatMul (made by the matmul_fusion pass): MatMul(A, W 2-D) + bias (W's N
 // columns) [-> GELU] [+ residual with the output's shape].
 void infer_fused_matmul(InferContext& ctx) {
@@ -324,6 +347,7 @@ void infer_fused_matmul(InferContext& ctx) {
 void register_nn_ops(OpRegistry& r) {
   r.add({"FusedMatMul", "com.trtutils", infer_fused_matmul});
   r.add({"FusedConv", "com.trtutils", infer_fused_conv});
+  r.add({"PointwiseDepthwise", "com.trtutils", infer_pointwise_depthwise});
   // com.trtutils::SqueezeExcite (se_fusion, passes.h): Y has X's dtype and shape (either layout).
   r.add({"SqueezeExcite", "com.trtutils", infer_same_as_input});
   r.add({"ToBlocked", "com.trtutils", infer_to_blocked});

@@ -113,6 +113,14 @@ size_t conv_channels_last(ir::Graph& graph);
 // Run dead-code elimination afterwards. Returns the number of convolutions converted.
 size_t conv_blocked_layout(ir::Graph& graph);
 
+// Rewrites a blocked 1x1 FusedConv (stride 1, no padding, ungrouped, no residual) whose output
+// only a blocked 3x3 depthwise FusedConv (padding 1, stride 1 or 2, no residual) reads into one
+// com.trtutils::PointwiseDepthwise node (ops/pointwise_depthwise.h); neither activation Silu.
+// Weights and biases constant. For the CPU plan, after conv_blocked_layout and dead-code
+// elimination (the FromBlocked readers it leaves would count as readers). Returns the number of
+// pairs fused.
+size_t fuse_pointwise_depthwise(ir::Graph& graph);
+
 // Rewrites float32 squeeze-excitation blocks, GlobalAveragePool(X) -> 1x1 Conv / FusedConv
 // (W1 [R, C, 1, 1], B1, activation A) -> 1x1 Conv (W2 [C, R, 1, 1], B2) -> gate -> Mul(X, gate)
 // with the gate a Sigmoid (node, or conv2's fused activation) or a HardSigmoid node, into one
@@ -140,8 +148,8 @@ size_t fuse_matmuls(ir::Graph& graph);
 // The CPU plan's layout step, after run_pipeline on a graph that the CPU backend runs:
 // fuse_squeeze_excite ("se_fusion"), fuse_matmuls ("matmul_fusion"), conv_blocked_layout
 // ("blocked_layout") then conv_channels_last for what is left (both off with "conv_layout"),
-// then dead-code elimination. `disabled` and TRTUTILS_DISABLE_PASSES as for
-// run_pipeline.
+// then dead-code elimination, then fuse_pointwise_depthwise ("pointwise_depthwise"). `disabled` and
+// TRTUTILS_DISABLE_PASSES as for run_pipeline.
 void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {});
 
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that

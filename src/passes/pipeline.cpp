@@ -80,6 +80,9 @@ void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disa
   size_t converted = disabled.count("blocked_layout") ? 0 : conv_blocked_layout(graph);
   converted += conv_channels_last(graph);
   if (converted && !disabled.count("dead_code_elimination")) graph.remove_dead_nodes();
+  // After dead-code elimination: the FromBlocked nodes nobody reads are gone, so an expansion
+  // read only by its depthwise convolution is seen as such.
+  if (converted && !disabled.count("pointwise_depthwise")) fuse_pointwise_depthwise(graph);
 }
 
 void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {

@@ -75,6 +75,7 @@ void register_nn_kernels(KernelRegistry& r) {
   r.add({"ConvTranspose", "", nn::conv_transpose_kernel});
   r.add({"FusedConv", "com.trtutils", nn::fused_conv_kernel});
   r.add({"SqueezeExcite", "com.trtutils", nn::squeeze_excite_kernel});
+  r.add({"PointwiseDepthwise", "com.trtutils", nn::pointwise_depthwise_kernel});
   r.add({"ToBlocked", "com.trtutils", to_blocked_kernel});
   r.add({"FromBlocked", "com.trtutils", from_blocked_kernel});
   r.add({"Gemm", "", nn::gemm_kernel});

@@ -63,8 +63,9 @@ Tensor residual_output_buffer(const KernelContext& ctx, const Tensor* residual, 
 
 // ---- kernel entry points (registered by register_nn_kernels) --------------------------------
 void conv_kernel(KernelContext& ctx);
-void fused_conv_kernel(KernelContext& ctx);      // com.trtutils::FusedConv
-void squeeze_excite_kernel(KernelContext& ctx);  // com.trtutils::SqueezeExcite
+void fused_conv_kernel(KernelContext& ctx);           // com.trtutils::FusedConv
+void squeeze_excite_kernel(KernelContext& ctx);       // com.trtutils::SqueezeExcite
+void pointwise_depthwise_kernel(KernelContext& ctx);  // com.trtutils::PointwiseDepthwise
 void conv_transpose_kernel(KernelContext& ctx);
 void gemm_kernel(KernelContext& ctx);
 void matmul_kernel(KernelContext& ctx);
@@ -104,6 +105,25 @@ struct ConvLayouts {
 };
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
                  const ConvPostOps& post = {}, bool cache_weights = true, ConvLayouts layouts = {});
+// com.trtutils::PointwiseDepthwise (ops/pointwise_depthwise.h) on blocked float32 tensors: X
+// [N, C, H, W] -> 1x1 convolution to M channels -> act -> depthwise convolution -> act_dw, Y
+// [N, M, out_height, out_width] (both stored blocked). Only activations, no residual.
+struct PointwiseDepthwiseProblem {
+  int64_t batch = 0, in_channels = 0, channels = 0, height = 0, width = 0;
+  int64_t kernel[2]{}, stride[2]{}, pad_begin[2]{}, pad_end[2]{}, dilation[2]{};  // depthwise
+  int64_t out_height = 0, out_width = 0;
+  ConvPostOps pointwise, depthwise;
+};
+// oneDNN's 1x1 convolution with its depthwise post-op, one pass that keeps the expanded rows in
+// cache (onednn_pointwise_depthwise.cpp). false when oneDNN has no native kernel for the problem
+// (2.6: 3x3, top-left pad 1, stride 1 or 2); the caller then runs the two convolutions.
+bool onednn_pointwise_depthwise(const PointwiseDepthwiseProblem& p, const Tensor& x,
+                                const Tensor& w, const Tensor* b, const Tensor& w_dw,
+                                const Tensor* b_dw, Tensor& y, bool cache_weights);
+int64_t onednn_pointwise_depthwise_runs();  // process-wide count, for tests
+// Drops the fused entries whose weights are gone (all of them with `all`).
+void onednn_pointwise_depthwise_release(bool all);
+
 // Y[M,N] = alpha * op(A) * op(B) + beta * C (C broadcast to [M,N], or absent).
 bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
                  float alpha, float beta, Tensor& y);

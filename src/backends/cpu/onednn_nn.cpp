@@ -22,6 +22,7 @@
 #include "backends/cpu/lru_cache.h"
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
+#include "backends/cpu/onednn_conv_parts.h"
 #include "backends/cpu/qlinear_kernels.h"
 #include "backends/cpu/silu.h"
 #include "core/check.h"
@@ -29,20 +30,13 @@
 
 namespace trtutils::cpu::nn {
 
-namespace {
+namespace parts {
 
 using dnnl::memory;
-using Tag = memory::format_tag;
-constexpr memory::data_type kF32 = memory::data_type::f32;
-
-std::atomic<int64_t> g_conv_runs{0}, g_conv_fallbacks{0}, g_matmul_runs{0}, g_matmul_fallbacks{0};
-
 using onednn::engine;
-using onednn::stream;
-using Buffer = onednn::ScratchBuffer;
-enum BufferId { kSrcBuffer = 0, kDstBuffer = 1, kScratchBuffer = 2, kNumBuffers = 3 };
-void* thread_buffer(BufferId id, size_t bytes) {
-  thread_local Buffer buffers[kNumBuffers];
+
+void* thread_buffer(int id, size_t bytes) {
+  thread_local onednn::ScratchBuffer buffers[kNumThreadBuffers];
   return buffers[id].get(bytes);
 }
 
@@ -55,15 +49,17 @@ memory::dims plain_strides(const memory::dims& dims) {
   }
   return s;
 }
+
 memory::desc plain_md(const memory::dims& dims) {
   return memory::desc(dims, kF32, plain_strides(dims));
 }
+
 memory user_mem(const memory::desc& md, const void* p) {
   return memory(md, engine(), const_cast<void*>(p));
 }
 
 // oneDNN's reference implementations ("ref:any") are far slower than its jit kernels and no
-// faster than our own reference loops: treat them as "not supported" so the caller falls back.
+// faster than our own reference loops: "not supported", so the caller falls back.
 void require_optimized(const dnnl::primitive_desc_base& pd) {
   const std::string impl = pd.impl_info_str();
   if (impl.rfind("ref", 0) == 0)
@@ -98,6 +94,29 @@ void append_activation(dnnl::post_ops& ops, const ConvPostOps& post) {
   }
 }
 
+std::vector<uint32_t> sample_of(const Tensor& t) {
+  const int64_t n = t.numel();
+  const int64_t k = std::min<int64_t>(n, 32);
+  std::vector<uint32_t> s(static_cast<size_t>(k));
+  const uint32_t* p = t.data<uint32_t>();
+  for (int64_t i = 0; i < k; ++i) s[i] = p[i * n / k];
+  return s;
+}
+
+}  // namespace parts
+
+namespace {
+
+using namespace parts;
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+std::atomic<int64_t> g_conv_runs{0}, g_conv_fallbacks{0}, g_matmul_runs{0}, g_matmul_fallbacks{0};
+
+using onednn::engine;
+using onednn::stream;
+
 // A user scratchpad and the post-ops of a fused convolution: the residual as a sum (dst holds
 // it when the primitive runs), then a binary bias add (when given: matmul forms whose bias is
 // not their own), then the activation.
@@ -116,16 +135,6 @@ dnnl::primitive_attr conv_attr(const ConvPostOps& post, const memory::desc* bina
 // holds alive plus its reordered copy).
 template <typename Entry>
 using Cache = LruCache<Entry>;
-
-// Values of `t` at up to 32 evenly spaced positions (bit patterns, so NaN compares equal).
-std::vector<uint32_t> sample_of(const Tensor& t) {
-  const int64_t n = t.numel();
-  const int64_t k = std::min<int64_t>(n, 32);
-  std::vector<uint32_t> s(static_cast<size_t>(k));
-  const uint32_t* p = t.data<uint32_t>();
-  for (int64_t i = 0; i < k; ++i) s[i] = p[i * n / k];
-  return s;
-}
 
 void append_dims(std::string& key, const char* name, const memory::dims& d) {
   key += name;
@@ -808,11 +817,13 @@ bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const
 
 void onednn_release_stale() {
   qlinear::release_stale();  // first: its dequantized weights are keys of conv entries
+  onednn_pointwise_depthwise_release(false);
   std::lock_guard<std::mutex> lock(conv_cache().mutex());
   conv_cache().erase_stale();
 }
 
 void onednn_clear_caches() {
+  onednn_pointwise_depthwise_release(true);
   {
     std::lock_guard<std::mutex> lock(conv_cache().mutex());
     conv_cache().clear();
