@@ -76,6 +76,56 @@ bool global_pool_candidate(const ir::Graph& g, const ir::Node& n) {
   return xs && xs->size() >= 3 && xs->size() <= 5 && dtype_of(g, n.inputs[0]) == DataType::kFloat32;
 }
 
+// A per-tensor QuantizeLinear / DequantizeLinear (scalar scale and zero point): elementwise, so
+// it runs on a channels-last twin as is. Between int8 QConv chains (EfficientNet's SiLU outputs,
+// quantized, read by a float squeeze-excitation block) it keeps the chain channels-last instead
+// of transposing the tensor to NCHW and back around it.
+bool per_tensor_qdq_candidate(const ir::Graph& g, const ir::Node& n) {
+  if (!is_default_domain(n) || (n.op_type != "QuantizeLinear" && n.op_type != "DequantizeLinear") ||
+      n.outputs.size() != 1 || n.outputs[0].empty() || !n.has_input(0) || !n.has_input(1) ||
+      n.attr_int("block_size", 0) != 0)
+    return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const Tensor* t = n.inputs[i].empty() ? nullptr : g.initializer(n.inputs[i]);
+    if (!n.inputs[i].empty() && (!t || t->numel() != 1)) return false;
+  }
+  const auto ys = static_or_named(g, n.outputs[0]);
+  return ys && ys->size() >= 3 && ys->size() <= 5 &&
+         dtype_of(g, n.outputs[0]) != DataType::kUndefined;
+}
+
+// An elementwise Add / Sub / Mul / Div (or a unary activation) whose tensor inputs all have
+// channels-last twins of the output's rank, the others scalar constants: broadcasting commutes
+// with permuting every operand's axes the same way, so it runs on the twins (a quantized
+// squeeze-excitation block's Mul(gate, X) between int8 convolutions).
+bool elementwise_candidate(const ir::Graph& g, const ir::Node& n,
+                           const std::unordered_map<std::string, std::string>& last_of) {
+  static const std::unordered_set<std::string> kOps = {
+      "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"};
+  if (!is_default_domain(n) || !kOps.count(n.op_type) || n.outputs.size() != 1 ||
+      n.outputs[0].empty() || n.inputs.empty())
+    return false;
+  const auto ys = static_or_named(g, n.outputs[0]);
+  if (!ys || ys->size() < 3 || ys->size() > 5 || dtype_of(g, n.outputs[0]) == DataType::kUndefined)
+    return false;
+  bool any = false;
+  for (const std::string& in : n.inputs) {
+    const Tensor* t = in.empty() ? nullptr : g.initializer(in);
+    if (t && t->numel() == 1) continue;
+    const auto xs = in.empty() ? std::nullopt : static_or_named(g, in);
+    if (!last_of.count(in) || !xs || xs->size() != ys->size()) return false;
+    any = true;
+  }
+  return any;
+}
+
+bool has_subgraphs(const ir::Graph& g) {
+  for (const auto& n : g.nodes)
+    for (const auto& [name, a] : n.attributes)
+      if (a.kind == ir::Attribute::Kind::kGraph) return true;
+  return false;
+}
+
 }  // namespace
 
 size_t conv_channels_last(ir::Graph& g) {
@@ -106,23 +156,38 @@ size_t conv_channels_last(ir::Graph& g) {
   };
   // n (a convolution or MaxPool reading channels-last) writes a channels-last twin of its
   // output Y (shape ys); Y itself, for readers that need NCHW, comes from a Transpose that
-  // dead-code elimination drops when nobody reads it.
-  auto emit_channels_last = [&](ir::Node n, const ir::SymShape& ys) {
+  // dead-code elimination drops when nobody reads it. `mark`: n's kernel needs the
+  // "channels_last" attribute (elementwise Q/DQ nodes do not; their twin keeps Y's dtype).
+  auto emit_channels_last = [&](ir::Node n, const ir::SymShape& ys, bool mark = true) {
     const std::string y = n.outputs[0];
     const std::string y_last = fresh(y + "_nhwc");
+    const DataType dt = mark ? DataType::kFloat32 : dtype_of(g, y);
     n.outputs[0] = y_last;
-    n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
-    g.value_info[y_last] =
-        ir::ValueInfo{y_last, DataType::kFloat32, permuted(ys, to_last_perm(ys.size())), {}};
+    if (mark) n.attributes["channels_last"] = ir::attr_int("channels_last", 1);
+    g.value_info[y_last] = ir::ValueInfo{y_last, dt, permuted(ys, to_last_perm(ys.size())), {}};
     last_of[y] = y_last;
     nodes.push_back(std::move(n));
     nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
   };
+  // A Transpose to channels-last of a value that has a twin already (qdq_channels_last's, before
+  // a QConv, of a Q/DQ node now run channels-last) is dropped: its readers read the twin. Not in
+  // graphs with subgraphs, which may read the Transpose's output implicitly.
+  std::unordered_map<std::string, std::string> alias;
+  std::unordered_set<std::string> outputs;
+  for (const auto& o : g.outputs) outputs.insert(o.name);
+  const bool may_alias = !has_subgraphs(g);
   for (ir::Node& n : g.nodes) {
+    for (std::string& in : n.inputs)
+      if (auto a = alias.find(in); a != alias.end()) in = a->second;
     // Twins that already exist (the int8 QConv chains' Transposes, qdq_channels_last).
     if (n.op_type == "Transpose" && is_default_domain(n) && n.inputs.size() == 1 &&
         n.outputs.size() == 1) {
       const auto perm = n.attr_ints("perm", {});
+      if (may_alias && perm.size() >= 3 && perm == to_last_perm(perm.size()) &&
+          last_of.count(n.inputs[0]) && !outputs.count(n.outputs[0])) {
+        alias[n.outputs[0]] = last_of.at(n.inputs[0]);
+        continue;
+      }
       if (perm.size() >= 3 && perm == to_last_perm(perm.size()))
         last_of.emplace(n.inputs[0], n.outputs[0]);
       if (perm.size() >= 3 && perm == to_first_perm(perm.size()))  // both for rank 3
@@ -143,6 +208,15 @@ size_t conv_channels_last(ir::Graph& g) {
       const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
       n.inputs[0] = last_of.at(n.inputs[0]);
       emit_channels_last(std::move(n), ys);
+      continue;
+    }
+    if ((per_tensor_qdq_candidate(g, n) && last_of.count(n.inputs[0])) ||
+        elementwise_candidate(g, n, last_of)) {
+      const ir::SymShape ys = *static_or_named(g, n.outputs[0]);
+      for (std::string& in : n.inputs)
+        if (auto t = last_of.find(in); t != last_of.end()) in = t->second;
+      emit_channels_last(std::move(n), ys, /*mark=*/false);
+      ++converted;  // so that dead-code elimination drops the Transposes back
       continue;
     }
     if (global_pool_candidate(g, n) && last_of.count(n.inputs[0])) {

@@ -601,6 +601,51 @@ TEST(QdqFusion, ChainedIslandsKeepInt8BetweenLayers) {
   expect_match(execute(last, feeds, true).at(c), want);
 }
 
+// EfficientNet's quantized squeeze-excitation: a convolution's float output read by its
+// QuantizeLinear (-> GlobalAveragePool -> int8 1x1 convolution -> Sigmoid) and by the gating Mul,
+// then QuantizeLinear -> the next int8 convolution. In the CPU plan the Q/DQ nodes and the Mul
+// run on the channels-last tensors: only the input, the pooled vector and the output transpose.
+TEST(QdqFusion, QuantizedSqueezeExciteStaysChannelsLast) {
+  ir::GraphBuilder b("se");
+  const auto xq = b.input("xq", DataType::kInt8, {2, 8, 6, 6});
+  std::map<std::string, Tensor> feeds{{"xq", random_quantized(DataType::kInt8, {2, 8, 6, 6}, 4)}};
+  const auto zp = b.initializer("zp", zero_point(DataType::kInt8, {}));
+  auto dq = [&](const std::string& v, float s, const std::string& name) {
+    return b.node("DequantizeLinear", {v, b.initializer(name, scalar(s)), zp})[0];
+  };
+  auto q = [&](const std::string& v, float s, const std::string& name) {
+    return b.node("QuantizeLinear", {v, b.initializer(name, scalar(s)), zp})[0];
+  };
+  auto conv = [&](const std::string& x, int64_t k, uint32_t seed) {
+    const QWeights qw =
+        quantize_weights(random_floats({8, 8, k, k}, seed, 0.2f), DataType::kInt8, 0, true);
+    const auto w = b.node("DequantizeLinear",
+                          {b.initializer(fmt::format("w{}", seed), qw.q),
+                           b.initializer(fmt::format("ws{}", seed), qw.scale)},
+                          {ir::attr_int("axis", 0)})[0];
+    const int64_t p = k / 2;
+    return b.node("Conv", {x, w}, {ir::attr_ints("pads", {p, p, p, p})})[0];
+  };
+  const auto a = b.node("Relu", {conv(dq(xq, 0.05f, "s0"), 3, 1)})[0];
+  const auto pooled = b.node("GlobalAveragePool", {dq(q(a, 0.1f, "s1"), 0.1f, "s1d")})[0];
+  const auto gate = b.node("Sigmoid", {conv(dq(q(pooled, 0.05f, "s2"), 0.05f, "s2d"), 1, 2)})[0];
+  const auto m = b.node("Mul", {a, gate})[0];
+  const auto y = q(conv(dq(q(m, 0.1f, "s3"), 0.1f, "s3d"), 1, 3), 0.2f, "s4");
+  b.output(y, DataType::kInt8);
+  ir::Graph plain = b.build(kOpset).graph, last = plain;
+  passes::run_pipeline(plain, kOpset, {"qdq_fusion"});
+  passes::run_pipeline(last, kOpset);
+  passes::run_cpu_layout_pipeline(last);
+  EXPECT_EQ(count_op(last, "QConv"), 3u);
+  EXPECT_EQ(count_op(last, "Transpose"), 3u);
+  for (const auto& n : last.nodes)
+    if (n.op_type == "Mul" || (n.op_type == "QuantizeLinear" && n.inputs[0] != pooled)) {
+      EXPECT_EQ(n.inputs[0].substr(n.inputs[0].size() - 5), "_nhwc") << n.name;
+    }
+  const Tensor want = execute(plain, feeds, true).at(y);
+  expect_match(execute(last, feeds, false).at(y), want);
+}
+
 // int8 and float8 (the stem pool of an fp8 ResNet): the fused MaxPool on the quantized values is
 // bit-exact against dequantize -> float MaxPool -> quantize.
 TEST(QdqFusion, MaxPoolBetweenEqualScalesRunsOnQuantizedValues) {

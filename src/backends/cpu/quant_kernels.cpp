@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/fast_quantize.h"
 #include "backends/cpu/kernel_registry.h"
 #include "core/check.h"
 #include "ops/quant_params.h"
@@ -164,23 +165,9 @@ void quantize_kernel(KernelContext& ctx) {
       scale.dtype() == DataType::kFloat32) {
     // The common activation case (Q/DQ models), parallel and without copies; same arithmetic.
     Tensor& out = ctx.make_output(0, out_t, x.shape());
-    const float s = *scale.data<float>();
     const float z = zp ? static_cast<float>(zp->at_double(0)) : 0.0f;
-    const float lo = out_t == DataType::kInt8 ? -128.0f : 0.0f;
-    const float hi = out_t == DataType::kInt8 ? 127.0f : 255.0f;
-    const float* src = x.data<float>();
-    const int64_t n = x.numel();
-    const bool s8 = out_t == DataType::kInt8;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) {
-      float v = std::nearbyint(src[i] / s) + z;
-      if (std::isnan(v)) v = z;
-      v = v < lo ? lo : (v > hi ? hi : v);
-      if (s8)
-        out.data<int8_t>()[i] = static_cast<int8_t>(v);
-      else
-        out.data<uint8_t>()[i] = static_cast<uint8_t>(v);
-    }
+    quantize_per_tensor(x.data<float>(), x.numel(), *scale.data<float>(), z,
+                        out_t == DataType::kInt8, out.raw());
     return;
   }
   const std::vector<float> xs = load_floats(x, node);
@@ -233,6 +220,15 @@ void dequantize_kernel(KernelContext& ctx) {
               dtype_name(zp->dtype()), dtype_name(x.dtype()));
   const QuantLayout l =
       ops::quant_layout(node, ctx.opset, x.shape(), scale.shape(), zp ? &zp->shape() : nullptr);
+  if ((x.dtype() == DataType::kInt8 || x.dtype() == DataType::kUInt8) &&
+      l.kind == QuantLayout::Kind::kPerTensor && scale.dtype() == DataType::kFloat32 &&
+      out_t == DataType::kFloat32) {  // the common activation case, same arithmetic
+    Tensor& out = ctx.make_output(0, out_t, x.shape());
+    const int32_t z = zp ? static_cast<int32_t>(zp->at_double(0)) : 0;
+    dequantize_per_tensor(x.raw(), x.numel(), *scale.data<float>(), z, x.dtype() == DataType::kInt8,
+                          out.data<float>());
+    return;
+  }
   const std::vector<float> ss = load_floats(scale, node);
   std::vector<float> y(static_cast<size_t>(x.numel()));
   if (x.dtype() == DataType::kFloat8E4M3FN || x.dtype() == DataType::kFloat8E5M2) {
