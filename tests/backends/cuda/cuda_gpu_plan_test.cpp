@@ -140,10 +140,12 @@ TEST_F(CudaGpuPlanTest, ProfiledRunsNameTheEnginesLayers) {
                                     "--json " +
                                     report.string());
   ASSERT_EQ(r.code, 0) << r.output;
+  // Named, so that it outlives the loop: a range-for over a member of a temporary (C++20)
+  // iterates a destroyed object (here: no layers at all).
+  const json bench = json::parse(std::ifstream(report));
   std::vector<std::string> benched;
-  for (const auto& l : json::parse(std::ifstream(report)).at("layers"))
-    benched.push_back(l.at("name"));
-  EXPECT_EQ(benched, layer_names(*engine));
+  for (const auto& l : bench.at("layers")) benched.push_back(l.at("name"));
+  EXPECT_EQ(benched, layer_names(*engine)) << bench.dump(1);
 }
 
 TEST_F(CudaGpuPlanTest, EnvironmentAtLoadChangesNothing) {
