@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "backends/cpu/nn_kernels.h"
 #include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/kernel_switches.h"
 #include "core/check.h"
@@ -537,7 +538,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
     passes::infer_shapes(g, model.opset());
   }
   passes::run_pipeline(g, model.opset());
-  if (backend == "cpu") passes::run_cpu_layout_pipeline(g);
+  if (backend == "cpu")
+    passes::run_cpu_layout_pipeline(g, {}, {cpu::nn::pointwise_depthwise_native});
   g.value_info.clear();
   // Refuse now what the runtime would refuse at load or at the first run: an op without a
   // kernel, a node whose type/shape inference fails on known inputs (Reshape to a dim of -2,

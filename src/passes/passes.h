@@ -2,6 +2,7 @@
 // (pipeline.cpp) orders them and can switch any off by name.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -119,7 +120,10 @@ size_t conv_blocked_layout(ir::Graph& graph);
 // Weights and biases constant. For the CPU plan, after conv_blocked_layout and dead-code
 // elimination (the FromBlocked readers it leaves would count as readers). Returns the number of
 // pairs fused.
-size_t fuse_pointwise_depthwise(ir::Graph& graph);
+// `keep` (when given) decides per fused node whether the pair stays fused (the CPU backend: only
+// where oneDNN has its native fused kernel).
+size_t fuse_pointwise_depthwise(
+    ir::Graph& graph, const std::function<bool(const ir::Graph&, const ir::Node&)>& keep = nullptr);
 
 // Rewrites float32 squeeze-excitation blocks, GlobalAveragePool(X) -> 1x1 Conv / FusedConv
 // (W1 [R, C, 1, 1], B1, activation A) -> 1x1 Conv (W2 [C, R, 1, 1], B2) -> gate -> Mul(X, gate)
@@ -150,7 +154,13 @@ size_t fuse_matmuls(ir::Graph& graph);
 // ("blocked_layout") then conv_channels_last for what is left (both off with "conv_layout"),
 // then dead-code elimination, then fuse_pointwise_depthwise ("pointwise_depthwise"). `disabled` and
 // TRTUTILS_DISABLE_PASSES as for run_pipeline.
-void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {});
+// What the CPU backend answers for its plan: whether a PointwiseDepthwise pair runs fused
+// (cpu::nn::pointwise_depthwise_native). Empty: every pair the pass matches fuses.
+struct CpuPlanHooks {
+  std::function<bool(const ir::Graph&, const ir::Node&)> pointwise_depthwise;
+};
+void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {},
+                             const CpuPlanHooks& hooks = {});
 
 // Runs the standard pipeline: shape inference, constant folding (to a fixed point, so that
 // Shape-driven subgraphs disappear when shapes are static), Q/DQ fusion, conv fusion, dead-code

@@ -68,7 +68,8 @@ std::set<std::string> disabled_passes(const std::set<std::string>& disabled_in) 
 
 }  // namespace
 
-void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled_in) {
+void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled_in,
+                             const CpuPlanHooks& hooks) {
   const std::set<std::string> disabled = disabled_passes(disabled_in);
   // Before the layout, on the plain graph, so that the fused block joins the channels-last
   // chain of the convolutions around it.
@@ -82,7 +83,8 @@ void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disa
   if (converted && !disabled.count("dead_code_elimination")) graph.remove_dead_nodes();
   // After dead-code elimination: the FromBlocked nodes nobody reads are gone, so an expansion
   // read only by its depthwise convolution is seen as such.
-  if (converted && !disabled.count("pointwise_depthwise")) fuse_pointwise_depthwise(graph);
+  if (converted && !disabled.count("pointwise_depthwise"))
+    fuse_pointwise_depthwise(graph, hooks.pointwise_depthwise);
 }
 
 void run_pipeline(ir::Graph& graph, int64_t opset, const std::set<std::string>& disabled_in) {

@@ -58,7 +58,8 @@ bool depthwise(const ir::Graph& g, const ir::Node& n, int64_t channels) {
 
 }  // namespace
 
-size_t fuse_pointwise_depthwise(ir::Graph& g) {
+size_t fuse_pointwise_depthwise(
+    ir::Graph& g, const std::function<bool(const ir::Graph&, const ir::Node&)>& keep) {
   std::unordered_map<std::string, int> uses;
   count_uses(g, uses);
   for (const auto& o : g.outputs) uses[o.name] += 2;  // never fused away
@@ -76,7 +77,9 @@ size_t fuse_pointwise_depthwise(ir::Graph& g) {
     if (uses[dw.inputs[0]] != 1 || !pointwise(g, pw) ||
         !depthwise(g, dw, g.initializer(pw.inputs[1])->dim(0)))
       continue;
-    replacement.emplace(j, ops::join_pointwise_depthwise(pw, dw));
+    ir::Node fused = ops::join_pointwise_depthwise(pw, dw);
+    if (keep && !keep(g, fused)) continue;
+    replacement.emplace(j, std::move(fused));
     removed[p->second] = true;
   }
   const size_t fused = replacement.size();

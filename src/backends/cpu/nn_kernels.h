@@ -120,6 +120,12 @@ struct PointwiseDepthwiseProblem {
 bool onednn_pointwise_depthwise(const PointwiseDepthwiseProblem& p, const Tensor& x,
                                 const Tensor& w, const Tensor* b, const Tensor& w_dw,
                                 const Tensor* b_dw, Tensor& y, bool cache_weights);
+// Whether oneDNN has its native fused kernel for the problem (the builder's question, so that
+// only pairs it fuses become one node).
+bool onednn_pointwise_depthwise_native(const PointwiseDepthwiseProblem& p, bool bias, bool dw_bias);
+// The same for a PointwiseDepthwise node of graph g (static shapes in value_info): the CPU
+// plan's fuse_pointwise_depthwise asks it (passes::CpuPlanHooks).
+bool pointwise_depthwise_native(const ir::Graph& g, const ir::Node& fused);
 int64_t onednn_pointwise_depthwise_runs();  // process-wide count, for tests
 // Drops the fused entries whose weights are gone (all of them with `all`).
 void onednn_pointwise_depthwise_release(bool all);

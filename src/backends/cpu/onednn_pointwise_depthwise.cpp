@@ -77,14 +77,12 @@ memory reordered(const memory::desc& user, const memory::desc& want, const Tenso
   return m;
 }
 
-void build(PwDwEntry& e, const PointwiseDepthwiseProblem& p, const Tensor& w, const Tensor& w_dw,
-           bool bias, bool dw_bias) {
-  const memory::dims x_dims{p.batch, p.in_channels, p.height, p.width};
-  const memory::dims mid_dims{p.batch, p.channels, p.height, p.width};
-  e.src_md = blocked_md(x_dims);
-  e.dst_md = blocked_md({p.batch, p.channels, p.out_height, p.out_width});
-  e.bias_md = bias ? plain_md({p.channels}) : memory::desc();
-  e.dw_bias_md = dw_bias ? plain_md({p.channels}) : memory::desc();
+// The fused primitive's descriptor; throws dnnl::error when oneDNN has no native kernel for it
+// (its "ref_fused_convolution" included).
+dnnl::convolution_forward::primitive_desc fused_pd(const PointwiseDepthwiseProblem& p, bool bias,
+                                                   bool dw_bias) {
+  const memory::desc src_md = blocked_md({p.batch, p.in_channels, p.height, p.width});
+  const memory::desc mid_md = blocked_md({p.batch, p.channels, p.height, p.width});
   dnnl::post_ops ops;
   append_activation(ops, p.pointwise);
   ops.append_dw(kF32, dw_bias ? kF32 : memory::data_type::undef, kF32, 3, p.stride[0], 1, 0, {});
@@ -93,13 +91,24 @@ void build(PwDwEntry& e, const PointwiseDepthwiseProblem& p, const Tensor& w, co
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_post_ops(ops);
   const memory::desc w_any({p.channels, p.in_channels, 1, 1}, kF32, Tag::any);
+  const memory::desc bias_md = bias ? plain_md({p.channels}) : memory::desc();
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                    dnnl::algorithm::convolution_direct, e.src_md, w_any, e.bias_md,
-                                    blocked_md(mid_dims), {1, 1}, {0, 0}, {0, 0});
+                                    dnnl::algorithm::convolution_direct, src_md, w_any, bias_md,
+                                    mid_md, {1, 1}, {0, 0}, {0, 0});
   dnnl::convolution_forward::primitive_desc pd(d, attr, onednn::engine());
-  require_optimized(pd);  // also rejects "ref_fused_convolution"
-  if (pd.dst_desc() != e.dst_md)
+  require_optimized(pd);
+  if (pd.dst_desc() != blocked_md({p.batch, p.channels, p.out_height, p.out_width}))
     throw dnnl::error(dnnl_unimplemented, "the depthwise post-op's output differs");
+  return pd;
+}
+
+void build(PwDwEntry& e, const PointwiseDepthwiseProblem& p, const Tensor& w, const Tensor& w_dw,
+           bool bias, bool dw_bias) {
+  const auto pd = fused_pd(p, bias, dw_bias);
+  e.src_md = pd.src_desc();
+  e.dst_md = pd.dst_desc();
+  e.bias_md = bias ? plain_md({p.channels}) : memory::desc();
+  e.dw_bias_md = dw_bias ? plain_md({p.channels}) : memory::desc();
   e.prim = dnnl::convolution_forward(pd);
   e.scratchpad_bytes = pd.scratchpad_desc().get_size();
   e.weights_mem =
@@ -161,6 +170,17 @@ bool onednn_pointwise_depthwise(const PointwiseDepthwiseProblem& p, const Tensor
   onednn::stream().wait();
   ++g_runs;
   return true;
+}
+
+bool onednn_pointwise_depthwise_native(const PointwiseDepthwiseProblem& p, bool bias,
+                                       bool dw_bias) {
+  if (!post_op_geometry(p)) return false;
+  try {
+    fused_pd(p, bias, dw_bias);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
 }
 
 int64_t onednn_pointwise_depthwise_runs() {

@@ -1,5 +1,7 @@
 // com.trtutils::PointwiseDepthwise (ops/pointwise_depthwise.h): oneDNN's fused kernel where it has
 // one for the problem, else the two blocked FusedConv nodes the node stands for, in turn.
+#include <optional>
+
 #include "backends/cpu/nn_kernels.h"
 #include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
@@ -22,27 +24,22 @@ bool is_float32(const Tensor* t, size_t rank) {
   return t && t->dtype() == DataType::kFloat32 && t->rank() == rank;
 }
 
-// The fused problem when the inputs are what the node promises (else the two convolutions run,
-// and they report what is wrong).
-std::optional<PointwiseDepthwiseProblem> problem_of(const KernelContext& ctx, const ir::Node& pw,
+// The fused problem for X (blocked) and the weights' shapes when they are what the node promises
+// (else the two convolutions run, and they report what is wrong).
+std::optional<PointwiseDepthwiseProblem> problem_of(const Shape& x, const Shape& w,
+                                                    const Shape& w_dw, const ir::Node& pw,
                                                     const ir::Node& dw) {
-  const Tensor* x = ctx.inputs[0];
-  const Tensor* w = ctx.has_input(1) ? ctx.inputs[1] : nullptr;
-  const Tensor* w_dw = ctx.has_input(3) ? ctx.inputs[3] : nullptr;
-  if (!is_float32(x, 5) || !is_float32(w, 4) || !is_float32(w_dw, 4)) return std::nullopt;
+  if (x.size() != 5 || w.size() != 4 || w_dw.size() != 4) return std::nullopt;
   PointwiseDepthwiseProblem p;
-  p.batch = x->dim(0);
-  p.in_channels = w->dim(1);
-  p.channels = w->dim(0);
-  p.height = x->dim(2);
-  p.width = x->dim(3);
-  if (x->dim(1) != ops::channel_blocks(p.in_channels) || x->dim(4) != ops::kChannelBlock ||
-      w->dim(2) != 1 || w->dim(3) != 1 || w_dw->dim(0) != p.channels || w_dw->dim(1) != 1 ||
-      dw.attr_int("group", 1) != p.channels)
+  p.batch = x[0];
+  p.in_channels = w[1];
+  p.channels = w[0];
+  p.height = x[2];
+  p.width = x[3];
+  if (x[1] != ops::channel_blocks(p.in_channels) || x[4] != ops::kChannelBlock || w[2] != 1 ||
+      w[3] != 1 || w_dw[0] != p.channels || w_dw[1] != 1 || dw.attr_int("group", 1) != p.channels)
     return std::nullopt;
-  for (size_t i : {2, 4})
-    if (ctx.has_input(i) && !is_float32(ctx.inputs[i], 1)) return std::nullopt;
-  const std::vector<int64_t> wk{w_dw->dim(2), w_dw->dim(3)};
+  const std::vector<int64_t> wk{w_dw[2], w_dw[3]};
   const ops::WindowSpec ws = ops::read_window_spec(dw, 2, &wk);
   if (ws.auto_pad != ops::AutoPad::kNotSet) return std::nullopt;
   const int64_t in[2] = {p.height, p.width};
@@ -64,6 +61,17 @@ std::optional<PointwiseDepthwiseProblem> problem_of(const KernelContext& ctx, co
   return p;
 }
 
+std::optional<PointwiseDepthwiseProblem> problem_of(const KernelContext& ctx, const ir::Node& pw,
+                                                    const ir::Node& dw) {
+  const Tensor* x = ctx.inputs[0];
+  const Tensor* w = ctx.has_input(1) ? ctx.inputs[1] : nullptr;
+  const Tensor* w_dw = ctx.has_input(3) ? ctx.inputs[3] : nullptr;
+  if (!is_float32(x, 5) || !is_float32(w, 4) || !is_float32(w_dw, 4)) return std::nullopt;
+  for (size_t i : {2, 4})
+    if (ctx.has_input(i) && !is_float32(ctx.inputs[i], 1)) return std::nullopt;
+  return problem_of(x->shape(), w->shape(), w_dw->shape(), pw, dw);
+}
+
 bool run_fused(KernelContext& ctx, const ir::Node& pw, const ir::Node& dw) {
   const auto p = problem_of(ctx, pw, dw);
   if (!p || p->batch == 0) return false;
@@ -80,6 +88,23 @@ bool run_fused(KernelContext& ctx, const ir::Node& pw, const ir::Node& dw) {
 }
 
 }  // namespace
+
+bool pointwise_depthwise_native(const ir::Graph& g, const ir::Node& fused) {
+  if (fused.inputs.size() < 4) return false;
+  const auto x = g.find_value_info(fused.inputs[0]);
+  const Tensor* w = g.initializer(fused.inputs[1]);
+  const Tensor* w_dw = g.initializer(fused.inputs[3]);
+  if (!x || !x->shape || !w || !w_dw) return false;
+  Shape xs;
+  for (const auto& d : *x->shape) {
+    if (!d.is_static()) return false;
+    xs.push_back(d.value);
+  }
+  const auto [pw, dw] = ops::split_pointwise_depthwise(fused, fused.name + "/expanded");
+  const auto p = problem_of(xs, w->shape(), w_dw->shape(), pw, dw);
+  const bool dw_bias = fused.inputs.size() > 4 && !fused.inputs[4].empty();
+  return p && onednn_pointwise_depthwise_native(*p, !fused.inputs[2].empty(), dw_bias);
+}
 
 void pointwise_depthwise_kernel(KernelContext& ctx) {
   const ir::Node& node = ctx.node;
