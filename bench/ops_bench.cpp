@@ -4,8 +4,11 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <vector>
 
+#include "backends/cpu/blocked_depthwise.h"
 #include "backends/cpu/kernel_registry.h"
+#include "backends/cpu/nn_kernels.h"
 
 namespace trtutils {
 namespace {
@@ -45,6 +48,68 @@ void run_conv(benchmark::State& state, int64_t n, int64_t c, int64_t hw, int64_t
   const double flops = 2.0 * n * m * c * k * k * hw * hw;
   state.counters["FLOP/s"] =
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// A 3x3 depthwise convolution + Clip(0, 6) on the blocked layout ([N, C / 16, H, W, 16]): our
+// kernel (blocked_depthwise.h, through the FusedConv kernel) against oneDNN's jit_dw. Four
+// input/output sets rotate so that memory is as cold as in a model.
+void run_depthwise(benchmark::State& state, int64_t n, int64_t c, int64_t hw, int64_t stride,
+                   bool ours) {
+  const int64_t out = (hw + 2 - 3) / stride + 1;
+  const Tensor w = random_tensor({c, 1, 3, 3}, 2), b = random_tensor({c}, 3);
+  std::vector<Tensor> xs, ys;
+  for (int i = 0; i < 4; ++i) {
+    xs.push_back(random_tensor({n, (c + 15) / 16, hw, hw, 16}, 10 + i));
+    ys.push_back(Tensor(DataType::kFloat32, {n, (c + 15) / 16, out, out, 16}));
+  }
+  cpu::nn::ConvProblem p;
+  p.nspatial = 2;
+  p.batch = n;
+  p.in_channels = p.out_channels = p.group = c;
+  p.in = {1, hw, hw};
+  p.out = {1, out, out};
+  p.kernel = {1, 3, 3};
+  p.stride = {1, stride, stride};
+  p.pad_begin = p.pad_end = {0, 1, 1};
+  cpu::nn::ConvPostOps post;
+  post.act = cpu::nn::ConvActivation::kClip;
+  post.beta = 6.0f;
+  cpu::nn::BlockedDepthwise d{n, c, hw, hw, out, out, stride, 1, 1, post.act, 0.0f, 6.0f};
+  const cpu::nn::ConvLayouts l{cpu::nn::ActLayout::kBlocked16, cpu::nn::ActLayout::kBlocked16};
+  int i = 0;
+  for (auto _ : state) {
+    const int k = i++ % 4;
+    if (ours)
+      cpu::nn::blocked_depthwise(d, xs[k].data<float>(), w.data<float>(), b.data<float>(),
+                                 ys[k].data<float>());
+    else
+      cpu::nn::onednn_conv(p, xs[k], w, &b, ys[k], post, true, l);
+    benchmark::DoNotOptimize(ys[k].raw());
+  }
+}
+void BM_Depthwise_1x144x56_s1_Ours(benchmark::State& s) {
+  run_depthwise(s, 1, 144, 56, 1, true);
+}
+void BM_Depthwise_1x144x56_s1_OneDNN(benchmark::State& s) {
+  run_depthwise(s, 1, 144, 56, 1, false);
+}
+void BM_Depthwise_1x96x112_s2_Ours(benchmark::State& s) {
+  run_depthwise(s, 1, 96, 112, 2, true);
+}
+void BM_Depthwise_1x96x112_s2_OneDNN(benchmark::State& s) {
+  run_depthwise(s, 1, 96, 112, 2, false);
+}
+void BM_Depthwise_1x384x14_s1_Ours(benchmark::State& s) {
+  run_depthwise(s, 1, 384, 14, 1, true);
+}
+void BM_Depthwise_1x384x14_s1_OneDNN(benchmark::State& s) {
+  run_depthwise(s, 1, 384, 14, 1, false);
+}
+void BM_Depthwise_8x144x56_s1_Ours(benchmark::State& s) {
+  run_depthwise(s, 8, 144, 56, 1, true);
+}
+void BM_Depthwise_8x144x56_s1_OneDNN(benchmark::State& s) {
+  run_depthwise(s, 8, 144, 56, 1, false);
 }
 
 void BM_Conv3x3_8x64x56x56_to64_Fast(benchmark::State& s) {
@@ -100,6 +165,14 @@ BENCHMARK(BM_Conv3x3_1x64x56x56_to64_Reference)->Unit(benchmark::kMillisecond)->
 BENCHMARK(BM_Conv1x1_8x256x56x56_to64_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Conv1x1_1x256x56x56_to64_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Conv1x1_1x256x56x56_to64_Reference)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_1x144x56_s1_Ours)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_1x144x56_s1_OneDNN)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_1x96x112_s2_Ours)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_1x96x112_s2_OneDNN)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_1x384x14_s1_Ours)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_1x384x14_s1_OneDNN)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_8x144x56_s1_Ours)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Depthwise_8x144x56_s1_OneDNN)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_Gemm_8x2048x1000_Fast)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Gemm_8x2048x1000_Reference)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -7,6 +7,9 @@
 set -uo pipefail
 out="${OUT:-$PWD/device-results}"
 bin="${TESTS_BIN:-dist/bin/trtutils_tests}"
+# The tests that run the CLI (cli_runner.h) find it next to the test binary, not at the build
+# machine's path.
+export TRTUTILS_TEST_CLI="${TRTUTILS_TEST_CLI:-$PWD/$(dirname "$bin")/trtutils}"
 mkdir -p "$out/gtest"
 "$bin" --gtest_list_tests --gtest_filter="${FILTER:-Cuda*}" | awk '
   /^[^ ]/ {suite=$1; next}

@@ -88,14 +88,16 @@ inline ir::Node fused_conv_node(bool residual, const std::vector<ir::Attribute>&
   return node;
 }
 
-// The node's first output on the fast path (which must run one oneDNN convolution) and on the
+// The node's first output on the fast path (which must run one oneDNN convolution or our blocked
+// depthwise kernel) and on the
 // reference kernels.
 inline std::pair<Tensor, Tensor> fast_and_reference(const ir::Node& node,
                                                     const std::vector<const Tensor*>& in) {
   const auto before = cpu::nn::onednn_stats();
   auto fast = cpu::run_node(node, kOpset, in, false);
-  EXPECT_EQ(cpu::nn::onednn_stats().conv_runs, before.conv_runs + 1)
-      << "the oneDNN path did not run";
+  const auto after = cpu::nn::onednn_stats();
+  EXPECT_EQ(after.conv_runs + after.depthwise_runs, before.conv_runs + before.depthwise_runs + 1)
+      << "the fast path did not run";
   auto ref = cpu::run_node(node, kOpset, in, true);
   return {fast.at(0), ref.at(0)};
 }

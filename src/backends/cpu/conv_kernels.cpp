@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backends/cpu/blocked_depthwise.h"
 #include "backends/cpu/blocked_layout.h"
 #include "backends/cpu/copy_util.h"
 #include "backends/cpu/nn_kernels.h"
@@ -270,6 +271,33 @@ void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
   ctx.outputs.at(0) = permute_channels(sub.outputs.at(0), true);
 }
 
+// A 3x3 depthwise problem on blocked tensors through blocked_depthwise.h, when it takes it.
+bool run_blocked_depthwise(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
+                           const ConvPostOps& post, Tensor& y) {
+  if (p.nspatial != 2 || p.group != p.in_channels || p.out_channels != p.in_channels ||
+      p.kernel[1] != 3 || p.kernel[2] != 3 || p.stride[1] != p.stride[2] || p.dilation[1] != 1 ||
+      p.dilation[2] != 1 || w.dtype() != DataType::kFloat32 ||
+      (b && b->dtype() != DataType::kFloat32))
+    return false;
+  BlockedDepthwise d;
+  d.batch = p.batch;
+  d.channels = p.in_channels;
+  d.height = p.in[1];
+  d.width = p.in[2];
+  d.out_height = p.out[1];
+  d.out_width = p.out[2];
+  d.stride = p.stride[1];
+  d.pad_top = p.pad_begin[1];
+  d.pad_left = p.pad_begin[2];
+  d.act = post.act;
+  d.alpha = post.alpha;
+  d.beta = post.beta;
+  if (!blocked_depthwise_supported(d)) return false;
+  blocked_depthwise(d, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr,
+                    y.data<float>());
+  return true;
+}
+
 // A FusedConv with blocked = 1: X (unless plain_input = 1), R and Y in the blocked layout
 // (ops/blocked_layout.h), X's channels from W. The oneDNN fast path reads and writes them
 // directly; everything else runs channels-first on converted copies.
@@ -297,6 +325,9 @@ void run_conv_blocked(KernelContext& ctx, const ConvPostOps& post) {
                   shape_str(y_shape));
   if (!ctx.use_reference && shape_numel(out_shape) > 0) {
     ctx.outputs.at(0) = residual_output_buffer(ctx, post.residual, DataType::kFloat32, y_shape);
+    if (!plain_input && !post.residual &&
+        run_blocked_depthwise(p, x_in, w_in, b_in, post, ctx.outputs[0]))
+      return;
     const ConvLayouts l{plain_input ? ActLayout::kPlain : ActLayout::kBlocked16,
                         ActLayout::kBlocked16};
     if (onednn_conv(p, x_in, w_in, b_in, ctx.outputs[0], post, ctx.input_is_constant(1), l)) return;

@@ -155,6 +155,7 @@ struct FastPathStats {
   int64_t conv_runs = 0, conv_fallbacks = 0;
   int64_t matmul_runs = 0, matmul_fallbacks = 0;  // Gemm and MatMul
   int64_t conv_cache_entries = 0;                 // packed-weight entries held now
+  int64_t depthwise_runs = 0;                     // blocked_depthwise.h (not oneDNN)
 };
 FastPathStats onednn_stats();
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "backends/cpu/blocked_depthwise.h"
 #include "backends/cpu/lru_cache.h"
 #include "backends/cpu/nn_kernels.h"
 #include "backends/cpu/onednn_common.h"
@@ -836,6 +837,7 @@ FastPathStats onednn_stats() {
   FastPathStats s;
   s.conv_runs = g_conv_runs.load();
   s.conv_fallbacks = g_conv_fallbacks.load();
+  s.depthwise_runs = blocked_depthwise_runs();
   s.matmul_runs = g_matmul_runs.load();
   s.matmul_fallbacks = g_matmul_fallbacks.load();
   std::lock_guard<std::mutex> lock(conv_cache().mutex());
