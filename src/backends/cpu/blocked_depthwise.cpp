@@ -1,9 +1,16 @@
 #include "backends/cpu/blocked_depthwise.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
+#include "backends/cpu/lru_cache.h"
+#include "backends/cpu/onednn_conv_parts.h"
 #include "backends/cpu/silu.h"
 #include "backends/cpu/vector_exp.h"
 #include "ops/blocked_layout.h"
@@ -16,16 +23,46 @@ constexpr int64_t kLanes = ops::kChannelBlock;
 constexpr int kPixels = 8;  // output pixels per register block
 std::atomic<int64_t> g_runs{0};
 
-// w [C, 1, 3, 3] -> [C / 16, 9, 16] with zero lanes past C; bias -> [C / 16, 16].
-void pack(const BlockedDepthwise& p, const float* w, const float* bias, std::vector<float>& wp,
-          std::vector<float>& bp) {
-  const int64_t blocks = ops::channel_blocks(p.channels);
-  wp.assign(static_cast<size_t>(blocks * 9 * kLanes), 0.0f);
-  bp.assign(static_cast<size_t>(blocks * kLanes), 0.0f);
+// Weights [C, 1, k, k] as [C / 16, k * k, 16] and the bias as [C / 16, 16], zero lanes past C.
+struct Packed {
+  std::vector<float> w, b;
+  std::weak_ptr<const uint8_t> weights, bias;  // the keys' buffers
+  std::vector<uint32_t> sample;                // weight values when packed
+  bool stale() const { return weights.expired(); }
+};
+
+std::shared_ptr<Packed> pack(const BlockedDepthwise& p, const Tensor& w, const Tensor* bias) {
+  auto r = std::make_shared<Packed>();
+  const int64_t blocks = ops::channel_blocks(p.channels), taps = p.kernel * p.kernel;
+  r->w.assign(static_cast<size_t>(blocks * taps * kLanes), 0.0f);
+  r->b.assign(static_cast<size_t>(blocks * kLanes), 0.0f);
+  const float* wd = w.data<float>();
   for (int64_t c = 0; c < p.channels; ++c) {
-    for (int t = 0; t < 9; ++t) wp[((c / kLanes) * 9 + t) * kLanes + c % kLanes] = w[c * 9 + t];
-    if (bias) bp[c] = bias[c];
+    float* dst = r->w.data() + (c / kLanes) * taps * kLanes + c % kLanes;
+    for (int64_t t = 0; t < taps; ++t) dst[t * kLanes] = wd[c * taps + t];
+    if (bias) r->b[c] = bias->data<float>()[c];
   }
+  r->weights = w.weak_buffer();
+  if (bias) r->bias = bias->weak_buffer();
+  r->sample = parts::sample_of(w);
+  return r;
+}
+
+// Constant weights are packed once per (weights, bias, shape) and checked as oneDNN's cached
+// entries are (onednn_nn.cpp): their buffer alive, a sample of their values unchanged.
+std::shared_ptr<const Packed> packed_weights(const BlockedDepthwise& p, const Tensor& w,
+                                             const Tensor* bias, bool cache_weights) {
+  if (!cache_weights) return pack(p, w, bias);
+  static auto* cache = new LruCache<Packed>(1024, size_t{256} << 20);
+  const std::string key =
+      fmt::format("{}|{}|{},{}", w.raw(), bias ? bias->raw() : nullptr, p.channels, p.kernel);
+  std::lock_guard<std::mutex> lock(cache->mutex());
+  std::shared_ptr<Packed> e = cache->find(key);
+  if (e && !e->stale() && e->sample == parts::sample_of(w) && (!bias || !e->bias.expired()))
+    return e;
+  e = pack(p, w, bias);
+  cache->put(key, e, (e->w.size() + e->b.size()) * sizeof(float));
+  return e;
 }
 
 #if defined(__x86_64__)
@@ -46,48 +83,49 @@ __attribute__((target("avx512f"))) void pixel(const BlockedDepthwise& p, const f
                                               const float* wp, __m512 b, int64_t oh, int64_t ow,
                                               const Epilogue& e, float* out) {
   __m512 acc = b;
-  for (int kh = 0; kh < 3; ++kh) {
+  const int64_t k = p.kernel;
+  for (int64_t kh = 0; kh < k; ++kh) {
     const int64_t ih = oh * p.stride + kh - p.pad_top;
     if (ih < 0 || ih >= p.height) continue;
-    for (int kw = 0; kw < 3; ++kw) {
+    for (int64_t kw = 0; kw < k; ++kw) {
       const int64_t iw = ow * p.stride + kw - p.pad_left;
       if (iw < 0 || iw >= p.width) continue;
       acc = _mm512_fmadd_ps(_mm512_loadu_ps(plane + (ih * p.width + iw) * kLanes),
-                            _mm512_loadu_ps(wp + (kh * 3 + kw) * kLanes), acc);
+                            _mm512_loadu_ps(wp + (kh * k + kw) * kLanes), acc);
     }
   }
   _mm512_storeu_ps(out, finish(acc, e));
 }
 
-// P output pixels from ow0, every input column inside the row (no checks).
-template <int S, int P>
+// P output pixels from ow0, every input column inside the row (no checks); K x K kernel.
+template <int S, int P, int K>
 __attribute__((target("avx512f"))) void pixels(const BlockedDepthwise& p, const float* plane,
                                                const float* wp, __m512 b, int64_t oh, int64_t ow0,
                                                const Epilogue& e, float* out) {
-  constexpr int kIn = (P - 1) * S + 3;
+  constexpr int kIn = (P - 1) * S + K;
   __m512 acc[P];
   for (int i = 0; i < P; ++i) acc[i] = b;
-  for (int kh = 0; kh < 3; ++kh) {
+  for (int kh = 0; kh < K; ++kh) {
     const int64_t ih = oh * S + kh - p.pad_top;
     if (ih < 0 || ih >= p.height) continue;
     const float* row = plane + (ih * p.width + ow0 * S - p.pad_left) * kLanes;
     __m512 in[kIn];
     for (int j = 0; j < kIn; ++j) in[j] = _mm512_loadu_ps(row + j * kLanes);
-    for (int kw = 0; kw < 3; ++kw) {
-      const __m512 w = _mm512_loadu_ps(wp + (kh * 3 + kw) * kLanes);
+    for (int kw = 0; kw < K; ++kw) {
+      const __m512 w = _mm512_loadu_ps(wp + (kh * K + kw) * kLanes);
       for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i * S + kw], w, acc[i]);
     }
   }
   for (int i = 0; i < P; ++i) _mm512_storeu_ps(out + i * kLanes, finish(acc[i], e));
 }
 
-template <int S>
+template <int S, int K>
 __attribute__((target("avx512f"))) void run(const BlockedDepthwise& p, const float* x,
                                             const float* wp, const float* bp, float* y) {
   const int64_t blocks = ops::channel_blocks(p.channels);
-  // Output columns whose three input columns all lie inside the row.
+  // Output columns whose K input columns all lie inside the row.
   const int64_t first = (p.pad_left + S - 1) / S;
-  const int64_t span = p.width - 3 + p.pad_left;  // the last fast column's first input column
+  const int64_t span = p.width - K + p.pad_left;  // the last fast column's first input column
   const int64_t last = span < 0 ? 0 : std::min(p.out_width, span / S + 1);  // exclusive
   const int64_t rows = p.batch * blocks * p.out_height;
 #pragma omp parallel for schedule(static)
@@ -98,16 +136,16 @@ __attribute__((target("avx512f"))) void run(const BlockedDepthwise& p, const flo
                p.act == ConvActivation::kClip,
                static_cast<__mmask16>(left >= kLanes ? 0xFFFF : (1u << left) - 1)};
     const float* plane = x + nb * p.height * p.width * kLanes;
-    const float* w = wp + cb * 9 * kLanes;
+    const float* w = wp + cb * K * K * kLanes;
     const __m512 b = _mm512_loadu_ps(bp + cb * kLanes);
     float* out = y + (nb * p.out_height + oh) * p.out_width * kLanes;
     int64_t ow = 0;
     for (; ow < std::min(first, p.out_width); ++ow)
       pixel(p, plane, w, b, oh, ow, e, out + ow * kLanes);
     for (; ow + kPixels <= last; ow += kPixels)
-      pixels<S, kPixels>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
+      pixels<S, kPixels, K>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
     for (; ow + kPixels / 2 <= last; ow += kPixels / 2)
-      pixels<S, kPixels / 2>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
+      pixels<S, kPixels / 2, K>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
     for (; ow < p.out_width; ++ow) pixel(p, plane, w, b, oh, ow, e, out + ow * kLanes);
   }
 }
@@ -119,28 +157,33 @@ bool blocked_depthwise_supported(const BlockedDepthwise& p) {
 #if defined(__x86_64__)
   const bool act = p.act == ConvActivation::kNone || p.act == ConvActivation::kRelu ||
                    p.act == ConvActivation::kClip || p.act == ConvActivation::kSilu;
-  return has_avx512f() && act && (p.stride == 1 || p.stride == 2) && p.pad_top >= 0 &&
-         p.pad_top <= 1 && p.pad_left >= 0 && p.pad_left <= 1 && p.height > 0 && p.width > 0;
+  const int64_t half = p.kernel / 2;
+  // Stride 1 only: at stride 2 oneDNN's jit_dw was as fast or faster (trtutils_bench_ops
+  // --benchmark_filter=Depthwise: 96 channels at 112 px 299 against 252 us, 672 at 14 px 23
+  // against 18), at stride 1 slower (bench/RESULTS.md, issue 36).
+  return has_avx512f() && act && (p.kernel == 3 || p.kernel == 5) && p.stride == 1 &&
+         p.pad_top >= 0 && p.pad_top <= half && p.pad_left >= 0 && p.pad_left <= half &&
+         p.height > 0 && p.width > 0;
 #else
   return false;
 #endif
 }
 
-void blocked_depthwise(const BlockedDepthwise& p, const float* x, const float* w, const float* bias,
-                       float* y) {
+void blocked_depthwise(const BlockedDepthwise& p, const float* x, const Tensor& w,
+                       const Tensor* bias, bool cache_weights, float* y) {
 #if defined(__x86_64__)
   ++g_runs;
-  thread_local std::vector<float> wp, bp;
-  pack(p, w, bias, wp, bp);
-  if (p.stride == 1)
-    run<1>(p, x, wp.data(), bp.data(), y);
-  else
-    run<2>(p, x, wp.data(), bp.data(), y);
+  const std::shared_ptr<const Packed> packed = packed_weights(p, w, bias, cache_weights);
+  const float* wp = packed->w.data();
+  const float* bp = packed->b.data();
+  const int variant = static_cast<int>(p.kernel * 10 + p.stride);
+  if (variant == 31) run<1, 3>(p, x, wp, bp, y);
+  if (variant == 51) run<1, 5>(p, x, wp, bp, y);
   if (p.act == ConvActivation::kSilu)
     silu_inplace(y,
                  p.batch * ops::channel_blocks(p.channels) * p.out_height * p.out_width * kLanes);
 #else
-  (void)p, (void)x, (void)w, (void)bias, (void)y;
+  (void)p, (void)x, (void)w, (void)bias, (void)cache_weights, (void)y;
 #endif
 }
 

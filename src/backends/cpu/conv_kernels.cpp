@@ -271,11 +271,11 @@ void run_conv_channels_last(KernelContext& ctx, const ConvPostOps& post) {
   ctx.outputs.at(0) = permute_channels(sub.outputs.at(0), true);
 }
 
-// A 3x3 depthwise problem on blocked tensors through blocked_depthwise.h, when it takes it.
+// A 3x3 or 5x5 depthwise problem on blocked tensors through blocked_depthwise.h, when it takes it.
 bool run_blocked_depthwise(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b,
-                           const ConvPostOps& post, Tensor& y) {
+                           const ConvPostOps& post, bool cache_weights, Tensor& y) {
   if (p.nspatial != 2 || p.group != p.in_channels || p.out_channels != p.in_channels ||
-      p.kernel[1] != 3 || p.kernel[2] != 3 || p.stride[1] != p.stride[2] || p.dilation[1] != 1 ||
+      p.kernel[1] != p.kernel[2] || p.stride[1] != p.stride[2] || p.dilation[1] != 1 ||
       p.dilation[2] != 1 || w.dtype() != DataType::kFloat32 ||
       (b && b->dtype() != DataType::kFloat32))
     return false;
@@ -286,6 +286,7 @@ bool run_blocked_depthwise(const ConvProblem& p, const Tensor& x, const Tensor& 
   d.width = p.in[2];
   d.out_height = p.out[1];
   d.out_width = p.out[2];
+  d.kernel = p.kernel[1];
   d.stride = p.stride[1];
   d.pad_top = p.pad_begin[1];
   d.pad_left = p.pad_begin[2];
@@ -293,8 +294,7 @@ bool run_blocked_depthwise(const ConvProblem& p, const Tensor& x, const Tensor& 
   d.alpha = post.alpha;
   d.beta = post.beta;
   if (!blocked_depthwise_supported(d)) return false;
-  blocked_depthwise(d, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr,
-                    y.data<float>());
+  blocked_depthwise(d, x.data<float>(), w, b, cache_weights, y.data<float>());
   return true;
 }
 
@@ -326,7 +326,8 @@ void run_conv_blocked(KernelContext& ctx, const ConvPostOps& post) {
   if (!ctx.use_reference && shape_numel(out_shape) > 0) {
     ctx.outputs.at(0) = residual_output_buffer(ctx, post.residual, DataType::kFloat32, y_shape);
     if (!plain_input && !post.residual &&
-        run_blocked_depthwise(p, x_in, w_in, b_in, post, ctx.outputs[0]))
+        run_blocked_depthwise(p, x_in, w_in, b_in, post,
+                              ctx.input_is_constant(1) && ctx.input_is_constant(2), ctx.outputs[0]))
       return;
     const ConvLayouts l{plain_input ? ActLayout::kPlain : ActLayout::kBlocked16,
                         ActLayout::kBlocked16};
