@@ -21,7 +21,7 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return true;
 }
 
-// A blocked float32 FusedConv with constant weights of `rank`, no residual, explicit padding,
+// A blocked float32 FusedConv with constant 4-D weights (returned), no residual, explicit padding,
 // an activation other than Silu.
 const Tensor* blocked_conv_weights(const ir::Graph& g, const ir::Node& n) {
   if (n.domain != "com.trtutils" || n.op_type != "FusedConv" || n.attr_int("blocked", 0) == 0 ||
