@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/nn_kernels.h"
+#include "backends/cpu/vector_exp.h"
 #include "core/check.h"
 #include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
@@ -338,6 +339,36 @@ void max_pool_channels_last(const PoolProblem& p, int64_t n, int64_t c, const fl
   }
 }
 
+#if defined(__x86_64__)
+// max_pool_channels_last for 16 channels (a blocked image, one vector per pixel), the taps of
+// each axis computed once: ResNet-50's 3x3 stride-2 pool of 64 x 112 x 112 at batch 1 took
+// 0.51 ms in the generic loop (ONNX Runtime: 0.12). _mm512_max_ps(x, acc) returns acc when x is
+// NaN, as std::max(acc, x) does.
+__attribute__((target("avx512f"))) void max_pool_16(const PoolProblem& p, int64_t n, const float* x,
+                                                    float* y) {
+  const std::vector<Taps> td = axis_taps(p, 0), th = axis_taps(p, 1), tw = axis_taps(p, 2);
+  const int64_t rows = n * p.out[0] * p.out[1];
+#pragma omp parallel for schedule(static) if (rows * p.out[2] > (1 << 10))
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = r / (p.out[0] * p.out[1]), od = (r / p.out[1]) % p.out[0], oh = r % p.out[1];
+    const Taps& d = td[od];
+    const Taps& h = th[oh];
+    for (int64_t ow = 0; ow < p.out[2]; ++ow) {
+      const Taps& w = tw[ow];
+      __m512 acc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      for (int64_t kd = d.lo; kd < d.hi; ++kd)
+        for (int64_t kh = h.lo; kh < h.hi; ++kh) {
+          const int64_t id = d.start + kd * p.dilation[0], ih = h.start + kh * p.dilation[1];
+          const float* row = x + ((b * p.in[0] + id) * p.in[1] + ih) * p.in[2] * 16;
+          for (int64_t kw = w.lo; kw < w.hi; ++kw)
+            acc = _mm512_max_ps(_mm512_loadu_ps(row + (w.start + kw * p.dilation[2]) * 16), acc);
+        }
+      _mm512_storeu_ps(y + (r * p.out[2] + ow) * 16, acc);
+    }
+  }
+}
+#endif
+
 // MaxPool of a blocked X [N, C / 16, spatial..., 16] (conv_blocked_layout): each block is a
 // channels-last image of 16 channels.
 void max_pool_blocked(KernelContext& ctx) {
@@ -357,6 +388,9 @@ void max_pool_blocked(KernelContext& ctx) {
   out.insert(out.end(), out_first.begin() + 2, out_first.end());
   out.push_back(16);
   Tensor& y = ctx.make_output(0, DataType::kFloat32, out);
+#if defined(__x86_64__)
+  if (has_avx512f()) return max_pool_16(p, planes, x.data<float>(), y.data<float>());
+#endif
   max_pool_channels_last(p, planes, 16, x.data<float>(), y.data<float>());
 }
 
