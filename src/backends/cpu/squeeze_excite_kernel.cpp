@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/nn_kernels.h"
+#include "backends/cpu/vector_exp.h"
 #include "core/check.h"
 #include "ops/blocked_layout.h"
 
@@ -53,18 +54,52 @@ float gate(const SeParams& p, float v) {
   return 1.0f / (1.0f + std::exp(-v));
 }
 
+#if defined(__x86_64__)
+// The blocked layout's loops in AVX-512 lanes (one vector per pixel): the library's baseline
+// build runs the plain loops below in SSE2, 4-8 instructions per pixel; EfficientNet-B0's 56 px
+// block took 0.21 ms where ONNX Runtime's pool and Mul take 0.08.
+__attribute__((target("avx512f"))) void plane_sums_16(const float* xp, int64_t hw, double* s) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < hw; ++i) {
+    const __m512 v = _mm512_loadu_ps(xp + i * 16);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    hi = _mm512_add_pd(
+        hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+  }
+  _mm512_storeu_pd(s, _mm512_add_pd(_mm512_loadu_pd(s), lo));
+  _mm512_storeu_pd(s + 8, _mm512_add_pd(_mm512_loadu_pd(s + 8), hi));
+}
+__attribute__((target("avx512f"))) void plane_scale_16(const float* xp, int64_t hw, const float* s,
+                                                       float* yp) {
+  const __m512 sv = _mm512_loadu_ps(s);
+  for (int64_t i = 0; i < hw; ++i)
+    _mm512_storeu_ps(yp + i * 16, _mm512_mul_ps(_mm512_loadu_ps(xp + i * 16), sv));
+}
+#endif
+
+void plane_sums(const float* xp, int64_t hw, double* s) {
+#if defined(__x86_64__)
+  if (has_avx512f()) return plane_sums_16(xp, hw, s);
+#endif
+  for (int64_t i = 0; i < hw; ++i)
+    for (int64_t j = 0; j < 16; ++j) s[j] += xp[i * 16 + j];
+}
+void plane_scale(const float* xp, int64_t hw, const float* s, float* yp) {
+#if defined(__x86_64__)
+  if (has_avx512f()) return plane_scale_16(xp, hw, s, yp);
+#endif
+  for (int64_t i = 0; i < hw; ++i)
+    for (int64_t j = 0; j < 16; ++j) yp[i * 16 + j] = xp[i * 16 + j] * s[j];
+}
+
 // Per-thread partial sums (in double) of X's channels for thread t of nt: sums[b * c + k].
 void channel_sums(const SeParams& p, const float* x, int t, int nt, double* sums) {
   std::fill(sums, sums + p.n * p.lanes, 0.0);
   if (p.blocked) {  // planes of (image, block): hw rows of 16 lanes
     const int64_t blocks = p.lanes / 16, planes = p.n * blocks;
     const int64_t lo = planes * t / nt, hi = planes * (t + 1) / nt;
-    for (int64_t pl = lo; pl < hi; ++pl) {
-      double* s = sums + (pl / blocks) * p.lanes + (pl % blocks) * 16;
-      const float* xp = x + pl * p.hw * 16;
-      for (int64_t i = 0; i < p.hw; ++i)
-        for (int64_t j = 0; j < 16; ++j) s[j] += xp[i * 16 + j];
-    }
+    for (int64_t pl = lo; pl < hi; ++pl)
+      plane_sums(x + pl * p.hw * 16, p.hw, sums + (pl / blocks) * p.lanes + (pl % blocks) * 16);
     return;
   }
   if (p.channels_last) {
@@ -116,13 +151,9 @@ void scale_rows(const SeParams& p, const float* x, const float* scale, float* y)
   if (p.blocked) {
     const int64_t blocks = p.lanes / 16;
 #pragma omp for schedule(static)
-    for (int64_t pl = 0; pl < p.n * blocks; ++pl) {
-      const float* s = scale + (pl / blocks) * p.lanes + (pl % blocks) * 16;
-      const float* xp = x + pl * p.hw * 16;
-      float* yp = y + pl * p.hw * 16;
-      for (int64_t i = 0; i < p.hw; ++i)
-        for (int64_t j = 0; j < 16; ++j) yp[i * 16 + j] = xp[i * 16 + j] * s[j];
-    }
+    for (int64_t pl = 0; pl < p.n * blocks; ++pl)
+      plane_scale(x + pl * p.hw * 16, p.hw, scale + (pl / blocks) * p.lanes + (pl % blocks) * 16,
+                  y + pl * p.hw * 16);
     return;
   }
   if (p.channels_last) {
