@@ -372,7 +372,10 @@ TEST(FusedConvKernel, FastPathMatchesReferenceAtTileEdges) {
         std::vector<const Tensor*> in{&x, &w, &b};
         if (residual) in.push_back(&r);
         const auto [fast, ref] = fast_and_reference(node, in);
-        expect_close(fast, ref);
+        // 3x3 stride-1 ungrouped convolutions run through oneDNN's Winograd kernels (the CPU
+        // default): their transforms round at about 1e-5 relative.
+        const bool winograd = g.k == 3 && g.stride == 1 && g.group == 1;
+        expect_close(fast, ref, winograd ? 5e-5 : 1e-5);
         ASSERT_EQ(std::memcmp(r.raw(), r_copy.raw(), r.nbytes()), 0) << "residual was written";
       }
     }
