@@ -153,7 +153,8 @@ void slice_kernel(KernelContext& ctx) {
       for (int64_t o = 0; o < ranges[d].count; ++o)
         tables[d].push_back((ranges[d].start + o * ranges[d].step) * strides[d]);
     }
-    Tensor out(x.dtype(), out_shape);
+    // gather_separable writes every element: no zero-fill first.
+    Tensor out = Tensor::uninitialized(x.dtype(), out_shape);
     if (out.numel() > 0)
       gather_separable(x.raw(), out.raw(), element_bytes(x.dtype(), node), out_shape, tables,
                        nullptr);
