@@ -294,13 +294,14 @@ double amax_entropy(const TensorStats& s, const CalibratorParams& p) {
   // of their magnitude (MobileNetV2's first ReLU6 outputs, uniform-noise calibration: KL's
   // minimum at 1/3 of the range, 55x absmax's squared error, the model 4 dB worse). So the
   // search keeps only thresholds whose quantization error on the histogram is within
-  // kGuardRatio of absmax's, and among them takes the smallest KL (on ties the wider range).
+  // kEntropyErrorRatio of absmax's, and among them takes the smallest KL (on ties the wider
+  // range).
   std::vector<int64_t> order;
   for (int64_t i = nq; i <= nb; ++i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return kl[a] < kl[b] || (kl[a] == kl[b] && a > b);
   });
-  const double limit = kGuardRatio * histogram_error(s.histogram(), w, s.absmax(), p);
+  const double limit = kEntropyErrorRatio * histogram_error(s.histogram(), w, s.absmax(), p);
   for (const int64_t i : order) {
     const double t = std::min(s.absmax(), static_cast<double>(i) * w);
     if (histogram_error(s.histogram(), w, t, p) <= limit) return t;

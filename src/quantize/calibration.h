@@ -88,9 +88,13 @@ inline constexpr int64_t kMaxHistogramBins = 1 << 16;
 // The clipping threshold for `method` (> 0 unless the tensor is all zeros: then 0), through the
 // guard every calibrator (quantize, weakly typed build) passes: a threshold whose quantization
 // error on the histogram is over kGuardRatio times absmax's is rejected for absmax (a 50th
-// percentile, say). The entropy search applies the same bound to its candidates itself (KL's
-// minimum alone clipped MobileNetV2's first ReLU6 outputs at 1/3 of their range).
+// percentile, say).
 inline constexpr double kGuardRatio = 2.0;
+// The entropy search's own bound on its candidates: no more error on the histogram than
+// absmax's (KL's minimum alone clipped MobileNetV2's first ReLU6 outputs at 1/3 of their range;
+// within 2x absmax's error it still clipped Swin-T's GELU outputs at 35-80% of their range, the
+// model 1.5 dB under max on noise calibration; bench/RESULTS.md, issue 35).
+inline constexpr double kEntropyErrorRatio = 1.0;
 struct AmaxChoice {
   double amax = 0;
   CalibrationMethod method = CalibrationMethod::kMax;  // the one that set amax

@@ -164,8 +164,27 @@ TEST(CalibrationTest, EntropyKeepsTheTailAModelNeeds) {
   const AmaxChoice c = choose_amax(s, CalibrationMethod::kEntropy, p);
   EXPECT_FALSE(c.rejected);
   EXPECT_EQ(c.method, CalibrationMethod::kEntropy);
-  EXPECT_LE(threshold_error(s, c.amax, p), kGuardRatio * threshold_error(s, s.absmax(), p));
+  EXPECT_LE(threshold_error(s, c.amax, p),
+            kEntropyErrorRatio * threshold_error(s, s.absmax(), p) * (1 + 1e-12));
   EXPECT_GT(c.amax, 0.5 * s.absmax()) << "KL clipped the tail again";
+  EXPECT_LE(c.amax, s.absmax());
+}
+
+// A GELU output (a transformer MLP's hidden layer) with outlier features: most values near zero,
+// a sparse positive tail whose values the next layer needs. The property the search keeps: its
+// threshold's error on the histogram is no worse than absmax's. (On this synthetic tail the old
+// bound, twice absmax's error, picks the same threshold; the case it did not was Swin-T's GELU
+// outputs, clipped at 35-80% of their range, bench/RESULTS.md issue 35.)
+TEST(CalibrationTest, EntropyKeepsAGeluTail) {
+  std::vector<float> v = normal(200000, 11, 1.0f);
+  for (size_t i = 0; i < v.size(); i += 500) v[i] *= 6.0f;  // outlier features
+  for (float& x : v) x = 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
+  TensorStats s(2048);
+  s.add(vec_tensor(v));
+  const CalibratorParams p;
+  const AmaxChoice c = choose_amax(s, CalibrationMethod::kEntropy, p);
+  EXPECT_EQ(c.method, CalibrationMethod::kEntropy);
+  EXPECT_LE(threshold_error(s, c.amax, p), threshold_error(s, s.absmax(), p) * (1 + 1e-12));
   EXPECT_LE(c.amax, s.absmax());
 }
 
