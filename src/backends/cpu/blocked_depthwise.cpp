@@ -27,7 +27,7 @@ std::atomic<int64_t> g_runs{0};
 struct Packed {
   std::vector<float> w, b;
   std::weak_ptr<const uint8_t> weights, bias;  // the keys' buffers
-  std::vector<uint32_t> sample;                // weight values when packed
+  std::vector<uint32_t> sample, bias_sample;   // their values when packed
   bool stale() const { return weights.expired(); }
 };
 
@@ -45,6 +45,7 @@ std::shared_ptr<Packed> pack(const BlockedDepthwise& p, const Tensor& w, const T
   r->weights = w.weak_buffer();
   if (bias) r->bias = bias->weak_buffer();
   r->sample = parts::sample_of(w);
+  if (bias) r->bias_sample = parts::sample_of(*bias);
   return r;
 }
 
@@ -58,7 +59,8 @@ std::shared_ptr<const Packed> packed_weights(const BlockedDepthwise& p, const Te
       fmt::format("{}|{}|{},{}", w.raw(), bias ? bias->raw() : nullptr, p.channels, p.kernel);
   std::lock_guard<std::mutex> lock(cache->mutex());
   std::shared_ptr<Packed> e = cache->find(key);
-  if (e && !e->stale() && e->sample == parts::sample_of(w) && (!bias || !e->bias.expired()))
+  if (e && !e->stale() && e->sample == parts::sample_of(w) &&
+      (!bias || (!e->bias.expired() && e->bias_sample == parts::sample_of(*bias))))
     return e;
   e = pack(p, w, bias);
   cache->put(key, e, (e->w.size() + e->b.size()) * sizeof(float));
