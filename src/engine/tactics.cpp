@@ -117,7 +117,8 @@ TacticStats select_tactics(ir::Model& model, const std::map<std::string, Shape>&
     std::vector<Tensor> holders;
     std::vector<const Tensor*> inputs;
     std::vector<bool> constant;
-    std::string key = fmt::format("{}|t{}|{}::{}", device, threads, node.domain, node.op_type);
+    // "g2": entries of earlier builds timed blocked convolutions whose kernel ignored the tactic.
+    std::string key = fmt::format("{}|t{}|g2|{}::{}", device, threads, node.domain, node.op_type);
     bool ok = true;
     for (size_t k = 0; k < node.inputs.size() && ok; ++k) {
       const std::string& in = node.inputs[k];
@@ -177,7 +178,9 @@ TacticStats select_tactics(ir::Model& model, const std::map<std::string, Shape>&
       p.pad_begin[o + d] = d < pads.size() ? pads[d] : 0;
       p.pad_end[o + d] = d + p.nspatial < pads.size() ? pads[d + p.nspatial] : 0;
     }
-    const std::vector<std::string> tactics = cpu::nn::conv_tactics(p);
+    std::vector<std::string> tactics = cpu::nn::conv_tactics(p);
+    if (node.attr_int("blocked", 0) != 0)  // the matmul form serves plain / channels-last only
+      std::erase(tactics, std::string("matmul"));
     if (tactics.size() < 2) continue;
     std::string best;
     if (const json* hit = cache.find(key); hit && hit->contains("tactic")) {

@@ -317,6 +317,7 @@ void run_conv_blocked(KernelContext& ctx, const ConvPostOps& post) {
   const Shape x_shape = plain_input ? x_in.shape() : ops::unblocked_shape(x_in.shape(), channels);
   Shape out_shape;
   ConvProblem p = make_problem(ctx, false, x_shape, out_shape);
+  p.tactic = node.attr_string("tactic", "");  // the builder's timed choice, as in the other layouts
   const Shape y_shape = ops::blocked_shape(out_shape);
   if (post.residual)
     TRT_CHECK_ARG(post.residual->dtype() == DataType::kFloat32 && post.residual->shape() == y_shape,
