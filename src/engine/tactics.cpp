@@ -178,9 +178,10 @@ TacticStats select_tactics(ir::Model& model, const std::map<std::string, Shape>&
       p.pad_begin[o + d] = d < pads.size() ? pads[d] : 0;
       p.pad_end[o + d] = d + p.nspatial < pads.size() ? pads[d + p.nspatial] : 0;
     }
-    std::vector<std::string> tactics = cpu::nn::conv_tactics(p);
-    if (node.attr_int("blocked", 0) != 0)  // the matmul form serves plain / channels-last only
-      std::erase(tactics, std::string("matmul"));
+    const auto layout = node.attr_int("blocked", 0) != 0         ? cpu::nn::ActLayout::kBlocked16
+                        : node.attr_int("channels_last", 0) != 0 ? cpu::nn::ActLayout::kChannelsLast
+                                                                 : cpu::nn::ActLayout::kPlain;
+    const std::vector<std::string> tactics = cpu::nn::conv_tactics(p, layout);
     if (tactics.size() < 2) continue;
     std::string best;
     if (const json* hit = cache.find(key); hit && hit->contains("tactic")) {

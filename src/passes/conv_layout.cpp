@@ -119,13 +119,6 @@ bool elementwise_candidate(const ir::Graph& g, const ir::Node& n,
   return any;
 }
 
-bool has_subgraphs(const ir::Graph& g) {
-  for (const auto& n : g.nodes)
-    for (const auto& [name, a] : n.attributes)
-      if (a.kind == ir::Attribute::Kind::kGraph) return true;
-  return false;
-}
-
 }  // namespace
 
 size_t conv_channels_last(ir::Graph& g) {
@@ -170,12 +163,13 @@ size_t conv_channels_last(ir::Graph& g) {
     nodes.push_back(transpose(y_last, y, to_first_perm(ys.size())));
   };
   // A Transpose to channels-last of a value that has a twin already (qdq_channels_last's, before
-  // a QConv, of a Q/DQ node now run channels-last) is dropped: its readers read the twin. Not in
-  // graphs with subgraphs, which may read the Transpose's output implicitly.
+  // a QConv, of a Q/DQ node now run channels-last) is dropped: its readers read the twin. Not
+  // when a graph output or a subgraph (implicitly) reads it.
   std::unordered_map<std::string, std::string> alias;
-  std::unordered_set<std::string> outputs;
-  for (const auto& o : g.outputs) outputs.insert(o.name);
-  const bool may_alias = !has_subgraphs(g);
+  std::unordered_set<std::string> kept_names;
+  for (const auto& o : g.outputs) kept_names.insert(o.name);
+  for (const auto& n : g.nodes)
+    for (auto& v : n.implicit_inputs()) kept_names.insert(std::move(v));
   for (ir::Node& n : g.nodes) {
     for (std::string& in : n.inputs)
       if (auto a = alias.find(in); a != alias.end()) in = a->second;
@@ -183,8 +177,8 @@ size_t conv_channels_last(ir::Graph& g) {
     if (n.op_type == "Transpose" && is_default_domain(n) && n.inputs.size() == 1 &&
         n.outputs.size() == 1) {
       const auto perm = n.attr_ints("perm", {});
-      if (may_alias && perm.size() >= 3 && perm == to_last_perm(perm.size()) &&
-          last_of.count(n.inputs[0]) && !outputs.count(n.outputs[0])) {
+      if (perm.size() >= 3 && perm == to_last_perm(perm.size()) && last_of.count(n.inputs[0]) &&
+          !kept_names.count(n.outputs[0])) {
         alias[n.outputs[0]] = last_of.at(n.inputs[0]);
         continue;
       }

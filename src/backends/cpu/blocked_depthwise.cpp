@@ -87,10 +87,10 @@ __attribute__((target("avx512f"))) void pixel(const BlockedDepthwise& p, const f
   __m512 acc = b;
   const int64_t k = p.kernel;
   for (int64_t kh = 0; kh < k; ++kh) {
-    const int64_t ih = oh * p.stride + kh - p.pad_top;
+    const int64_t ih = oh + kh - p.pad_top;
     if (ih < 0 || ih >= p.height) continue;
     for (int64_t kw = 0; kw < k; ++kw) {
-      const int64_t iw = ow * p.stride + kw - p.pad_left;
+      const int64_t iw = ow + kw - p.pad_left;
       if (iw < 0 || iw >= p.width) continue;
       acc = _mm512_fmadd_ps(_mm512_loadu_ps(plane + (ih * p.width + iw) * kLanes),
                             _mm512_loadu_ps(wp + (kh * k + kw) * kLanes), acc);
@@ -99,36 +99,36 @@ __attribute__((target("avx512f"))) void pixel(const BlockedDepthwise& p, const f
   _mm512_storeu_ps(out, finish(acc, e));
 }
 
-// P output pixels from ow0, every input column inside the row (no checks); K x K kernel.
-template <int S, int P, int K>
+// P output pixels from ow0, every input column inside the row (no checks); K x K kernel, stride 1.
+template <int P, int K>
 __attribute__((target("avx512f"))) void pixels(const BlockedDepthwise& p, const float* plane,
                                                const float* wp, __m512 b, int64_t oh, int64_t ow0,
                                                const Epilogue& e, float* out) {
-  constexpr int kIn = (P - 1) * S + K;
+  constexpr int kIn = P - 1 + K;
   __m512 acc[P];
   for (int i = 0; i < P; ++i) acc[i] = b;
   for (int kh = 0; kh < K; ++kh) {
-    const int64_t ih = oh * S + kh - p.pad_top;
+    const int64_t ih = oh + kh - p.pad_top;
     if (ih < 0 || ih >= p.height) continue;
-    const float* row = plane + (ih * p.width + ow0 * S - p.pad_left) * kLanes;
+    const float* row = plane + (ih * p.width + ow0 - p.pad_left) * kLanes;
     __m512 in[kIn];
     for (int j = 0; j < kIn; ++j) in[j] = _mm512_loadu_ps(row + j * kLanes);
     for (int kw = 0; kw < K; ++kw) {
       const __m512 w = _mm512_loadu_ps(wp + (kh * K + kw) * kLanes);
-      for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i * S + kw], w, acc[i]);
+      for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i + kw], w, acc[i]);
     }
   }
   for (int i = 0; i < P; ++i) _mm512_storeu_ps(out + i * kLanes, finish(acc[i], e));
 }
 
-template <int S, int K>
+template <int K>
 __attribute__((target("avx512f"))) void run(const BlockedDepthwise& p, const float* x,
                                             const float* wp, const float* bp, float* y) {
   const int64_t blocks = ops::channel_blocks(p.channels);
   // Output columns whose K input columns all lie inside the row.
-  const int64_t first = (p.pad_left + S - 1) / S;
+  const int64_t first = p.pad_left;
   const int64_t span = p.width - K + p.pad_left;  // the last fast column's first input column
-  const int64_t last = span < 0 ? 0 : std::min(p.out_width, span / S + 1);  // exclusive
+  const int64_t last = span < 0 ? 0 : std::min(p.out_width, span + 1);  // exclusive
   const int64_t rows = p.batch * blocks * p.out_height;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
@@ -145,9 +145,9 @@ __attribute__((target("avx512f"))) void run(const BlockedDepthwise& p, const flo
     for (; ow < std::min(first, p.out_width); ++ow)
       pixel(p, plane, w, b, oh, ow, e, out + ow * kLanes);
     for (; ow + kPixels <= last; ow += kPixels)
-      pixels<S, kPixels, K>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
+      pixels<kPixels, K>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
     for (; ow + kPixels / 2 <= last; ow += kPixels / 2)
-      pixels<S, kPixels / 2, K>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
+      pixels<kPixels / 2, K>(p, plane, w, b, oh, ow, e, out + ow * kLanes);
     for (; ow < p.out_width; ++ow) pixel(p, plane, w, b, oh, ow, e, out + ow * kLanes);
   }
 }
@@ -178,9 +178,10 @@ void blocked_depthwise(const BlockedDepthwise& p, const float* x, const Tensor& 
   const std::shared_ptr<const Packed> packed = packed_weights(p, w, bias, cache_weights);
   const float* wp = packed->w.data();
   const float* bp = packed->b.data();
-  const int variant = static_cast<int>(p.kernel * 10 + p.stride);
-  if (variant == 31) run<1, 3>(p, x, wp, bp, y);
-  if (variant == 51) run<1, 5>(p, x, wp, bp, y);
+  if (p.kernel == 3)
+    run<3>(p, x, wp, bp, y);
+  else
+    run<5>(p, x, wp, bp, y);
   if (p.act == ConvActivation::kSilu)
     silu_inplace(y,
                  p.batch * ops::channel_blocks(p.channels) * p.out_height * p.out_width * kLanes);

@@ -43,8 +43,6 @@ struct ConvProblem {
   // policy; "direct"; "winograd" (3x3 stride-1 only); "matmul" (pointwise only).
   std::string tactic;
 };
-// The fast-path variants that may serve a problem (the builder times each one).
-std::vector<std::string> conv_tactics(const ConvProblem& p);
 
 // What a com.trtutils::FusedConv adds after the convolution (and its bias), in this order:
 // Y = act(conv + B + residual). See passes.h (fuse_convolutions) for the node's contract.
@@ -103,6 +101,9 @@ struct ConvLayouts {
   bool channels_last() const { return dst == ActLayout::kChannelsLast; }
   bool blocked() const { return dst == ActLayout::kBlocked16; }
 };
+// The fast-path variants that may serve a problem on tensors of `layout` (the builder times each
+// one).
+std::vector<std::string> conv_tactics(const ConvProblem& p, ActLayout layout);
 bool onednn_conv(const ConvProblem& p, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
                  const ConvPostOps& post = {}, bool cache_weights = true, ConvLayouts layouts = {});
 // com.trtutils::PointwiseDepthwise (ops/pointwise_depthwise.h) on blocked float32 tensors: X

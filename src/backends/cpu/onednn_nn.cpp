@@ -476,10 +476,11 @@ std::string conv_key(const ConvProblem& p, const Tensor& w, bool has_bias, const
 
 }  // namespace
 
-std::vector<std::string> conv_tactics(const ConvProblem& p) {
+std::vector<std::string> conv_tactics(const ConvProblem& p, ActLayout layout) {
   std::vector<std::string> t = {"direct"};
   if (winograd_shape(p)) t.push_back("winograd");
-  if (conv_is_pointwise(p)) t.push_back("matmul");
+  // The matmul form serves plain and channels-last tensors (conv_impl), not blocked ones.
+  if (conv_is_pointwise(p) && layout != ActLayout::kBlocked16) t.push_back("matmul");
   return t;
 }
 
