@@ -539,7 +539,8 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
   }
   passes::run_pipeline(g, model.opset());
   if (backend == "cpu")
-    passes::run_cpu_layout_pipeline(g, {}, {cpu::nn::pointwise_depthwise_native});
+    passes::run_cpu_layout_pipeline(
+        g, {}, {cpu::nn::pointwise_depthwise_native, cpu::nn::permuted_matmul_native});
   g.value_info.clear();
   // Refuse now what the runtime would refuse at load or at the first run: an op without a
   // kernel, a node whose type/shape inference fails on known inputs (Reshape to a dim of -2,

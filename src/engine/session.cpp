@@ -300,7 +300,8 @@ Session::Session(ir::Model model, SessionOptions options)
     // The reference runs the plain graph; the fast kernels get the CPU plan's layouts, except
     // when every node output is returned (compare --layerwise matches NCHW values by name).
     if (!options_.use_reference && !options_.mark_all_outputs)
-      passes::run_cpu_layout_pipeline(g, disabled, {cpu::nn::pointwise_depthwise_native});
+      passes::run_cpu_layout_pipeline(
+          g, disabled, {cpu::nn::pointwise_depthwise_native, cpu::nn::permuted_matmul_native});
   }
 
   check_cpu_kernels(g);

@@ -1,9 +1,14 @@
 // Shape/type inference for the nn op family: Conv, ConvTranspose, Gemm, MatMul, the pools and
 // the normalisations. Window geometry comes from ops/nn_geometry.h, shared with the kernels.
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
 #include "core/check.h"
 #include "ops/blocked_layout.h"
 #include "ops/nn_geometry.h"
 #include "ops/op_registry.h"
+#include "ops/permuted_matmul.h"
 #include "ops/pointwise_depthwise.h"
 
 namespace trtutils::ops {
@@ -321,6 +326,37 @@ void infer_pointwise_depthwise(InferContext& ctx) {
   ctx.outputs[0] = second.outputs[0];
 }
 
+// com.trtutils::PermutedMatMul (ops/permuted_matmul.h): its Transposes and MatMul in turn, each
+// through its own schema.
+void infer_permuted_matmul(InferContext& ctx) {
+  std::unordered_map<std::string, ir::ValueInfo> values;
+  auto value = [&](const std::string& name) -> const ir::ValueInfo* {
+    for (size_t i = 0; i < ctx.node.inputs.size(); ++i)
+      if (ctx.node.inputs[i] == name) return ctx.has_input(i) ? ctx.inputs[i] : nullptr;
+    const auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  };
+  for (const ir::Node& step : split_permuted_matmul(ctx.node)) {
+    const OpSchema* schema = OpRegistry::instance().find(step.domain, step.op_type);
+    InferContext c{step,
+                   ctx.opset,
+                   {},
+                   {},
+                   {ir::ValueInfo{step.outputs[0], DataType::kUndefined, std::nullopt, {}}}};
+    for (const std::string& in : step.inputs) {
+      c.inputs.push_back(value(in));
+      c.constants.push_back(nullptr);
+    }
+    TRT_CHECK_ARG(c.inputs.size() == step.inputs.size() &&
+                      std::all_of(c.inputs.begin(), c.inputs.end(), [](auto* v) { return v; }),
+                  "{}: PermutedMatMul needs A and B", ctx.node.describe());
+    schema->infer(c);
+    values[step.outputs[0]] = c.outputs[0];
+  }
+  ctx.outputs.at(0) = values.at(ctx.node.outputs.at(0));
+  ctx.outputs[0].name = ctx.node.outputs[0];
+}
+
 // com.trtutils::FusedMatMul (made by the matmul_fusion pass): MatMul(A, W 2-D) + bias (W's N
 // columns) [-> GELU] [+ residual with the output's shape].
 void infer_fused_matmul(InferContext& ctx) {
@@ -348,6 +384,7 @@ void register_nn_ops(OpRegistry& r) {
   r.add({"FusedMatMul", "com.trtutils", infer_fused_matmul});
   r.add({"FusedConv", "com.trtutils", infer_fused_conv});
   r.add({"PointwiseDepthwise", "com.trtutils", infer_pointwise_depthwise});
+  r.add({"PermutedMatMul", "com.trtutils", infer_permuted_matmul});
   // com.trtutils::SqueezeExcite (se_fusion, passes.h): Y has X's dtype and shape (either layout).
   r.add({"SqueezeExcite", "com.trtutils", infer_same_as_input});
   r.add({"ToBlocked", "com.trtutils", infer_to_blocked});

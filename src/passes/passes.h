@@ -149,8 +149,19 @@ size_t fuse_squeeze_excite(ir::Graph& graph);
 // value_info. Returns the number of MatMul nodes fused.
 size_t fuse_matmuls(ir::Graph& graph);
 
+// Rewrites a float32 MatMul of two activations (rank >= 2) with the single-reader Transposes
+// (explicit perm) and scalar-constant Mul / Div nodes that feed its operands or follow its
+// product into one com.trtutils::PermutedMatMul (ops/permuted_matmul.h): the Transposes become
+// its perm_a / perm_b / perm_y, the scalings its alpha. For the CPU plan, whose backend reads
+// and writes the strided views; `keep` (when given) decides per fused node whether it stays
+// (the CPU backend: where oneDNN has an optimized kernel for the views). Returns the number of
+// MatMul nodes folded.
+size_t fold_matmul_permutes(
+    ir::Graph& graph, const std::function<bool(const ir::Graph&, const ir::Node&)>& keep = nullptr);
+
 // The CPU plan's layout step, after run_pipeline on a graph that the CPU backend runs:
-// fuse_squeeze_excite ("se_fusion"), fuse_matmuls ("matmul_fusion"), conv_blocked_layout
+// fuse_squeeze_excite ("se_fusion"), fuse_matmuls ("matmul_fusion"), fold_matmul_permutes
+// ("matmul_permutes"), conv_blocked_layout
 // ("blocked_layout") then conv_channels_last for what is left (both off with "conv_layout"),
 // then dead-code elimination, then fuse_pointwise_depthwise ("pointwise_depthwise"). `disabled` and
 // TRTUTILS_DISABLE_PASSES as for run_pipeline.
@@ -158,6 +169,9 @@ size_t fuse_matmuls(ir::Graph& graph);
 // (cpu::nn::pointwise_depthwise_native). Empty: every pair the pass matches fuses.
 struct CpuPlanHooks {
   std::function<bool(const ir::Graph&, const ir::Node&)> pointwise_depthwise;
+  // Whether a PermutedMatMul runs on strided views (cpu::nn::permuted_matmul_native). Empty:
+  // every MatMul the pass matches folds.
+  std::function<bool(const ir::Graph&, const ir::Node&)> permuted_matmul;
 };
 void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disabled = {},
                              const CpuPlanHooks& hooks = {});

@@ -75,6 +75,7 @@ void run_cpu_layout_pipeline(ir::Graph& graph, const std::set<std::string>& disa
   // chain of the convolutions around it.
   if (!disabled.count("se_fusion")) fuse_squeeze_excite(graph);
   if (!disabled.count("matmul_fusion")) fuse_matmuls(graph);
+  if (!disabled.count("matmul_permutes")) fold_matmul_permutes(graph, hooks.permuted_matmul);
   if (disabled.count("conv_layout")) return;
   // After conv fusion (a FusedConv's residual and activation travel with it) and after the
   // Q/DQ layout (QConv chains are channels-last already; float convs between them join in).

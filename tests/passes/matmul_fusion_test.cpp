@@ -207,5 +207,59 @@ TEST(MatmulFusion, GemmWithConstantWeightFuses) {
   check_fusion(net.b.build(kOpset), net.feeds, 0);
 }
 
+// An in-projection sliced into q, k and v along the last axis (ends past the end, negative
+// starts, axis -1 or 2): one FusedMatMul per Slice on its columns, no Slice left; a product that
+// another node also reads stays one FusedMatMul with its Slices.
+TEST(MatmulFusion, SlicedProductSplitsIntoColumnProducts) {
+  for (const bool shared : {false, true}) {
+    SCOPED_TRACE(shared ? "shared" : "sliced only");
+    Net net;
+    const auto p = matmul_bias(net, false, 80);
+    auto ints = [&](const std::string& name, int64_t v) {
+      return net.b.initializer(name, Tensor::from_vector<int64_t>(DataType::kInt64, {1}, {v}));
+    };
+    const std::vector<std::vector<std::string>> slices = {
+        {ints("s0", 0), ints("e0", 16), ints("a0", -1)},
+        {ints("s1", 16), ints("e1", INT64_MAX), ints("a1", 2)},
+        {ints("s2", -12), ints("e2", -4), ints("a2", -1)}};
+    for (const auto& s : slices) {
+      std::vector<std::string> in = {p};
+      in.insert(in.end(), s.begin(), s.end());
+      net.b.output(net.b.node("Relu", {net.b.node("Slice", in)[0]})[0], DataType::kFloat32);
+    }
+    if (shared) net.b.output(net.b.node("Relu", {p})[0], DataType::kFloat32);
+    const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, shared ? 1 : 3);
+    EXPECT_EQ(count_op(g, "Slice"), shared ? 3u : 0u);
+  }
+}
+
+// ViT's attention output: the out-projection's [S, D] product reshaped to [S, 1, D], moved to
+// [1, S, D] by a Transpose of a size-1 axis, then the residual Add: one FusedMatMul with the
+// residual, its A reshaped; a Transpose that really moves data stops it.
+TEST(MatmulFusion, ResidualThroughOrderKeepingViews) {
+  for (const bool moves : {false, true}) {
+    SCOPED_TRACE(moves ? "a real transpose" : "views only");
+    Net net;
+    net.x = net.b.input("x", DataType::kFloat32, {kRows, kK});
+    net.feeds["x"] = random_tensor({kRows, kK}, 90);
+    const auto w = net.b.initializer("w", random_tensor({kK, kN}, 91, 0.3f));
+    const auto bias = net.b.initializer("bias", random_tensor({kN}, 92));
+    const auto p = net.b.node("Add", {net.b.node("MatMul", {net.x, w})[0], bias})[0];
+    const auto dims = net.b.initializer(
+        "dims", Tensor::from_vector<int64_t>(DataType::kInt64, {3}, {kRows, 1, kN}));
+    const auto r = net.b.node("Reshape", {p, dims})[0];
+    const std::vector<int64_t> perm =
+        moves ? std::vector<int64_t>{2, 1, 0} : std::vector<int64_t>{1, 0, 2};
+    const auto t = net.b.node("Transpose", {r}, {ir::attr_ints("perm", perm)})[0];
+    const Shape rs = moves ? Shape{kN, 1, kRows} : Shape{1, kRows, kN};
+    const auto res = net.b.input("res", DataType::kFloat32, ir::sym_shape_from_static(rs));
+    net.feeds["res"] = random_tensor(rs, 93);
+    net.b.output(net.b.node("Add", {t, res})[0], DataType::kFloat32);
+    const ir::Graph g = check_fusion(net.b.build(kOpset), net.feeds, 1);
+    EXPECT_EQ(count_op(g, "Add"), moves ? 1u : 0u);
+    EXPECT_EQ(count_op(g, "Transpose"), moves ? 1u : 0u);
+  }
+}
+
 }  // namespace
 }  // namespace trtutils

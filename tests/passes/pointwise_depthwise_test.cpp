@@ -159,7 +159,7 @@ TEST(PointwiseDepthwise, PassFusesInvertedResidualBlocks) {
   // The CPU backend's answer: oneDNN has no fused kernel for maps this small, so the pairs stay
   // two convolutions (the sessions and the builder ask it).
   ir::Graph asked = plain2;
-  passes::run_cpu_layout_pipeline(asked, {}, {cpu::nn::pointwise_depthwise_native});
+  passes::run_cpu_layout_pipeline(asked, {}, {cpu::nn::pointwise_depthwise_native, nullptr});
   EXPECT_EQ(count_op(asked, "PointwiseDepthwise"), 0u);
   EXPECT_EQ(count_op(asked, "FusedConv"), count_op(unfused, "FusedConv"));
   const auto want = execute(plain, feeds, /*reference=*/true);

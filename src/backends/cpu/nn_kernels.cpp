@@ -81,6 +81,7 @@ void register_nn_kernels(KernelRegistry& r) {
   r.add({"Gemm", "", nn::gemm_kernel});
   r.add({"MatMul", "", nn::matmul_kernel});
   r.add({"FusedMatMul", "com.trtutils", nn::fused_matmul_kernel});
+  r.add({"PermutedMatMul", "com.trtutils", nn::permuted_matmul_kernel});
   r.add({"MaxPool", "", nn::max_pool_kernel});
   r.add({"AveragePool", "", nn::average_pool_kernel});
   r.add({"GlobalAveragePool", "", nn::global_average_pool_kernel});

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "backends/cpu/kernel_registry.h"
 #include "ops/nn_geometry.h"
@@ -138,6 +140,26 @@ bool onednn_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a
 // of A and B broadcast (size 1 or equal to Y's).
 bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const Shape& b_shape,
                    Tensor& y, const Shape& y_shape);
+// Y = alpha * A x B over strided views of A, B and Y (com.trtutils::PermutedMatMul): dims and
+// strides (in elements) of one rank >= 2, batch dims of A and B equal to Y's or 1.
+struct StridedMatmul {
+  std::vector<int64_t> a_dims, a_strides, b_dims, b_strides, y_dims, y_strides;
+  float alpha = 1.0f;
+};
+// The views of PermutedMatMul(A, B) for its source shapes and perms (empty: identity), or
+// nullopt when they do not multiply (rank < 2, inner or batch dims that differ).
+std::optional<StridedMatmul> permuted_matmul_views(const Shape& a, const std::vector<int64_t>& pa,
+                                                   const Shape& b, const std::vector<int64_t>& pb,
+                                                   const std::vector<int64_t>& py, float alpha);
+// Float32 A, B, Y buffers; false when oneDNN has no optimized kernel for the views.
+bool onednn_strided_matmul(const StridedMatmul& p, const float* a, const float* b, float* y);
+// Whether oneDNN has an optimized kernel for the views (the builder's question).
+bool onednn_strided_matmul_native(const StridedMatmul& p);
+// The same for a PermutedMatMul node of graph g (static shapes in value_info): the CPU plan's
+// fold_matmul_permutes asks it (passes::CpuPlanHooks).
+bool permuted_matmul_native(const ir::Graph& g, const ir::Node& fused);
+void permuted_matmul_kernel(KernelContext& ctx);  // com.trtutils::PermutedMatMul
+
 // com.trtutils::FusedMatMul's fast path, float32: Y [..., N] = A [..., K] x W [K, N] + bias (N
 // values) [-> exact GELU] [+ residual (Y's shape)], one primitive (bias and post-ops).
 bool onednn_matmul_bias(const Tensor& a, const Tensor& w, const Tensor& bias,

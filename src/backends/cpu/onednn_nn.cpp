@@ -821,6 +821,42 @@ bool onednn_matmul(const Tensor& a, const Shape& a_shape, const Tensor& b, const
   return ok;
 }
 
+static std::shared_ptr<MatmulEntry> strided_matmul_entry(const StridedMatmul& p) {
+  std::string key = "strided_matmul|";
+  append_dims(key, "a", p.a_dims);
+  append_dims(key, "as", p.a_strides);
+  append_dims(key, "b", p.b_dims);
+  append_dims(key, "bs", p.b_strides);
+  append_dims(key, "y", p.y_dims);
+  append_dims(key, "ys", p.y_strides);
+  key += fmt::format("{}", p.alpha);
+  MatmulExtras x;
+  x.alpha = p.alpha;
+  return get_matmul(key, memory::desc(p.a_dims, kF32, p.a_strides),
+                    memory::desc(p.b_dims, kF32, p.b_strides),
+                    memory::desc(p.y_dims, kF32, p.y_strides), x);
+}
+
+bool onednn_strided_matmul_native(const StridedMatmul& p) {
+  return p.y_dims.size() <= DNNL_MAX_NDIMS && strided_matmul_entry(p)->ok;
+}
+
+bool onednn_strided_matmul(const StridedMatmul& p, const float* a, const float* b, float* y) {
+  bool ok = p.y_dims.size() <= DNNL_MAX_NDIMS;
+  if (ok) {
+    const std::shared_ptr<MatmulEntry> e = strided_matmul_entry(p);
+    ok = e->ok;
+    try {
+      if (ok) run_matmul(*e, a, b, y);
+    } catch (const dnnl::error& err) {
+      TRT_LOG_WARN("oneDNN matmul failed ({}); using the reference kernel", err.what());
+      ok = false;
+    }
+  }
+  (ok ? g_matmul_runs : g_matmul_fallbacks)++;
+  return ok;
+}
+
 void onednn_release_stale() {
   qlinear::release_stale();  // first: its dequantized weights are keys of conv entries
   onednn_pointwise_depthwise_release(false);

@@ -349,18 +349,16 @@ void transpose_kernel(KernelContext& ctx) {
     const auto perm = ops::transpose_perm(ctx.node, x.rank());
     Shape out_shape(x.rank());
     for (size_t d = 0; d < perm.size(); ++d) out_shape[d] = x.dim(perm[d]);
+    Shape in_m;
+    std::vector<int64_t> perm_m;
+    simplify_transpose(x.shape(), perm, &in_m, &perm_m);
+    // Only axes of size 1 move (ViT's [1, S, D] -> [S, 1, D]): the bytes keep their order, and
+    // the output is a reshaped view of the input, as Reshape's is.
+    if (perm_m.size() <= 1) return std::vector<Tensor>{x.reshaped(out_shape)};
     // Every path below writes every element.
     Tensor out = Tensor::uninitialized(x.dtype(), out_shape);
     if (out.numel() == 0) return std::vector<Tensor>{out};
     const size_t esz = element_bytes(x.dtype(), ctx.node);
-    Shape in_m;
-    std::vector<int64_t> perm_m;
-    simplify_transpose(x.shape(), perm, &in_m, &perm_m);
-    if (perm_m.size() <= 1) {
-      // Only axes of size 1 move (ViT's [1, S, D] -> [S, 1, D]): the bytes keep their order.
-      std::memcpy(out.raw(), x.raw(), out.nbytes());
-      return std::vector<Tensor>{out};
-    }
     if (perm_m.back() != static_cast<int64_t>(perm_m.size() - 1)) {
       switch (esz) {
         case 1:
