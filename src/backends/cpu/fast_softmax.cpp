@@ -2,8 +2,9 @@
 // with its sum, then y scaled by 1 / sum (softmax) or y = (x - max) - log(sum) (log-softmax).
 #include "backends/cpu/fast_softmax.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "backends/cpu/vector_exp.h"
 
@@ -12,8 +13,9 @@ namespace trtutils::cpu {
 #if defined(__x86_64__)
 namespace {
 
-// One row; false when its maximum or sum is not finite.
-__attribute__((target("avx512f"))) bool softmax_row(const float* x, float* y, int64_t n, bool log) {
+// One row. A row holding NaN or an infinite maximum gives NaN everywhere, as the reference does
+// (exp(inf - inf), exp(NaN)), so that nothing falls back after y (maybe x itself) was written.
+__attribute__((target("avx512f"))) void softmax_row(const float* x, float* y, int64_t n, bool log) {
   __m512 mx = _mm512_set1_ps(-INFINITY);
   __mmask16 nan = 0;  // the exponential clamps NaN away: look for it here
   for (int64_t i = 0; i < n; i += 16) {
@@ -23,7 +25,10 @@ __attribute__((target("avx512f"))) bool softmax_row(const float* x, float* y, in
     nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
   }
   const float row_max = _mm512_reduce_max_ps(mx);
-  if (nan || !std::isfinite(row_max)) return false;
+  if (nan || !std::isfinite(row_max)) {
+    std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   const __m512 vmax = _mm512_set1_ps(row_max);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
@@ -32,8 +37,7 @@ __attribute__((target("avx512f"))) bool softmax_row(const float* x, float* y, in
     acc = _mm512_mask_add_ps(acc, m, acc, e);
     if (!log) _mm512_mask_storeu_ps(y + i, m, e);
   }
-  const float sum = _mm512_reduce_add_ps(acc);
-  if (!std::isfinite(sum) || !(sum > 0.0f)) return false;
+  const float sum = _mm512_reduce_add_ps(acc);  // >= 1: the maximum's own term
   if (log) {
     const __m512 log_sum = _mm512_set1_ps(std::log(sum));  // (x - max) first: no rounding at max
     for (int64_t i = 0; i < n; i += 16) {
@@ -41,25 +45,22 @@ __attribute__((target("avx512f"))) bool softmax_row(const float* x, float* y, in
       const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmax);
       _mm512_mask_storeu_ps(y + i, m, _mm512_sub_ps(d, log_sum));
     }
-    return true;
+    return;
   }
   const __m512 inv = _mm512_set1_ps(1.0f / sum);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = first_lanes(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), inv));
   }
-  return true;
 }
 
 }  // namespace
 
 bool fast_softmax(const float* x, float* y, int64_t rows, int64_t n, bool log) {
   if (!has_avx512f() || n <= 0) return false;
-  std::atomic<bool> ok{true};
 #pragma omp parallel for schedule(static) if (rows * n > (1 << 14))
-  for (int64_t r = 0; r < rows; ++r)
-    if (!softmax_row(x + r * n, y + r * n, n, log)) ok.store(false, std::memory_order_relaxed);
-  return ok.load();
+  for (int64_t r = 0; r < rows; ++r) softmax_row(x + r * n, y + r * n, n, log);
+  return true;
 }
 #else
 bool fast_softmax(const float*, float*, int64_t, int64_t, bool) {

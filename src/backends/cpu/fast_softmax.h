@@ -8,9 +8,9 @@
 
 namespace trtutils::cpu {
 
-// y = softmax (or log-softmax) of x [rows, n] along n. False where it does not apply (no
-// AVX-512F, or a row whose maximum or sum is not finite: inf / NaN inputs); then y holds nothing
-// usable and the caller runs another kernel, which writes all of it.
+// y = softmax (or log-softmax) of x [rows, n] along n; y may be x (in place). A row holding NaN
+// or an infinite maximum becomes NaN, as the reference's does. False only where it does not
+// apply (no AVX-512F, n <= 0), before anything is written.
 bool fast_softmax(const float* x, float* y, int64_t rows, int64_t n, bool log);
 
 }  // namespace trtutils::cpu

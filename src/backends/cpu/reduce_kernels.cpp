@@ -446,7 +446,13 @@ void softmax_kernel(KernelContext& ctx, SoftKind kind) {
   }
   dispatch<FloatTypes>(x.dtype(), ctx.node, "input 0", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Tensor& y = ctx.make_output(0, x.dtype(), s);
+    // In place when the input dies here (attention scores: half the memory traffic); every
+    // path below reads each row before it writes it.
+    if (ctx.input_is_donated(0))
+      ctx.outputs.at(0) = x;
+    else
+      ctx.make_output(0, x.dtype(), s);
+    Tensor& y = ctx.outputs.at(0);
     if (y.numel() == 0) return;
     if constexpr (std::is_same_v<T, float>) {
       const bool log = kind == SoftKind::kLogSoftmax;
