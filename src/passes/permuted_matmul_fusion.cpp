@@ -119,19 +119,29 @@ size_t fold(FusionGraph& fg, size_t i,
       fg.rank_of(mm.inputs[0]) < 2 || fg.rank_of(mm.inputs[1]) < 2)
     return 0;
   const Side a = peel_operand(fg, mm.inputs[0], i), b = peel_operand(fg, mm.inputs[1], i);
-  const Side y = peel_result(fg, mm.outputs[0]);
+  Side y = peel_result(fg, mm.outputs[0]);
+  auto fused = [&]() {
+    ir::Node f;
+    f.name = mm.name.empty() ? g.unique_name("PermutedMatMul") : mm.name;
+    f.op_type = "PermutedMatMul";
+    f.domain = "com.trtutils";
+    f.inputs = {a.value, b.value};
+    f.outputs = {y.value};
+    if (!a.perm.empty()) f.attributes["perm_a"] = ir::attr_ints("perm_a", a.perm);
+    if (!b.perm.empty()) f.attributes["perm_b"] = ir::attr_ints("perm_b", b.perm);
+    if (!y.perm.empty()) f.attributes["perm_y"] = ir::attr_ints("perm_y", y.perm);
+    const float alpha = a.alpha * b.alpha * y.alpha;
+    if (alpha != 1.0f) f.attributes["alpha"] = ir::attr_float("alpha", alpha);
+    return f;
+  };
   if (a.nodes.empty() && b.nodes.empty() && y.nodes.empty()) return 0;
-  ir::Node f;
-  f.name = mm.name.empty() ? g.unique_name("PermutedMatMul") : mm.name;
-  f.op_type = "PermutedMatMul";
-  f.domain = "com.trtutils";
-  f.inputs = {a.value, b.value};
-  f.outputs = {y.value};
-  if (!a.perm.empty()) f.attributes["perm_a"] = ir::attr_ints("perm_a", a.perm);
-  if (!b.perm.empty()) f.attributes["perm_b"] = ir::attr_ints("perm_b", b.perm);
-  if (!y.perm.empty()) f.attributes["perm_y"] = ir::attr_ints("perm_y", y.perm);
-  const float alpha = a.alpha * b.alpha * y.alpha;
-  if (alpha != 1.0f) f.attributes["alpha"] = ir::attr_float("alpha", alpha);
+  ir::Node f = fused();
+  // A product the backend cannot write through its views (a transposed last axis) may still
+  // read its operands through theirs.
+  if (keep && !keep(g, f) && !y.nodes.empty() && !(a.nodes.empty() && b.nodes.empty())) {
+    y = Side{mm.outputs[0], {}, 1.0f, {}};
+    f = fused();
+  }
   if (keep && !keep(g, f)) return 0;
   std::vector<size_t> chain = a.nodes;
   chain.insert(chain.end(), b.nodes.begin(), b.nodes.end());

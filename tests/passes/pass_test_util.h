@@ -108,4 +108,19 @@ inline size_t count_op(const ir::Graph& g, const std::string& op) {
   return n;
 }
 
+// The plan's output y (fast and reference kernels) against the plain graph's (reference), and
+// the plan's shape inference (its fused nodes' schemas) giving y the shape `want_shape`.
+inline void expect_plan_matches_plain(const ir::Graph& plain, const ir::Graph& plan,
+                                      const std::map<std::string, Tensor>& feeds,
+                                      const std::string& y, const std::string& want_shape) {
+  const auto want = execute(plain, feeds, /*reference=*/true);
+  expect_close(execute(plan, feeds).at(y), want.at(y));
+  expect_close(execute(plan, feeds, /*reference=*/true).at(y), want.at(y));
+  ir::Graph inferred = plan;
+  passes::infer_shapes(inferred, kOpset);
+  const auto info = inferred.find_value_info(y);
+  ASSERT_TRUE(info && info->shape);
+  EXPECT_EQ(ir::sym_shape_str(*info->shape), want_shape);
+}
+
 }  // namespace trtutils::pass_testing
