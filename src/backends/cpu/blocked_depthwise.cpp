@@ -71,12 +71,16 @@ std::shared_ptr<const Packed> packed_weights(const BlockedDepthwise& p, const Te
 struct Epilogue {
   __m512 lo, hi;
   bool relu, clip;
-  __mmask16 live;  // the block's lanes below C
+  __mmask16 live;     // the block's lanes below C
+  bool silu = false;  // x / (1 + exp(-x)) in registers (the windowed path; else a pass after)
 };
 
 __attribute__((target("avx512f"))) inline __m512 finish(__m512 v, const Epilogue& e) {
   if (e.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
   if (e.clip) v = _mm512_min_ps(_mm512_max_ps(v, e.lo), e.hi);
+  if (e.silu)
+    v = _mm512_div_ps(
+        v, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), v))));
   return _mm512_maskz_mov_ps(e.live, v);
 }
 
@@ -121,6 +125,72 @@ __attribute__((target("avx512f"))) void pixels(const BlockedDepthwise& p, const 
   for (int i = 0; i < P; ++i) _mm512_storeu_ps(out + i * kLanes, finish(acc[i], e));
 }
 
+// P output pixels from ow0 of a zero-padded window of K rows, `width` pixels each.
+template <int P, int K>
+__attribute__((target("avx512f"))) void window_pixels(const float* win, int64_t width,
+                                                      const float* wp, __m512 b, int64_t ow0,
+                                                      const Epilogue& e, float* out) {
+  constexpr int kIn = P - 1 + K;
+  __m512 acc[P];
+  for (int i = 0; i < P; ++i) acc[i] = b;
+  for (int kh = 0; kh < K; ++kh) {
+    const float* row = win + (kh * width + ow0) * kLanes;
+    __m512 in[kIn];
+    for (int j = 0; j < kIn; ++j) in[j] = _mm512_loadu_ps(row + j * kLanes);
+    for (int kw = 0; kw < K; ++kw) {
+      const __m512 w = _mm512_loadu_ps(wp + (kh * K + kw) * kLanes);
+      for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i + kw], w, acc[i]);
+    }
+  }
+  for (int i = 0; i < P; ++i) _mm512_storeu_ps(out + i * kLanes, finish(acc[i], e));
+}
+
+// Small maps (EfficientNet's and MobileNet's 7 and 14 px), where most pixels are edge pixels:
+// each channel block's plane is copied once into a zero-padded one, so that every pixel runs the
+// unchecked register blocks, and SiLU is applied in registers.
+template <int K>
+__attribute__((target("avx512f"))) void run_windowed(const BlockedDepthwise& p, const float* x,
+                                                     const float* wp, const float* bp, float* y) {
+  const int64_t blocks = ops::channel_blocks(p.channels);
+  const int64_t width = p.out_width + K - 1, height = p.out_height + K - 1;  // padded (stride 1)
+  const int64_t planes = p.batch * blocks;
+#pragma omp parallel
+  {
+    std::vector<float> padded(static_cast<size_t>(height * width * kLanes));
+#pragma omp for schedule(static)
+    for (int64_t nb = 0; nb < planes; ++nb) {
+      const int64_t cb = nb % blocks, left = p.channels - cb * kLanes;
+      const Epilogue e{_mm512_set1_ps(p.alpha),
+                       _mm512_set1_ps(p.beta),
+                       p.act == ConvActivation::kRelu,
+                       p.act == ConvActivation::kClip,
+                       static_cast<__mmask16>(left >= kLanes ? 0xFFFF : (1u << left) - 1),
+                       p.act == ConvActivation::kSilu};
+      const float* plane = x + nb * p.height * p.width * kLanes;
+      std::fill(padded.begin(), padded.end(), 0.0f);
+      for (int64_t ih = 0; ih < p.height; ++ih) {
+        const int64_t row = ih + p.pad_top;
+        if (row >= height) break;
+        std::copy_n(plane + ih * p.width * kLanes, std::min(p.width, width - p.pad_left) * kLanes,
+                    padded.data() + (row * width + p.pad_left) * kLanes);
+      }
+      const float* w = wp + cb * K * K * kLanes;
+      const __m512 b = _mm512_loadu_ps(bp + cb * kLanes);
+      for (int64_t oh = 0; oh < p.out_height; ++oh) {
+        const float* win = padded.data() + oh * width * kLanes;
+        float* out = y + (nb * p.out_height + oh) * p.out_width * kLanes;
+        int64_t ow = 0;
+        for (; ow + kPixels <= p.out_width; ow += kPixels)
+          window_pixels<kPixels, K>(win, width, w, b, ow, e, out + ow * kLanes);
+        for (; ow + kPixels / 2 <= p.out_width; ow += kPixels / 2)
+          window_pixels<kPixels / 2, K>(win, width, w, b, ow, e, out + ow * kLanes);
+        for (; ow < p.out_width; ++ow)
+          window_pixels<1, K>(win, width, w, b, ow, e, out + ow * kLanes);
+      }
+    }
+  }
+}
+
 template <int K>
 __attribute__((target("avx512f"))) void run(const BlockedDepthwise& p, const float* x,
                                             const float* wp, const float* bp, float* y) {
@@ -134,9 +204,12 @@ __attribute__((target("avx512f"))) void run(const BlockedDepthwise& p, const flo
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t oh = r % p.out_height, nb = r / p.out_height, cb = nb % blocks;
     const int64_t left = p.channels - cb * kLanes;
-    Epilogue e{_mm512_set1_ps(p.alpha), _mm512_set1_ps(p.beta), p.act == ConvActivation::kRelu,
+    Epilogue e{_mm512_set1_ps(p.alpha),
+               _mm512_set1_ps(p.beta),
+               p.act == ConvActivation::kRelu,
                p.act == ConvActivation::kClip,
-               static_cast<__mmask16>(left >= kLanes ? 0xFFFF : (1u << left) - 1)};
+               static_cast<__mmask16>(left >= kLanes ? 0xFFFF : (1u << left) - 1),
+               false};
     const float* plane = x + nb * p.height * p.width * kLanes;
     const float* w = wp + cb * K * K * kLanes;
     const __m512 b = _mm512_loadu_ps(bp + cb * kLanes);
@@ -178,6 +251,15 @@ void blocked_depthwise(const BlockedDepthwise& p, const float* x, const Tensor& 
   const std::shared_ptr<const Packed> packed = packed_weights(p, w, bias, cache_weights);
   const float* wp = packed->w.data();
   const float* bp = packed->b.data();
+  // Up to 2 register blocks a row: the windowed rows (copies of K rows per output row) cost
+  // less than the checked edge pixels.
+  if (p.out_width <= 2 * kPixels) {
+    if (p.kernel == 3)
+      run_windowed<3>(p, x, wp, bp, y);
+    else
+      run_windowed<5>(p, x, wp, bp, y);
+    return;
+  }
   if (p.kernel == 3)
     run<3>(p, x, wp, bp, y);
   else

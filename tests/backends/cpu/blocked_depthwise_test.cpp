@@ -1,7 +1,8 @@
 // blocked_depthwise.h through the blocked FusedConv kernel: 3x3 and 5x5 depthwise convolutions at
 // the shapes the register blocks do not divide (1-3 columns, odd widths, stride 2, padding 0 or 1
-// and asymmetric SAME padding, channel counts off the 16 lanes, batches) match the reference, with
-// each activation the kernel applies, and leave the padding lanes zero.
+// and asymmetric SAME padding, channel counts off the 16 lanes, batches), and maps up to 16 px
+// wide (the windowed rows, SiLU in registers), match the reference, with each activation the
+// kernel applies, and leave the padding lanes zero.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,7 +30,8 @@ TEST(BlockedDepthwise, MatchesReferenceAtAwkwardShapes) {
       {{1, 144, 14, 14}, 3, 2, {1, 1, 1, 1}}, {{3, 20, 2, 9}, 3, 2, {1, 0, 1, 0}},
       {{1, 24, 14, 14}, 5, 1, {2, 2, 2, 2}},  {{2, 40, 15, 13}, 5, 2, {2, 2, 2, 2}},
       {{1, 17, 3, 4}, 5, 1, {2, 2, 2, 2}},    {{1, 32, 28, 28}, 5, 2, {1, 1, 2, 2}},
-      {{1, 16, 9, 31}, 5, 1, {0, 1, 0, 1}}};
+      {{1, 16, 9, 31}, 5, 1, {0, 1, 0, 1}},   {{1, 20, 7, 7}, 5, 1, {1, 2, 3, 1}},
+      {{2, 48, 7, 7}, 3, 1, {1, 1, 1, 1}},    {{1, 32, 16, 16}, 3, 1, {1, 1, 1, 1}}};
   uint32_t seed = 300;
   for (const Case& c : cases) {
     const int64_t ch = c.x[1];
