@@ -103,24 +103,29 @@ __attribute__((target("avx512f"))) void pixel(const BlockedDepthwise& p, const f
   _mm512_storeu_ps(out, finish(acc, e));
 }
 
+// One kernel row kh for P output pixels: the P - 1 + K input pixels of `row` (no checks).
+template <int P, int K>
+__attribute__((target("avx512f"))) inline void kernel_row(const float* row, const float* wp, int kh,
+                                                          __m512* acc) {
+  __m512 in[P - 1 + K];
+  for (int j = 0; j < P - 1 + K; ++j) in[j] = _mm512_loadu_ps(row + j * kLanes);
+  for (int kw = 0; kw < K; ++kw) {
+    const __m512 w = _mm512_loadu_ps(wp + (kh * K + kw) * kLanes);
+    for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i + kw], w, acc[i]);
+  }
+}
+
 // P output pixels from ow0, every input column inside the row (no checks); K x K kernel, stride 1.
 template <int P, int K>
 __attribute__((target("avx512f"))) void pixels(const BlockedDepthwise& p, const float* plane,
                                                const float* wp, __m512 b, int64_t oh, int64_t ow0,
                                                const Epilogue& e, float* out) {
-  constexpr int kIn = P - 1 + K;
   __m512 acc[P];
   for (int i = 0; i < P; ++i) acc[i] = b;
   for (int kh = 0; kh < K; ++kh) {
     const int64_t ih = oh + kh - p.pad_top;
     if (ih < 0 || ih >= p.height) continue;
-    const float* row = plane + (ih * p.width + ow0 - p.pad_left) * kLanes;
-    __m512 in[kIn];
-    for (int j = 0; j < kIn; ++j) in[j] = _mm512_loadu_ps(row + j * kLanes);
-    for (int kw = 0; kw < K; ++kw) {
-      const __m512 w = _mm512_loadu_ps(wp + (kh * K + kw) * kLanes);
-      for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i + kw], w, acc[i]);
-    }
+    kernel_row<P, K>(plane + (ih * p.width + ow0 - p.pad_left) * kLanes, wp, kh, acc);
   }
   for (int i = 0; i < P; ++i) _mm512_storeu_ps(out + i * kLanes, finish(acc[i], e));
 }
@@ -130,18 +135,9 @@ template <int P, int K>
 __attribute__((target("avx512f"))) void window_pixels(const float* win, int64_t width,
                                                       const float* wp, __m512 b, int64_t ow0,
                                                       const Epilogue& e, float* out) {
-  constexpr int kIn = P - 1 + K;
   __m512 acc[P];
   for (int i = 0; i < P; ++i) acc[i] = b;
-  for (int kh = 0; kh < K; ++kh) {
-    const float* row = win + (kh * width + ow0) * kLanes;
-    __m512 in[kIn];
-    for (int j = 0; j < kIn; ++j) in[j] = _mm512_loadu_ps(row + j * kLanes);
-    for (int kw = 0; kw < K; ++kw) {
-      const __m512 w = _mm512_loadu_ps(wp + (kh * K + kw) * kLanes);
-      for (int i = 0; i < P; ++i) acc[i] = _mm512_fmadd_ps(in[i + kw], w, acc[i]);
-    }
-  }
+  for (int kh = 0; kh < K; ++kh) kernel_row<P, K>(win + (kh * width + ow0) * kLanes, wp, kh, acc);
   for (int i = 0; i < P; ++i) _mm512_storeu_ps(out + i * kLanes, finish(acc[i], e));
 }
 
