@@ -103,6 +103,12 @@ std::optional<ValueInfo> Graph::find_value_info(const std::string& n) const {
   return std::nullopt;
 }
 
+std::optional<Shape> Graph::static_shape(const std::string& n) const {
+  const auto vi = find_value_info(n);
+  if (!vi || !vi->shape || !sym_shape_is_static(*vi->shape)) return std::nullopt;
+  return sym_shape_to_static(*vi->shape);
+}
+
 namespace {
 
 // Names `sub` reads that it neither defines (its inputs, initializers, node outputs) nor gets

@@ -97,6 +97,8 @@ class Graph {
   const Tensor* initializer(const std::string& n) const;
   // Type and shape known for a value (graph input, output, initializer or value_info).
   std::optional<ValueInfo> find_value_info(const std::string& n) const;
+  // The shape of value n when every dim of it is known, else nullopt.
+  std::optional<Shape> static_shape(const std::string& n) const;
   // Sorts nodes topologically (stable); throws on cycles or on inputs nobody produces.
   void topological_sort();
   // What every consumer of a graph relies on, checked once where a graph enters (the ONNX

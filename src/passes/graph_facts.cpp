@@ -1,6 +1,10 @@
 // The fusion passes' questions about a graph (see graph_facts.h).
 #include "passes/graph_facts.h"
 
+#include "core/check.h"
+#include "ops/tensor_shapes.h"
+#include "passes/passes.h"
+
 namespace trtutils::passes {
 
 void count_uses(const ir::Graph& g, std::unordered_map<std::string, int>& uses) {
@@ -34,6 +38,19 @@ DataType float_dtype(const ir::Graph& g, const std::string& v) {
   const DataType t = dtype_of(g, v);
   const bool ok = t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
   return ok ? t : DataType::kUndefined;
+}
+
+std::vector<int64_t> transpose_perm_of(const ir::Graph& g, const ir::Node& n) {
+  if (n.op_type != "Transpose" || !is_default_domain(n) || n.inputs.size() != 1 ||
+      n.outputs.size() != 1 || n.outputs[0].empty())
+    return {};
+  const auto shape = known_shape(g, n.inputs[0]);
+  if (!shape) return {};
+  try {
+    return ops::transpose_perm(n, shape->size());
+  } catch (const Error&) {  // not a permutation of the input's axes: the kernel reports it
+    return {};
+  }
 }
 
 }  // namespace trtutils::passes

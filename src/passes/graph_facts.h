@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -24,5 +25,10 @@ std::optional<ir::SymShape> known_shape(const ir::Graph& g, const std::string& v
 
 // The float dtype of a value (float32, float16 or bfloat16), or kUndefined.
 DataType float_dtype(const ir::Graph& g, const std::string& v);
+
+// The permutation of Transpose node n (its perm, or the reversed axes when absent) with negative
+// axes normalized, for an input of known rank; empty when n is no single-output default-domain
+// Transpose, the rank is unknown or the perm is not one of the input's axes.
+std::vector<int64_t> transpose_perm_of(const ir::Graph& g, const ir::Node& n);
 
 }  // namespace trtutils::passes

@@ -30,10 +30,9 @@ std::vector<int64_t> order_keeping_view(const FusionGraph& fg, const ir::Node& n
   if (!is_default_domain(n) || n.inputs.empty() || n.outputs.size() != 1) return {};
   const std::vector<int64_t> out = fg.static_shape(n.outputs[0]);
   if (n.op_type == "Reshape" || n.op_type == "Squeeze" || n.op_type == "Unsqueeze") return out;
-  if (n.op_type != "Transpose") return {};
   const std::vector<int64_t> in = fg.static_shape(n.inputs[0]);
-  const std::vector<int64_t> perm = n.attr_ints("perm");
-  if (in.empty() || perm.size() != in.size()) return {};
+  const std::vector<int64_t> perm = transpose_perm_of(fg.graph, n);
+  if (in.empty() || perm.empty()) return {};
   int64_t last = -1;
   for (int64_t p : perm) {
     if (in[static_cast<size_t>(p)] == 1) continue;

@@ -150,7 +150,7 @@ size_t fuse_squeeze_excite(ir::Graph& graph);
 size_t fuse_matmuls(ir::Graph& graph);
 
 // Rewrites a float32 MatMul of two activations (rank >= 2) with the single-reader Transposes
-// (explicit perm) and scalar-constant Mul / Div nodes that feed its operands or follow its
+// (inputs of known rank) and scalar-constant Mul / Div nodes that feed its operands or follow its
 // product into one com.trtutils::PermutedMatMul (ops/permuted_matmul.h): the Transposes become
 // its perm_a / perm_b / perm_y, the scalings its alpha. For the CPU plan, whose backend reads
 // and writes the strided views; `keep` (when given) decides per fused node whether it stays

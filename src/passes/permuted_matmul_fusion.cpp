@@ -46,12 +46,6 @@ float scale_of(const FusionGraph& fg, const ir::Node& n, const std::string& v) {
   return n.op_type == "Div" ? 1.0f / s : s;
 }
 
-// The perm of a Transpose node with an explicit one (the default reverses the axes).
-std::vector<int64_t> transpose_perm(const ir::Node& n) {
-  if (!one_output(n) || n.op_type != "Transpose" || n.inputs.size() != 1) return {};
-  return n.attr_ints("perm");
-}
-
 // compose(outer, inner): Transpose(Transpose(x, inner), outer) = Transpose(x, result).
 std::vector<int64_t> compose(const std::vector<int64_t>& outer, const std::vector<int64_t>& inner) {
   if (outer.empty()) return inner;
@@ -70,7 +64,7 @@ Side peel_operand(const FusionGraph& fg, std::string v, size_t reader) {
     if (it == fg.producer.end() || fg.removed[it->second] || fg.only_reader(s.value) != reader)
       return s;
     const ir::Node& p = fg.graph.nodes[it->second];
-    const std::vector<int64_t> perm = transpose_perm(p);
+    const std::vector<int64_t> perm = transpose_perm_of(fg.graph, p);
     float k = NAN;
     if (perm.empty()) {
       if (p.inputs.empty()) return s;
@@ -95,7 +89,7 @@ Side peel_result(const FusionGraph& fg, const std::string& v) {
     const size_t r = fg.only_reader(s.value);
     if (r == SIZE_MAX) return s;
     const ir::Node& n = fg.graph.nodes[r];
-    const std::vector<int64_t> perm = transpose_perm(n);
+    const std::vector<int64_t> perm = transpose_perm_of(fg.graph, n);
     if (perm.empty()) {
       const float k = scale_of(fg, n, s.value);
       if (std::isnan(k)) return s;

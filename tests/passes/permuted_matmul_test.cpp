@@ -169,5 +169,22 @@ TEST(PermutedMatMul, UnsupportedOutputViewKeepsItsTranspose) {
   expect_plan_matches_plain(plain, plan, feeds, y, "[4, 3, 5]");
 }
 
+// A Transpose without perm (the axes reversed) and one with negative axes fold like any other.
+TEST(PermutedMatMul, DefaultAndNegativePermsFold) {
+  ir::GraphBuilder b("perms");
+  const auto x = b.input("x", DataType::kFloat32, ir::sym_shape_from_static({7, 5}));
+  const auto w = b.input("w", DataType::kFloat32, ir::sym_shape_from_static({3, 7, 4}));
+  const auto xt = b.node("Transpose", {x})[0];  // [5, 7]
+  const auto wt = b.node("Transpose", {w}, {ir::attr_ints("perm", {-3, -2, -1})})[0];
+  const auto y = b.node("MatMul", {xt, wt})[0];
+  b.output(y, DataType::kFloat32);
+  const auto [plain, plan] = plain_and_cpu_plan(b.build(kOpset));
+  EXPECT_EQ(count_op(plan, "PermutedMatMul"), 1u);
+  EXPECT_EQ(count_op(plan, "Transpose"), 0u);
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor({7, 5}, 7)},
+                                            {"w", random_tensor({3, 7, 4}, 8)}};
+  expect_plan_matches_plain(plain, plan, feeds, y, "[3, 5, 4]");
+}
+
 }  // namespace
 }  // namespace trtutils

@@ -152,7 +152,8 @@ __attribute__((target("avx512f"))) void run_windowed(const BlockedDepthwise& p, 
   const int64_t planes = p.batch * blocks;
 #pragma omp parallel
   {
-    std::vector<float> padded(static_cast<size_t>(height * width * kLanes));
+    // Zero once: every plane writes the same interior, the border stays zero.
+    std::vector<float> padded(static_cast<size_t>(height * width * kLanes), 0.0f);
 #pragma omp for schedule(static)
     for (int64_t nb = 0; nb < planes; ++nb) {
       const int64_t cb = nb % blocks, left = p.channels - cb * kLanes;
@@ -163,7 +164,6 @@ __attribute__((target("avx512f"))) void run_windowed(const BlockedDepthwise& p, 
                        static_cast<__mmask16>(left >= kLanes ? 0xFFFF : (1u << left) - 1),
                        p.act == ConvActivation::kSilu};
       const float* plane = x + nb * p.height * p.width * kLanes;
-      std::fill(padded.begin(), padded.end(), 0.0f);
       for (int64_t ih = 0; ih < p.height; ++ih) {
         const int64_t row = ih + p.pad_top;
         if (row >= height) break;

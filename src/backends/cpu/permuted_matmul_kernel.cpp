@@ -44,18 +44,6 @@ bool view(const Shape& src, const std::vector<int64_t>& perm, size_t rank,
   return true;
 }
 
-std::optional<Shape> static_shape(const ir::Graph& g, const std::string& name) {
-  if (const Tensor* t = g.initializer(name)) return t->shape();
-  const auto vi = g.find_value_info(name);
-  if (!vi || !vi->shape) return std::nullopt;
-  Shape s;
-  for (const auto& d : *vi->shape) {
-    if (!d.is_static()) return std::nullopt;
-    s.push_back(d.value);
-  }
-  return s;
-}
-
 // The plain nodes in turn: the reference, and the path for what oneDNN does not take.
 void run_split(KernelContext& ctx, float alpha) {
   std::unordered_map<std::string, Tensor> values;
@@ -116,7 +104,7 @@ std::optional<StridedMatmul> permuted_matmul_views(const Shape& a, const std::ve
 
 bool permuted_matmul_native(const ir::Graph& g, const ir::Node& fused) {
   if (fused.inputs.size() != 2) return false;
-  const auto a = static_shape(g, fused.inputs[0]), b = static_shape(g, fused.inputs[1]);
+  const auto a = g.static_shape(fused.inputs[0]), b = g.static_shape(fused.inputs[1]);
   if (!a || !b) return false;
   const auto p = permuted_matmul_views(*a, fused.attr_ints("perm_a"), *b, fused.attr_ints("perm_b"),
                                        fused.attr_ints("perm_y"), fused.attr_float("alpha", 1.0f));

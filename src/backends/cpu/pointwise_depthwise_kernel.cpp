@@ -91,17 +91,12 @@ bool run_fused(KernelContext& ctx, const ir::Node& pw, const ir::Node& dw) {
 
 bool pointwise_depthwise_native(const ir::Graph& g, const ir::Node& fused) {
   if (fused.inputs.size() < 4) return false;
-  const auto x = g.find_value_info(fused.inputs[0]);
+  const auto xs = g.static_shape(fused.inputs[0]);
   const Tensor* w = g.initializer(fused.inputs[1]);
   const Tensor* w_dw = g.initializer(fused.inputs[3]);
-  if (!x || !x->shape || !w || !w_dw) return false;
-  Shape xs;
-  for (const auto& d : *x->shape) {
-    if (!d.is_static()) return false;
-    xs.push_back(d.value);
-  }
+  if (!xs || !w || !w_dw) return false;
   const auto [pw, dw] = ops::split_pointwise_depthwise(fused, fused.name + "/expanded");
-  const auto p = problem_of(xs, w->shape(), w_dw->shape(), pw, dw);
+  const auto p = problem_of(*xs, w->shape(), w_dw->shape(), pw, dw);
   const bool dw_bias = fused.inputs.size() > 4 && !fused.inputs[4].empty();
   return p && onednn_pointwise_depthwise_native(*p, !fused.inputs[2].empty(), dw_bias);
 }
