@@ -22,7 +22,6 @@ import argparse
 import concurrent.futures as cf
 import json
 import math
-import multiprocessing
 import os
 import re
 import subprocess
@@ -109,6 +108,11 @@ def prepare(args, name):
     t0 = time.perf_counter()
     dev = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a smoke test off the GPU machine
     model = make_torch(name)
+    # torch 2.x runs eval-mode nn.MultiheadAttention as one fused op that the TorchScript
+    # exporter cannot write (ViT-B/16's export failed so): the plain path exports.
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        mha.set_fastpath_enabled(False)
     with torch.no_grad():
         # Exported on the CPU: torch 2.11's tracer killed the process exporting ViT-B/16 on CUDA.
         kw = dict(opset_version=17, input_names=["input"], do_constant_folding=True)
@@ -121,7 +125,9 @@ def prepare(args, name):
         ref = first_output(model(torch.from_numpy(x).to(dev)))
         np.save(os.path.join(d, "ref.npy"), ref.float().cpu().numpy())
     rec["export_s"] = round(time.perf_counter() - t0, 1)
-    del model
+    del model, ref
+    if dev == "cuda":  # the builds below time kernels on the same GPU: give its memory back
+        torch.cuda.empty_cache()
     T = args.trtutils
     for prec in args.precisions:
         if prec == "fp8" and not transformer:
@@ -148,6 +154,23 @@ def prepare(args, name):
             e["fallback"] = fb[:3]
         rec["engines"][prec] = e
     return rec
+
+
+def prepare_in_process(args, name):
+    """prepare() in a process of its own (a crash, as torch's exporter had on ViT-B/16, costs
+    that model only; CUDA state stays out of this process)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--trtutils", args.trtutils, "--out",
+           args.out, "--batch", str(args.batch), "--precisions", ",".join(args.precisions),
+           "--prepare_one", name]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.prepare_timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"phase 1 took more than {args.prepare_timeout_s:.0f} s") from None
+    path = os.path.join(args.out, name, "prepared.json")
+    if r.returncode == 0 and os.path.exists(path):
+        return json.load(open(path))
+    tail = (r.stderr.strip().splitlines() or ["?"])[-1]
+    raise RuntimeError(f"phase 1 exited {r.returncode}: {tail}")
 
 
 def torch_time(name, batch, compile_too):
@@ -280,19 +303,25 @@ def main():
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--torch_compile", action="store_true")
     ap.add_argument("--budget_s", type=float, default=1e9, help="start no model after this")
+    ap.add_argument("--prepare_timeout_s", type=float, default=900,
+                    help="phase 1 of one model is stopped after this")
     ap.add_argument("--json")
+    ap.add_argument("--prepare_one", help=argparse.SUPPRESS)  # phase 1 of one model, own process
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     args.precisions = args.precisions.split(",")
     os.makedirs(args.out, exist_ok=True)
+    if args.prepare_one:
+        rec = prepare(args, args.prepare_one)
+        json.dump(rec, open(os.path.join(args.out, args.prepare_one, "prepared.json"), "w"))
+        return
     js = args.json or os.path.join(args.out, "model_set.json")
     results = json.load(open(js)) if os.path.exists(js) else {}
     todo = [m for m in (args.models or list(SET)) if m not in results]
     start = time.perf_counter()
     prepared = {}
-    ctx = multiprocessing.get_context("spawn")  # CUDA in the workers and in this process
-    with cf.ProcessPoolExecutor(max_workers=args.workers, mp_context=ctx) as pool:
-        futures = {pool.submit(prepare, args, m): m for m in todo}
+    with cf.ThreadPoolExecutor(max_workers=args.workers) as pool:
+        futures = {pool.submit(prepare_in_process, args, m): m for m in todo}
         for f in cf.as_completed(futures):
             m = futures[f]
             try:

@@ -292,6 +292,16 @@ cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(
               xDesc, wDesc, convDesc, yDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
+cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
+    const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc,
+    const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int* returnedAlgoCount,
+    cudnnConvolutionFwdAlgoPerf_t* perfResults) {
+  TRT_FORWARD(kCudnn, cudnnGetConvolutionForwardAlgorithm_v7, CUDNN_STATUS_NOT_INITIALIZED, handle,
+              srcDesc, filterDesc, convDesc, destDesc, requestedAlgoCount, returnedAlgoCount,
+              perfResults);
+}
+
 cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc,
                                                     const cudnnTensorDescriptor_t inputTensorDesc,
                                                     const cudnnFilterDescriptor_t filterDesc,

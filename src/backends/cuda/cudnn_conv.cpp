@@ -222,8 +222,20 @@ CudnnConv::Plan& CudnnConv::plan(RunContext& ctx, const ConvGeometry& g, const C
   // Timed choice among cuDNN's algorithms (once per problem).
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int found = 0;
-  TRT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(
-      ctx.cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+  const cudnnStatus_t timed = cudnnFindConvolutionForwardAlgorithm(
+      ctx.cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf);
+  if (timed == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) {
+    // Timing allocates each algorithm's workspace; on a GPU shared with other processes that
+    // can fail where running one algorithm does not: cuDNN's heuristic ranking instead.
+    TRT_LOG_WARN(
+        "{}: cuDNN could not allocate memory to time its algorithms; using its "
+        "heuristic order (free GPU memory, or build when the GPU is less busy)",
+        node.describe());
+    TRT_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        ctx.cudnn, p->x, p->w, p->conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+  } else {
+    TRT_CUDNN_CHECK(timed);
+  }
   auto usable = [&](const cudnnConvolutionFwdAlgoPerf_t& r) {
     if (r.status != CUDNN_STATUS_SUCCESS) return false;
     return !fma_only || r.mathType == CUDNN_FMA_MATH || r.mathType == CUDNN_DEFAULT_MATH;

@@ -93,7 +93,8 @@ __global__ void pool_kernel(const T* x, T* y, PoolDesc p, bool include_pad, I n)
 
 // The byte kinds of a quantized MaxPool: int8, uint8, and float8 (E4M3 / E5M2: sign and
 // magnitude, compared as unsigned keys: positive b -> b ^ 0x80, negative b -> b ^ 0xff).
-enum ByteKind : int { kS8, kU8, kF8 };
+// kH16: float16, two per 32-bit word (the float16 engines' MaxPool, same kernel).
+enum ByteKind : int { kS8, kU8, kF8, kH16 };
 __device__ __forceinline__ uint32_t f8_key(uint32_t b) {  // 4 bytes
   return b ^ (0x80808080u | (((b >> 7) & 0x01010101u) * 0x7fu));
 }
@@ -104,6 +105,11 @@ __device__ __forceinline__ uint32_t f8_unkey(uint32_t k) {
 // keys (f8_key on load, f8_unkey on store).
 template <int kKind>
 __device__ __forceinline__ uint32_t vmax(uint32_t a, uint32_t b) {
+  if constexpr (kKind == kH16) {  // NaN loses, as in pool_kernel's comparison
+    const __half2 m =
+        __hmax2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+    return *reinterpret_cast<const uint32_t*>(&m);
+  }
   return kKind == kS8 ? __vmaxs4(a, b) : __vmaxu4(a, b);
 }
 template <int kKind>
@@ -138,7 +144,8 @@ __device__ __forceinline__ V splat(uint32_t w) {
 // ResNet-50's stem pool, 3x3, ran at 2.6 TB/s).
 template <int kKind, typename V, int kK = 0>
 __global__ void max_pool_vec_kernel(const V* x, V* y, PoolDesc p, int32_t n) {
-  const int32_t cs = static_cast<int32_t>(p.channels / (sizeof(V)));
+  constexpr int64_t kElemBytes = kKind == kH16 ? 2 : 1;
+  const int32_t cs = static_cast<int32_t>(p.channels * kElemBytes / sizeof(V));
   const int32_t in0s = static_cast<int32_t>(p.in[0]), in1s = static_cast<int32_t>(p.in[1]),
                 in2s = static_cast<int32_t>(p.in[2]);
   const int32_t o0 = static_cast<int32_t>(p.out[0]), o1 = static_cast<int32_t>(p.out[1]),
@@ -158,7 +165,8 @@ __global__ void max_pool_vec_kernel(const V* x, V* y, PoolDesc p, int32_t n) {
         oh * static_cast<int32_t>(p.stride[1]) - static_cast<int32_t>(p.pad_begin[1]);
     const int32_t s2 =
         ow * static_cast<int32_t>(p.stride[2]) - static_cast<int32_t>(p.pad_begin[2]);
-    V acc = splat<V>(kKind == kS8 ? 0x80808080u : 0u);  // the smallest value (key)
+    // The smallest value (key); -inf for float16.
+    V acc = splat<V>(kKind == kS8 ? 0x80808080u : (kKind == kH16 ? 0xfc00fc00u : 0u));
     if constexpr (kK > 0) {
       const int32_t d1 = static_cast<int32_t>(p.dilation[1]),
                     d2 = static_cast<int32_t>(p.dilation[2]);
@@ -652,22 +660,26 @@ cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cud
     using T = decltype(tag);
     launch_pool<T, true>(x, y, p, false, stream);
   };
-  if (dispatch_float(dt, run)) return cudaGetLastError();
   const bool fp8 = dt == DataType::kFloat8E4M3FN || dt == DataType::kFloat8E5M2;
   const bool bytes = dt == DataType::kInt8 || dt == DataType::kUInt8 || fp8;
+  const bool half = dt == DataType::kFloat16;
+  const int64_t elem = half ? 2 : 1;
   auto aligned = [&](uintptr_t a) {
     return reinterpret_cast<uintptr_t>(x) % a == 0 && reinterpret_cast<uintptr_t>(y) % a == 0;
   };
   auto vec = [&](auto tag) {
     using V = decltype(tag);
-    const int64_t nv = n / static_cast<int64_t>(sizeof(V));
+    const int64_t nv = n * elem / static_cast<int64_t>(sizeof(V));
     const auto* xv = static_cast<const V*>(x);
     auto* yv = static_cast<V*>(y);
     const unsigned blocks = blocks_for(nv);
     const auto n32 = static_cast<int32_t>(nv);
     const bool k3x3 = p.in[0] == 1 && p.kernel[0] == 1 && p.pad_begin[0] == 0 && p.kernel[1] == 3 &&
                       p.kernel[2] == 3;
-    if (dt == DataType::kInt8) {
+    if (half) {
+      (k3x3 ? max_pool_vec_kernel<kH16, V, 3>
+            : max_pool_vec_kernel<kH16, V>)<<<blocks, kThreads, 0, stream>>>(xv, yv, p, n32);
+    } else if (dt == DataType::kInt8) {
       (k3x3 ? max_pool_vec_kernel<kS8, V, 3>
             : max_pool_vec_kernel<kS8, V>)<<<blocks, kThreads, 0, stream>>>(xv, yv, p, n32);
     } else if (dt == DataType::kUInt8) {
@@ -679,10 +691,12 @@ cudaError_t max_pool(DataType dt, const void* x, void* y, const PoolDesc& p, cud
     }
     return cudaGetLastError();
   };
-  if (bytes && p.channels > 0 && pool_fits_int32(p)) {
-    if (p.channels % 16 == 0 && aligned(16)) return vec(uint4{});
-    if (p.channels % 4 == 0 && aligned(4)) return vec(uint32_t{});
+  // Channels-last bytes and float16: 16 (or 4) bytes of channels per thread.
+  if ((bytes || half) && p.channels > 0 && pool_fits_int32(p)) {
+    if ((p.channels * elem) % 16 == 0 && aligned(16)) return vec(uint4{});
+    if ((p.channels * elem) % 4 == 0 && aligned(4)) return vec(uint32_t{});
   }
+  if (dispatch_float(dt, run)) return cudaGetLastError();
   if (dt == DataType::kInt8) {
     run(int8_t{});
   } else if (dt == DataType::kUInt8) {

@@ -314,6 +314,39 @@ TEST(CudaChannelsLast, QuantizedStemStaysChannelsLast) {
   }
 }
 
+// float16 channels-last MaxPool moves 16 bytes of channels per thread (C % 8 == 0), 4 bytes (C
+// even) or one value (C odd), the 3x3 window unrolled or the generic loops; the answer is the
+// CPU backend's (a pool selects, so only the convolution before it rounds).
+TEST(CudaChannelsLast, Float16MaxPoolVectorised) {
+  TRT_REQUIRE_CUDA();
+  for (int64_t k : {16, 24, 6, 13}) {
+    for (bool k3x3 : {true, false}) {
+      ir::GraphBuilder b("pool16");
+      const std::string x = b.input("x", DataType::kFloat16, {2, 5, 17, 15});
+      const std::string conv =
+          b.node("Conv", {x, b.initializer("w", of(DataType::kFloat16, {k, 5, 3, 3}, 21))},
+                 {ais("pads", {1, 1, 1, 1})})[0];
+      const std::vector<ir::Attribute> attrs =
+          k3x3 ? std::vector<ir::Attribute>{ais("kernel_shape", {3, 3}), ais("strides", {2, 2}),
+                                            ais("pads", {1, 1, 1, 1})}
+               : std::vector<ir::Attribute>{ais("kernel_shape", {2, 3}), ais("strides", {2, 1}),
+                                            ais("pads", {0, 1, 1, 1})};
+      b.output(b.node("MaxPool", {conv}, attrs)[0]);
+      const ir::Model m = b.build(17);
+      const Tensor xv = of(DataType::kFloat16, {2, 5, 17, 15}, 22);
+      Session cpu(m);
+      const Tensor want = cpu.run({{"x", xv}}).begin()->second;
+      cuda::ExecutorOptions o;
+      o.channels_last_min_batch = 1;
+      cuda::Executor gpu(optimized(m), o);
+      const std::string what =
+          "float16 MaxPool K=" + std::to_string(k) + (k3x3 ? " 3x3" : " 2x3 asymmetric");
+      expect_close(gpu.run({{"x", xv}}).begin()->second, want, Tolerance{2e-3, 2e-3}, what);
+      EXPECT_TRUE(any_has(gpu.node_kernels(), "NHWC")) << what;
+    }
+  }
+}
+
 // A weight that is not a constant is converted to KRSC on the device each run.
 TEST(CudaChannelsLast, NonConstantWeights) {
   TRT_REQUIRE_CUDA();

@@ -419,6 +419,54 @@ TEST(CudaQConvNhwc, DepthwiseInt8MatchesCpu) {
   ::unsetenv("TRTUTILS_CUDA_INT8_DEPTHWISE_DP4A");
 }
 
+// Grouped convolutions with several channels per group (ResNeXt's 32x4d, RegNet's), which the
+// int8 GEMMs and the depthwise kernel do not take: X dequantized to float16 NHWC, cuDNN's float16
+// grouped convolution, the quantizing epilogue. int8 and uint8 X (zero point), per-channel and
+// per-tensor W, int8 residual + Relu, float Y, stride 2.
+TEST(CudaQConvNhwc, GroupedInt8MatchesCpu) {
+  TRT_REQUIRE_CUDA();
+  struct Case {
+    std::string name;
+    int64_t c, k, group, stride;
+    DataType xt;
+    bool per_channel, residual, float_y;
+  };
+  const std::vector<Case> cases = {
+      {"C=16 K=16 g=4 (4 per group) residual Relu", 16, 16, 4, 1, DataType::kInt8, true, true,
+       false},
+      {"C=64 K=64 g=2 (32 per group) s2 float Y", 64, 64, 2, 2, DataType::kInt8, true, false, true},
+      {"C=32 K=16 g=8 uint8 zp per-tensor W", 32, 16, 8, 1, DataType::kUInt8, false, false, false},
+  };
+  uint32_t seed = 700;
+  for (const Case& cs : cases) {
+    const bool u = cs.xt == DataType::kUInt8;
+    const int64_t oh = cs.stride == 2 ? 5 : 9, ow = cs.stride == 2 ? 6 : 11;
+    std::map<size_t, In> in;
+    in[kX] = feed(random_tensor(cs.xt, {2, 9, 11, cs.c}, seed++, u ? 0 : -128, u ? 255 : 127));
+    in[kXScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+    if (u) in[kXZeroPoint] = weight(scalar<uint8_t>(DataType::kUInt8, 120));
+    in[kW] =
+        weight(random_tensor(DataType::kInt8, {cs.k, cs.c / cs.group, 3, 3}, seed++, -127, 127));
+    in[kWScale] = cs.per_channel
+                      ? weight(random_tensor(DataType::kFloat32, {cs.k}, seed++, 0.001f, 0.004f))
+                      : weight(scalar<float>(DataType::kFloat32, 0.003f));
+    in[kBias] = weight(random_tensor(DataType::kFloat32, {cs.k}, seed++));
+    std::vector<ir::Attribute> attrs = {ais("pads", {1, 1, 1, 1}),
+                                        ais("strides", {cs.stride, cs.stride}),
+                                        ai("group", cs.group), ai("channels_last", 1)};
+    if (!cs.float_y) {
+      in[kYScale] = weight(scalar<float>(DataType::kFloat32, 0.03f));
+      in[kYZeroPoint] = weight(scalar<int8_t>(DataType::kInt8, 0));
+    }
+    if (cs.residual) {
+      in[kResidual] = feed(random_tensor(DataType::kInt8, {2, oh, ow, cs.k}, seed++, -128, 127));
+      in[kRScale] = weight(scalar<float>(DataType::kFloat32, 0.02f));
+      attrs.push_back(as("activation", "Relu"));
+    }
+    check(qconv(in, attrs), "grouped " + cs.name, "float16 NHWC (grouped)");
+  }
+}
+
 // float8 output written by cuBLASLt (scales, float16 bias, float16-dequantized float8
 // residual and ReLU in its epilogue) or float16 products + our epilogue; per-channel and
 // per-tensor weight scales.

@@ -63,6 +63,7 @@ std::string QOp::product_kernel() const {
       s += " (timing cache)";
     return s;
   }
+  if (half_grouped_used_) return "dequantize + cuDNN float16 NHWC (grouped)";
   return kind_ == Kind::kConv ? "dequantize + cuDNN float32" : "dequantize + cuBLASLt float32";
 }
 
@@ -155,7 +156,8 @@ void QOp::run(RunContext& ctx, const std::vector<Value*>& in, const std::vector<
 
   std::shared_ptr<void> acc;
   bool done = false;
-  used_cudnn_ = requant_used_ = half_acc_used_ = dw_used_ = igemm_used_ = false;
+  used_cudnn_ = requant_used_ = half_acc_used_ = dw_used_ = igemm_used_ = half_grouped_used_ =
+      false;
   if (dw_ && kind_ == Kind::kConv && channels_last_ && g.nspatial == 2)
     done = dw_used_ = run_depthwise(ctx, x, px, g, e);
   if (!done && cudnn_int8_) done = used_cudnn_ = run_cudnn_int8(ctx, x, px, g, rows, acc, e);
@@ -166,6 +168,8 @@ void QOp::run(RunContext& ctx, const std::vector<Value*>& in, const std::vector<
     done = run_lowp(ctx, x, px, g, rows, acc, e);
     if (!done) path_ = Path::kFloat;  // cuBLASLt declined: float from now on
   }
+  if (!done && half_grouped_fits(x, g))
+    done = half_grouped_used_ = run_half_grouped(ctx, x, px, g, ys, acc, e);
   if (!done) run_float(ctx, x, px, w, g, ys, acc, e);
   if (!requant_used_ && !dw_used_ && !igemm_used_)
     ln_fused_ = epilogue_pass(ctx, e, ln);

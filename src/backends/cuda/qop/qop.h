@@ -124,6 +124,12 @@ class QOp : public GpuOp {
   bool run_depthwise(RunContext& ctx, const Value& x, const void* px, const ConvGeometry& g,
                      k::QEpilogue& e);
 
+  // grouped_half.cpp
+  bool half_grouped_fits(const Value& x, const ConvGeometry& g) const;
+  const void* half_grouped_weights(RunContext& ctx);
+  bool run_half_grouped(RunContext& ctx, const Value& x, const void* px, const ConvGeometry& g,
+                        const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e);
+
   // float_fallback.cpp
   const void* float_weights(RunContext& ctx, Value& w);
   void run_float(RunContext& ctx, Value& x, const void* px, Value& w, const ConvGeometry& g,
@@ -150,6 +156,9 @@ class QOp : public GpuOp {
   std::shared_ptr<void> alpha_rq_, bias_rq_;
   bool fp8_out_ok_ = true, fp16_acc_ok_ = true, half_acc_used_ = false;
   bool dw_ = false, dw_used_ = false;
+  // The float16 grouped convolution (grouped_half.cpp) and its W [K, R, S, C/g].
+  bool half_grouped_ok_ = true, half_grouped_used_ = false;
+  std::shared_ptr<void> w_half_krsc_;
   bool has_ln_ = false, ln_fused_ = false;  // the layer-norm fusion (QGemmLnInput)
   // The implicit-GEMM convolution: its mode, and the decision for the last geometry seen.
   AltMode igemm_mode_ = alt_mode("TRTUTILS_CUDA_IGEMM");
