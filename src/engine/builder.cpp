@@ -363,6 +363,271 @@ void require_int8_scales(const BuildConfig& c, bool explicit_qdq, BuildResult& r
   TRT_LOG_WARN("{}", result.warnings.back());
 }
 
+// One build's state, passed through the stages of build_engine in order.
+struct BuildRun {
+  BuildRun(const fs::path& onnx_path, const fs::path& output_path, const BuildConfig& config)
+      : onnx(onnx_path), output(output_path), c(config) {}
+  const fs::path onnx, output;
+  BuildConfig c;  // with the images fitted to the model (data_batcher)
+  std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
+  BuildResult result;
+  std::optional<ir::Model> loaded;  // loaded early when the images need the model
+  // Target.
+  std::string backend;
+  int target_sm = 0, engine_sm = 0;
+  cuda::KernelSwitches switches{{}, false};
+  // Cache.
+  json cfg_json;
+  fs::path cached;
+  // The model and what the stages decide.
+  ir::Model model;
+  std::vector<std::string> original_nodes;
+  json io{{"inputs", json::array()}, {"outputs", json::array()}};
+  bool explicit_qdq = false;
+  precision::LayerPrecisionPlan plan;
+  json calib_info, tactic_info, gpu_tactics;
+  std::map<std::string, Shape> plan_shapes;
+  engine::EngineData ed;
+  engine::MemoryPlan mem;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The backend and the GPU the engine is for (--backend auto: cuda where a GPU is usable).
+void resolve_target(BuildRun& r) {
+  const PlatformInfo& p = platform_info();
+  const int local_sm = p.gpu_count > 0 ? p.gpu.sm_major * 10 + p.gpu.sm_minor : 0;
+  r.target_sm = r.c.target_sm > 0 ? r.c.target_sm : local_sm;
+  r.result.warnings = validate_build_config(r.c, r.target_sm);
+  const cuda::DeviceStatus dev = cuda::device_status();
+  r.backend = r.c.backend == "auto" ? (dev.usable ? "cuda" : "cpu") : r.c.backend;
+  if (r.backend != "cuda") return;
+  TRT_CHECK(!cuda::supported_ops().empty(), ErrorCode::kNotSupported,
+            "this trtutils was built without the CUDA backend (no CUDA toolkit at build time): "
+            "build with --backend cpu");
+  r.engine_sm = r.c.target_sm > 0 ? r.c.target_sm : dev.sm;
+  TRT_CHECK(r.engine_sm > 0, ErrorCode::kInvalidArgument,
+            "--backend cuda: no GPU here ({}); give the target GPU with --target_sm (e.g. 90)",
+            dev.why);
+}
+
+// Engine cache: same model bytes + config + target -> the same engine. True on a hit (written to
+// the output); else r.cached is where the new engine is stored.
+bool reuse_cached_engine(BuildRun& r) {
+  if (!r.c.cache) return false;
+  const PlatformInfo& p = platform_info();
+  std::error_code ec;
+  const std::string bytes = read_file(r.onnx);
+  std::string calib_bytes;
+  if (!r.c.calibration_cache.empty() && fs::exists(r.c.calibration_cache, ec))
+    calib_bytes = read_file(r.c.calibration_cache);
+  const std::string key_text = r.cfg_json.dump(-1, ' ', false, json::error_handler_t::replace) +
+                               "|" + r.backend + "|" + json(r.switches.values).dump() + "|" +
+                               std::to_string(r.target_sm) + "|" + TRTUTILS_VERSION + "|" +
+                               p.cpu_model + "|" + cuda::timing_device();
+  uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  h = engine::checksum64(reinterpret_cast<const uint8_t*>(key_text.data()), key_text.size(), h);
+  h = engine::checksum64(reinterpret_cast<const uint8_t*>(calib_bytes.data()), calib_bytes.size(),
+                         h);
+  r.cached = cache_dir() / "engines" / (hex64(h) + ".engine");
+  if (!fs::is_regular_file(r.cached, ec)) return false;
+  try {
+    (void)engine::read_engine_file(r.cached);  // validates (checksum) before reuse
+    write_file_atomic(r.output, read_file(r.cached));
+    TRT_LOG_INFO("engine cache hit: {} -> {}", r.cached.string(), r.output.string());
+    r.result.from_cache = true;
+    r.result.seconds = seconds_since(r.t_start);
+    return true;
+  } catch (const Error& e) {
+    TRT_LOG_WARN("ignoring a bad cached engine {}: {}", r.cached.string(), e.what());
+    return false;
+  }
+}
+
+// --min_shapes / --opt_shapes / --max_shapes: checked (all three, min <= opt <= max) and
+// recorded in the IO table.
+void apply_profile(BuildRun& r) {
+  const BuildConfig& c = r.c;
+  ir::Graph& g = r.model.graph;
+  if (c.min_shapes.empty() && c.opt_shapes.empty() && c.max_shapes.empty()) return;
+  apply_fixed_shapes(g, c.min_shapes, "--min_shapes");
+  apply_fixed_shapes(g, c.opt_shapes, "--opt_shapes");
+  apply_fixed_shapes(g, c.max_shapes, "--max_shapes");
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const std::string& n = g.inputs[i].name;
+    const bool any = c.min_shapes.count(n) || c.opt_shapes.count(n) || c.max_shapes.count(n);
+    if (!any) continue;
+    TRT_CHECK_ARG(c.min_shapes.count(n) && c.opt_shapes.count(n) && c.max_shapes.count(n),
+                  "input '{}': give --min_shapes, --opt_shapes and --max_shapes together", n);
+    const Shape &mn = c.min_shapes.at(n), &op = c.opt_shapes.at(n), &mx = c.max_shapes.at(n);
+    for (size_t d = 0; d < mn.size(); ++d)
+      TRT_CHECK_ARG(mn[d] <= op[d] && op[d] <= mx[d],
+                    "input '{}': the profile needs min <= opt <= max in every dimension, got "
+                    "min {}, opt {}, max {}",
+                    n, shape_str(mn), shape_str(op), shape_str(mx));
+    r.io["inputs"][i]["min"] = shape_json(mn);
+    r.io["inputs"][i]["opt"] = shape_json(op);
+    r.io["inputs"][i]["max"] = shape_json(mx);
+  }
+}
+
+// [1/6] The model, its node names, fixed shapes and the optimization profile.
+void load_stage(BuildRun& r) {
+  TRT_LOG_INFO("[1/6] loading {}", r.onnx.string());
+  r.model = r.loaded ? std::move(*r.loaded) : onnx_io::load_model(r.onnx);
+  ir::Graph& g = r.model.graph;
+  quantize::name_nodes(g);
+  g.topological_sort();
+  for (const auto& n : g.nodes) r.original_nodes.push_back(n.name);
+  apply_fixed_shapes(g, r.c.shapes, "--shape");
+  for (auto& v : g.inputs) {
+    auto it = r.c.shapes.find(v.name);
+    if (it != r.c.shapes.end()) v.shape = ir::sym_shape_from_static(it->second);
+  }
+  for (const auto& v : g.inputs) r.io["inputs"].push_back({{"name", v.name}, {"format", "LINEAR"}});
+  for (const auto& v : g.outputs)
+    r.io["outputs"].push_back({{"name", v.name}, {"format", "LINEAR"}});
+  apply_profile(r);
+}
+
+// [2/6] Per-layer precision: from the graph (strongly typed) or from the flags and the
+// calibration scales (weakly typed); GPU engines fold BatchNormalization and go FP16 if allowed.
+void precision_stage(BuildRun& r) {
+  const BuildConfig& c = r.c;
+  ir::Graph& g = r.model.graph;
+  TRT_LOG_INFO("[2/6] resolving precision ({})",
+               c.strongly_typed ? "strongly typed: from the graph" : "weakly typed");
+  r.explicit_qdq = quantize::has_qdq(g);
+  require_int8_scales(c, r.explicit_qdq, r.result);
+  r.plan = precision::resolve_layer_constraints(c, g, r.original_nodes, r.result.warnings);
+  r.calib_info = quantize_weakly_typed(r.model, c, r.plan, r.explicit_qdq, r.output, r.result);
+  // GPU engines: a BatchNormalization after a Conv folds into the Conv's weights (as TensorRT
+  // does), so that conv fusion sees Conv -> activation; in float32, before any fp16 conversion.
+  if (r.backend == "cuda") quantize::fold_batch_norm(g);
+  // FP16 allowed on the GPU: every float layer runs in FP16 (faster there than FP32; IO stays
+  // FP32), as TensorRT picks FP16 kernels when they win. On the CPU FP32 kernels are faster.
+  // Conv fusion (graph passes, below) then fuses the fp16 Conv -> Add -> activation chains.
+  if (r.backend != "cuda" || c.strongly_typed || !c.fp16) return;
+  try {
+    if (r.model.opset() < 19) quantize::upgrade_opset(r.model, 19);
+    g.value_info.clear();
+    passes::infer_shapes(g, r.model.opset());
+    quantize::convert_to_fp16(r.model);
+  } catch (const Error& e) {
+    r.result.warnings.push_back(std::string("fp16 conversion skipped: ") + e.what());
+    TRT_LOG_WARN("{}", r.result.warnings.back());
+  }
+}
+
+// [3/6] IO formats (boundary nodes), forced FP16 layers, the graph passes and the backend's
+// layout passes; then what the runtime would refuse is refused now.
+void passes_stage(BuildRun& r) {
+  ir::Graph& g = r.model.graph;
+  const int64_t opset = r.model.opset();
+  apply_io_formats(g, r.c, r.io);
+  TRT_LOG_INFO("[3/6] graph passes");
+  g.topological_sort();
+  g.value_info.clear();
+  passes::infer_shapes(g, opset);
+  // FP16 layers (forced) are wrapped before fusion so that fusion sees their real types.
+  if (!r.plan.forced_fp16.empty()) {
+    for (const auto& name : r.plan.forced_fp16) {
+      auto it = std::find_if(g.nodes.begin(), g.nodes.end(),
+                             [&](const ir::Node& n) { return n.name == name; });
+      if (it != g.nodes.end()) make_fp16_layer(g, static_cast<size_t>(it - g.nodes.begin()));
+    }
+    g.value_info.clear();
+    passes::infer_shapes(g, opset);
+  }
+  passes::run_pipeline(g, opset);
+  if (r.backend == "cpu")
+    passes::run_cpu_layout_pipeline(
+        g, {}, {cpu::nn::pointwise_depthwise_native, cpu::nn::permuted_matmul_native});
+  g.value_info.clear();
+  // Refuse now what the runtime would refuse at load or at the first run: an op without a
+  // kernel, a node whose type/shape inference fails on known inputs (Reshape to a dim of -2,
+  // MatMul of float32 and int64, ...).
+  check_cpu_kernels(g);
+  passes::infer_shapes(g, opset, {.strict = true});
+}
+
+// [4/6] Kernels: the fastest variant per layer, timed on the planned shapes (dynamic inputs
+// without a profile are planned at 1 for each symbolic dimension); GPU engines get the plan the
+// executor runs, fused and (with the GPU here) timed now.
+void kernels_stage(BuildRun& r) {
+  r.plan_shapes = r.c.opt_shapes;
+  for (const auto& v : r.model.graph.inputs) {
+    if (r.plan_shapes.count(v.name) || !v.shape) continue;
+    Shape s;
+    for (const auto& d : *v.shape) s.push_back(d.is_static() ? d.value : 1);
+    r.plan_shapes[v.name] = s;
+  }
+  r.tactic_info = choose_tactics(r.model, r.c, r.backend, r.plan_shapes);
+  TRT_LOG_INFO("[4/6] selecting kernels");
+  r.ed.layers = layer_records(r.model, r.c, r.backend, r.result);
+  if (r.backend == "cuda")
+    r.ed.gpu =
+        plan_gpu(r.model, r.c, r.switches, r.engine_sm, r.plan_shapes, r.gpu_tactics, r.result);
+}
+
+// [5/6] The activation memory plan at the opt (or static) shapes, and the engine's info table.
+void memory_stage(BuildRun& r) {
+  TRT_LOG_INFO("[5/6] planning activation memory");
+  r.mem = engine::plan_memory(r.model, r.plan_shapes);
+  const bool cuda = r.backend == "cuda";
+  r.ed.model = std::move(r.model);
+  r.ed.info = {{"backend", r.backend},
+               {"target_sm", cuda ? r.engine_sm : 0},
+               {"tf32", r.c.tf32},
+               {"no_fallback", r.c.no_fallback},
+               {"gpu_switches", r.switches.values},
+               {"fallback_layers", r.result.fallback_layers},
+               {"strongly_typed", r.c.strongly_typed},
+               {"explicit_quantization", r.explicit_qdq},
+               {"build_config", r.cfg_json},
+               {"io", r.io},
+               {"calibration", r.calib_info},
+               {"memory",
+                {{"weight_bytes", r.mem.weight_bytes},
+                 {"activation_arena_bytes", r.mem.arena_bytes},
+                 {"activation_sum_bytes", r.mem.sum_bytes},
+                 {"planned_values", r.mem.planned_values},
+                 {"plan_shapes", r.plan_shapes},
+                 {"unplanned_values", r.mem.unplanned_values}}},
+               {"tactics", r.tactic_info},
+               {"warnings", r.result.warnings},
+               {"source_model", r.onnx.filename().string()},
+               {"built_on", platform_info().cpu_model}};
+  if (cuda) r.ed.info["gpu_tactics"] = r.gpu_tactics;
+}
+
+// [6/6] Serialized, read back as `run` reads it (checksum, sections, graph order, every output
+// computed: what the reader would refuse is refused now, blaming the model, and no such engine
+// is written), written atomically and stored in the cache.
+void write_stage(BuildRun& r) {
+  TRT_LOG_INFO("[6/6] writing {}", r.output.string());
+  const std::string bytes = engine::serialize_engine(r.ed);
+  try {
+    const std::shared_ptr<uint8_t> view(
+        std::shared_ptr<void>(), reinterpret_cast<uint8_t*>(const_cast<char*>(bytes.data())));
+    (void)engine::deserialize_engine(view, bytes.size(), r.output.string());
+  } catch (const Error& e) {
+    TRT_THROW(ErrorCode::kInvalidArgument, "'{}' cannot be built: the engine would not load: {}",
+              r.onnx.string(), e.what());
+  }
+  write_file_atomic(r.output, bytes);
+  if (!r.c.cache || r.cached.empty()) return;
+  try {
+    std::error_code ec;
+    fs::create_directories(r.cached.parent_path(), ec);
+    write_file_atomic(r.cached, bytes);
+  } catch (const Error& e) {
+    TRT_LOG_WARN("could not store the engine in the cache: {}", e.what());
+  }
+}
+
 }  // namespace
 
 BuildResult build_engine(const fs::path& onnx, const fs::path& output, const BuildConfig& config) {
@@ -375,253 +640,44 @@ BuildResult build_engine(const fs::path& onnx, const fs::path& output, const Bui
         config.timing_cache == "global" ? fs::path() : fs::path(config.timing_cache)}});
   if (config.backend == "tensorrt")  // TensorRT itself, through trtexec (src/tensorrt)
     return build_with_trtexec(onnx, output, config, /*dry_run=*/false);
-  // The engine records the images' preprocessing as applied (shape and dtype from the model).
-  BuildConfig c = config;
-  // Loaded before the cache key is made when the images take their shape or dtype from it (the
+  BuildRun r(onnx, output, config);
+  // The engine records the images' preprocessing as applied (shape and dtype from the model):
+  // loaded before the cache key is made when the images take their shape or dtype from it (the
   // build below uses this load).
-  std::optional<ir::Model> loaded;
-  if (c.data_batcher && images_need_model(*c.data_batcher)) {
+  if (r.c.data_batcher && images_need_model(*r.c.data_batcher)) {
     require_regular_file(onnx, "ONNX model");
-    loaded = onnx_io::load_model(onnx);
-    c.data_batcher = images_fitted_to_model(*c.data_batcher, loaded->graph);
+    r.loaded = onnx_io::load_model(onnx);
+    r.c.data_batcher = images_fitted_to_model(*r.c.data_batcher, r.loaded->graph);
   }
-  const auto t_start = std::chrono::steady_clock::now();
-  BuildResult result;
-  result.engine_path = output;
-
-  // Target.
-  const PlatformInfo& p = platform_info();
-  const int local_sm = p.gpu_count > 0 ? p.gpu.sm_major * 10 + p.gpu.sm_minor : 0;
-  const int target_sm = c.target_sm > 0 ? c.target_sm : local_sm;
-  result.warnings = validate_build_config(c, target_sm);
-  const cuda::DeviceStatus dev = cuda::device_status();
-  std::string backend = c.backend;
-  if (backend == "auto") backend = dev.usable ? "cuda" : "cpu";
-  int engine_sm = 0;
-  if (backend == "cuda") {
-    TRT_CHECK(!cuda::supported_ops().empty(), ErrorCode::kNotSupported,
-              "this trtutils was built without the CUDA backend (no CUDA toolkit at build time): "
-              "build with --backend cpu");
-    engine_sm = c.target_sm > 0 ? c.target_sm : dev.sm;
-    TRT_CHECK(engine_sm > 0, ErrorCode::kInvalidArgument,
-              "--backend cuda: no GPU here ({}); give the target GPU with --target_sm (e.g. 90)",
-              dev.why);
-  }
-
+  r.t_start = std::chrono::steady_clock::now();
+  r.result.engine_path = output;
+  resolve_target(r);
   // GPU engines run with the kernel switches of their build wherever they are loaded; the
   // builder's own GPU planning (coverage, fusions) sees the same ones.
-  const cuda::KernelSwitches switches =
-      backend == "cuda" ? recorded_gpu_switches(c, result) : cuda::KernelSwitches{{}, false};
-  const cuda::SwitchScope switch_scope(&switches);
+  if (r.backend == "cuda") r.switches = recorded_gpu_switches(r.c, r.result);
+  const cuda::SwitchScope switch_scope(&r.switches);
 
   std::error_code ec;
   require_regular_file(onnx, "ONNX model");
   TRT_CHECK_ARG(!output.empty(), "the output engine path is empty");
   const fs::path out_dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
   TRT_CHECK_ARG(fs::is_directory(out_dir, ec), "output folder {} does not exist", out_dir.string());
+  r.cfg_json = config_json(r.c);
+  if (reuse_cached_engine(r)) return r.result;
 
-  // Engine cache: same model bytes + config + target -> the same engine.
-  const json cfg_json = config_json(c);
-  fs::path cached;
-  if (c.cache) {
-    const std::string bytes = read_file(onnx);
-    std::string calib_bytes;
-    if (!c.calibration_cache.empty() && fs::exists(c.calibration_cache, ec))
-      calib_bytes = read_file(c.calibration_cache);
-    const std::string key_text = cfg_json.dump(-1, ' ', false, json::error_handler_t::replace) +
-                                 "|" + backend + "|" + json(switches.values).dump() + "|" +
-                                 std::to_string(target_sm) + "|" + TRTUTILS_VERSION + "|" +
-                                 p.cpu_model + "|" + cuda::timing_device();
-    uint64_t h = engine::checksum64(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    h = engine::checksum64(reinterpret_cast<const uint8_t*>(key_text.data()), key_text.size(), h);
-    h = engine::checksum64(reinterpret_cast<const uint8_t*>(calib_bytes.data()), calib_bytes.size(),
-                           h);
-    cached = cache_dir() / "engines" / (hex64(h) + ".engine");
-    if (fs::is_regular_file(cached, ec)) {
-      try {
-        (void)engine::read_engine_file(cached);  // validates (checksum) before reuse
-        write_file_atomic(output, read_file(cached));
-        TRT_LOG_INFO("engine cache hit: {} -> {}", cached.string(), output.string());
-        result.from_cache = true;
-        result.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-        return result;
-      } catch (const Error& e) {
-        TRT_LOG_WARN("ignoring a bad cached engine {}: {}", cached.string(), e.what());
-      }
-    }
-  }
+  load_stage(r);
+  precision_stage(r);
+  passes_stage(r);
+  kernels_stage(r);
+  memory_stage(r);
+  write_stage(r);
 
-  TRT_LOG_INFO("[1/6] loading {}", onnx.string());
-  ir::Model model = loaded ? std::move(*loaded) : onnx_io::load_model(onnx);
-  ir::Graph& g = model.graph;
-  quantize::name_nodes(g);
-  g.topological_sort();
-  const std::vector<std::string> original_nodes = [&] {
-    std::vector<std::string> v;
-    for (const auto& n : g.nodes) v.push_back(n.name);
-    return v;
-  }();
-
-  // Shapes and the optimization profile.
-  apply_fixed_shapes(g, c.shapes, "--shape");
-  for (auto& v : g.inputs) {
-    auto it = c.shapes.find(v.name);
-    if (it != c.shapes.end()) v.shape = ir::sym_shape_from_static(it->second);
-  }
-  const bool has_profile = !c.min_shapes.empty() || !c.opt_shapes.empty() || !c.max_shapes.empty();
-  json io{{"inputs", json::array()}, {"outputs", json::array()}};
-  for (const auto& v : g.inputs) io["inputs"].push_back({{"name", v.name}, {"format", "LINEAR"}});
-  for (const auto& v : g.outputs) io["outputs"].push_back({{"name", v.name}, {"format", "LINEAR"}});
-  if (has_profile) {
-    apply_fixed_shapes(g, c.min_shapes, "--min_shapes");
-    apply_fixed_shapes(g, c.opt_shapes, "--opt_shapes");
-    apply_fixed_shapes(g, c.max_shapes, "--max_shapes");
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      const std::string& n = g.inputs[i].name;
-      const bool any = c.min_shapes.count(n) || c.opt_shapes.count(n) || c.max_shapes.count(n);
-      if (!any) continue;
-      TRT_CHECK_ARG(c.min_shapes.count(n) && c.opt_shapes.count(n) && c.max_shapes.count(n),
-                    "input '{}': give --min_shapes, --opt_shapes and --max_shapes together", n);
-      const Shape &mn = c.min_shapes.at(n), &op = c.opt_shapes.at(n), &mx = c.max_shapes.at(n);
-      for (size_t d = 0; d < mn.size(); ++d)
-        TRT_CHECK_ARG(mn[d] <= op[d] && op[d] <= mx[d],
-                      "input '{}': the profile needs min <= opt <= max in every dimension, got "
-                      "min {}, opt {}, max {}",
-                      n, shape_str(mn), shape_str(op), shape_str(mx));
-      io["inputs"][i]["min"] = shape_json(mn);
-      io["inputs"][i]["opt"] = shape_json(op);
-      io["inputs"][i]["max"] = shape_json(mx);
-    }
-  }
-
-  // Precision.
-  TRT_LOG_INFO("[2/6] resolving precision ({})",
-               c.strongly_typed ? "strongly typed: from the graph" : "weakly typed");
-  const bool explicit_qdq = quantize::has_qdq(g);
-  require_int8_scales(c, explicit_qdq, result);
-  precision::LayerPrecisionPlan plan =
-      precision::resolve_layer_constraints(c, g, original_nodes, result.warnings);
-  const json calib_info = quantize_weakly_typed(model, c, plan, explicit_qdq, output, result);
-  // GPU engines: a BatchNormalization after a Conv folds into the Conv's weights (as TensorRT
-  // does), so that conv fusion sees Conv -> activation; in float32, before any fp16 conversion.
-  if (backend == "cuda") quantize::fold_batch_norm(g);
-  // FP16 allowed on the GPU: every float layer runs in FP16 (faster there than FP32; IO stays
-  // FP32), as TensorRT picks FP16 kernels when they win. On the CPU FP32 kernels are faster.
-  // Conv fusion (graph passes, below) then fuses the fp16 Conv -> Add -> activation chains.
-  if (backend == "cuda" && !c.strongly_typed && c.fp16) {
-    try {
-      if (model.opset() < 19) quantize::upgrade_opset(model, 19);
-      g.value_info.clear();
-      passes::infer_shapes(g, model.opset());
-      quantize::convert_to_fp16(model);
-    } catch (const Error& e) {
-      result.warnings.push_back(std::string("fp16 conversion skipped: ") + e.what());
-      TRT_LOG_WARN("{}", result.warnings.back());
-    }
-  }
-
-  // IO formats (boundary nodes), then the graph passes.
-  apply_io_formats(g, c, io);
-  TRT_LOG_INFO("[3/6] graph passes");
-  g.topological_sort();
-  g.value_info.clear();
-  passes::infer_shapes(g, model.opset());
-  // FP16 layers (forced) are wrapped before fusion so that fusion sees their real types.
-  if (!plan.forced_fp16.empty()) {
-    for (const auto& name : plan.forced_fp16) {
-      auto it = std::find_if(g.nodes.begin(), g.nodes.end(),
-                             [&](const ir::Node& n) { return n.name == name; });
-      if (it != g.nodes.end()) make_fp16_layer(g, static_cast<size_t>(it - g.nodes.begin()));
-    }
-    g.value_info.clear();
-    passes::infer_shapes(g, model.opset());
-  }
-  passes::run_pipeline(g, model.opset());
-  if (backend == "cpu")
-    passes::run_cpu_layout_pipeline(
-        g, {}, {cpu::nn::pointwise_depthwise_native, cpu::nn::permuted_matmul_native});
-  g.value_info.clear();
-  // Refuse now what the runtime would refuse at load or at the first run: an op without a
-  // kernel, a node whose type/shape inference fails on known inputs (Reshape to a dim of -2,
-  // MatMul of float32 and int64, ...).
-  check_cpu_kernels(g);
-  passes::infer_shapes(g, model.opset(), {.strict = true});
-
-  // Dynamic inputs without a profile are planned at 1 for each symbolic dimension.
-  std::map<std::string, Shape> plan_shapes = c.opt_shapes;
-  for (const auto& v : model.graph.inputs) {
-    if (plan_shapes.count(v.name) || !v.shape) continue;
-    Shape s;
-    for (const auto& d : *v.shape) s.push_back(d.is_static() ? d.value : 1);
-    plan_shapes[v.name] = s;
-  }
-  // Tactics: the fastest variant per layer, timed on the planned shapes.
-  const json tactic_info = choose_tactics(model, c, backend, plan_shapes);
-  TRT_LOG_INFO("[4/6] selecting kernels");
-  engine::EngineData ed;
-  ed.layers = layer_records(model, c, backend, result);
-  // GPU engines: the plan the executor runs, fused and (with the GPU here) timed now.
-  json gpu_tactics;
-  if (backend == "cuda")
-    ed.gpu = plan_gpu(model, c, switches, engine_sm, plan_shapes, gpu_tactics, result);
-
-  // Memory plan at the opt (or static) shapes.
-  TRT_LOG_INFO("[5/6] planning activation memory");
-  engine::MemoryPlan mem = engine::plan_memory(model, plan_shapes);
-
-  ed.model = std::move(model);
-  ed.info = {{"backend", backend},
-             {"target_sm", backend == "cuda" ? engine_sm : 0},
-             {"tf32", c.tf32},
-             {"no_fallback", c.no_fallback},
-             {"gpu_switches", switches.values},
-             {"fallback_layers", result.fallback_layers},
-             {"strongly_typed", c.strongly_typed},
-             {"explicit_quantization", explicit_qdq},
-             {"build_config", cfg_json},
-             {"io", io},
-             {"calibration", calib_info},
-             {"memory",
-              {{"weight_bytes", mem.weight_bytes},
-               {"activation_arena_bytes", mem.arena_bytes},
-               {"activation_sum_bytes", mem.sum_bytes},
-               {"planned_values", mem.planned_values},
-               {"plan_shapes", plan_shapes},
-               {"unplanned_values", mem.unplanned_values}}},
-             {"tactics", tactic_info},
-             {"warnings", result.warnings},
-             {"source_model", onnx.filename().string()},
-             {"built_on", p.cpu_model}};
-  if (backend == "cuda") ed.info["gpu_tactics"] = gpu_tactics;
-  TRT_LOG_INFO("[6/6] writing {}", output.string());
-  const std::string bytes = engine::serialize_engine(ed);
-  // Read back as `run` reads it (checksum, sections, graph order, every output computed): what
-  // the reader would refuse is refused now, blaming the model, and no such engine is written.
-  try {
-    const std::shared_ptr<uint8_t> view(
-        std::shared_ptr<void>(), reinterpret_cast<uint8_t*>(const_cast<char*>(bytes.data())));
-    (void)engine::deserialize_engine(view, bytes.size(), output.string());
-  } catch (const Error& e) {
-    TRT_THROW(ErrorCode::kInvalidArgument, "'{}' cannot be built: the engine would not load: {}",
-              onnx.string(), e.what());
-  }
-  write_file_atomic(output, bytes);
-  if (c.cache && !cached.empty()) {
-    try {
-      fs::create_directories(cached.parent_path(), ec);
-      write_file_atomic(cached, bytes);
-    } catch (const Error& e) {
-      TRT_LOG_WARN("could not store the engine in the cache: {}", e.what());
-    }
-  }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  r.result.seconds = seconds_since(r.t_start);
   std::string summary;
-  for (const auto& [prec, n] : result.layers_per_precision)
+  for (const auto& [prec, n] : r.result.layers_per_precision)
     summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, prec);
-  TRT_LOG_INFO("built {} layers ({}) in {:.1f} s", result.num_layers, summary, result.seconds);
-  return result;
+  TRT_LOG_INFO("built {} layers ({}) in {:.1f} s", r.result.num_layers, summary, r.result.seconds);
+  return r.result;
 }
 
 }  // namespace trtutils::builder
