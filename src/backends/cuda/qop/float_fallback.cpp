@@ -27,20 +27,21 @@ const void* QOp::float_weights(RunContext& ctx, Value& w) {
   return w_float_.get();
 }
 
+std::shared_ptr<void> QOp::dequantized(RunContext& ctx, const void* src, DataType t, int64_t n,
+                                       const std::shared_ptr<void>& scale,
+                                       const std::shared_ptr<void>& zero_point, DataType to) {
+  std::shared_ptr<void> f = ctx.scratch(dtype_storage_bytes(to, n));
+  k::QuantDesc q;
+  q.n = n;
+  q.scale = static_cast<const float*>(scale.get());
+  q.zero_point = static_cast<const float*>(zero_point.get());
+  ctx.check(k::dequantize(t, to, src, f.get(), q, ctx.stream), "dequantize");
+  return f;
+}
+
 void QOp::run_float(RunContext& ctx, Value& x, const void* px, Value& w, const ConvGeometry& g,
                     const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e) {
   const ir::Node& node = *ctx.node;
-  // X (and QMatMul's W) dequantized with their per-tensor scale / zero point.
-  auto dequant = [&](const void* src, DataType t, int64_t n, const std::shared_ptr<void>& s,
-                     const std::shared_ptr<void>& z) {
-    std::shared_ptr<void> f = ctx.scratch(static_cast<size_t>(n) * 4);
-    k::QuantDesc q;
-    q.n = n;
-    q.scale = static_cast<const float*>(s.get());
-    q.zero_point = static_cast<const float*>(z.get());
-    ctx.check(k::dequantize(t, DataType::kFloat32, src, f.get(), q, ctx.stream), "dequantize");
-    return f;
-  };
   std::shared_ptr<void> xt;
   if (kind_ == Kind::kConv && channels_last_) {  // NHWC bytes -> NCHW for cuDNN
     const Shape first = to_first(x.shape);
@@ -57,7 +58,9 @@ void QOp::run_float(RunContext& ctx, Value& x, const void* px, Value& w, const C
     ctx.check(k::strided_copy(1, px, xt.get(), bc, 0, x.numel(), ctx.stream), "NHWC->NCHW");
     px = xt.get();
   }
-  std::shared_ptr<void> xf = dequant(px, x.dtype, x.numel(), x_scale_dev_, x_zp_dev_);
+  // X (and QMatMul's W) dequantized with their per-tensor scale / zero point.
+  std::shared_ptr<void> xf =
+      dequantized(ctx, px, x.dtype, x.numel(), x_scale_dev_, x_zp_dev_, DataType::kFloat32);
   const int64_t ny = shape_numel(ys);
   acc = ctx.scratch(static_cast<size_t>(ny) * 4);
   if (kind_ == Kind::kConv) {
@@ -74,7 +77,8 @@ void QOp::run_float(RunContext& ctx, Value& x, const void* px, Value& w, const C
     e.acc_channels_first = false;
   } else {
     const void* pw = ctx.dev(w);
-    std::shared_ptr<void> wf = dequant(pw, w.dtype, w.numel(), w_scale_dev_, w_zp_dev_);
+    std::shared_ptr<void> wf =
+        dequantized(ctx, pw, w.dtype, w.numel(), w_scale_dev_, w_zp_dev_, DataType::kFloat32);
     matmul(ctx, lt_, DataType::kFloat32, x.shape, w.shape, xf.get(), wf.get(), acc.get());
     e.acc_channels_first = false;
   }

@@ -38,12 +38,8 @@ const void* QOp::half_grouped_weights(RunContext& ctx) {
 
 bool QOp::run_half_grouped(RunContext& ctx, const Value& x, const void* px, const ConvGeometry& g,
                            const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e) {
-  std::shared_ptr<void> xh = ctx.scratch(static_cast<size_t>(x.numel()) * sizeof(half));
-  k::QuantDesc q;
-  q.n = x.numel();
-  q.scale = static_cast<const float*>(x_scale_dev_.get());
-  q.zero_point = static_cast<const float*>(x_zp_dev_.get());
-  ctx.check(k::dequantize(x.dtype, DataType::kFloat16, px, xh.get(), q, ctx.stream), "dequantize");
+  const std::shared_ptr<void> xh =
+      dequantized(ctx, px, x.dtype, x.numel(), x_scale_dev_, x_zp_dev_, DataType::kFloat16);
   acc = ctx.scratch(static_cast<size_t>(shape_numel(ys)) * sizeof(half));
   const ConvConfig config{DataType::kFloat16, DataType::kFloat16, true};
   try {

@@ -131,6 +131,11 @@ class QOp : public GpuOp {
                         const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e);
 
   // float_fallback.cpp
+  // n quantized values at src dequantized (per-tensor scale / zero point on the device) into
+  // scratch of dtype `to` (float32 / float16 / bfloat16).
+  std::shared_ptr<void> dequantized(RunContext& ctx, const void* src, DataType t, int64_t n,
+                                    const std::shared_ptr<void>& scale,
+                                    const std::shared_ptr<void>& zero_point, DataType to);
   const void* float_weights(RunContext& ctx, Value& w);
   void run_float(RunContext& ctx, Value& x, const void* px, Value& w, const ConvGeometry& g,
                  const Shape& ys, std::shared_ptr<void>& acc, k::QEpilogue& e);
