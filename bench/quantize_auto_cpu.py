@@ -16,6 +16,7 @@ DIR/results.json (a second call with the same DIR skips what is there).
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,6 +34,8 @@ def quantize(args, fp32, calib, mode, method):
     cmd = [args.trtutils, "quantize", "--onnx", fp32, "--output", out, "--calibration_data",
            calib, "--quantize_mode", mode, "--calibration_method", method, "--eval_batches", "8",
            "--batch_size", "1", "--threads", str(args.threads)]
+    if method == "auto":  # the per-candidate, per-sample scores, for rules tried offline
+        cmd.insert(1, "-vv")
     t0 = time.time()
     r = subprocess.run(cmd, check=True, capture_output=True, text=True)
     rep = json.load(open(out + ".report.json"))
@@ -43,6 +46,10 @@ def quantize(args, fp32, calib, mode, method):
         row["selection_samples"] = rep["auto_selection_samples"]
         row["selection_held_out"] = rep["auto_selection_held_out"]
         row["stdout"] = [l for l in r.stdout.splitlines() if "auto" in l]
+        row["batch_db"] = {
+            m.group(1): [float(v) for v in m.group(2).split()]
+            for m in re.finditer(r"calibration_method auto: (\w+) worst batch .*? batches \[([^\]]*)\]",
+                                 r.stdout + r.stderr)}
     return row
 
 

@@ -381,10 +381,15 @@ cudaError_t q_epilogue_layer_norm(const QEpilogue& e, const LnEpilogue& ln, cuda
 // Depthwise int8 / uint8 convolution, channels-last X [n, h, w, c] and Y [n, oh, ow, c], W int8
 // packed [kh * kw, c], with e's epilogue (row-major, cols = c) fused; c % 4 == 0 and 4-byte
 // aligned pointers, else cudaErrorNotSupported (nothing launched).
+// kRows: the row-tiled kernel where it has an instance (kernel width 3 / 5 / 7, stride 1 or 2,
+// no column dilation), else the per-pixel one; kPixel: always the per-pixel kernel (the tests'
+// and the micro benchmark's second candidate).
+enum class DepthwiseVariant : int32_t { kRows, kPixel };
 struct DepthwiseDesc {
   int32_t n = 0, h = 0, w = 0, c = 0, oh = 0, ow = 0, kh = 0, kw = 0, sh = 1, sw = 1, ph = 0,
           pw = 0, dh = 1, dw = 1;
   int32_t x_zp = 0;
+  DepthwiseVariant variant = DepthwiseVariant::kRows;
 };
 // w_taps4 (optional): the same weights packed [ceil(taps / 4)][C][4] (four consecutive taps of
 // a channel per word, zero past the last tap): int8 X without zero point, C % 16 == 0 then sum

@@ -204,8 +204,9 @@ TEST(CudaConvFused, PointwiseGemmMatchesCpu) {
   ::unsetenv("TRTUTILS_CUDA_POINTWISE_GEMM");
 }
 
-// Depthwise convolutions through our channels-last kernel (TRTUTILS_CUDA_DEPTHWISE=force),
-// every epilogue, strides, dilation and asymmetric padding; 10 channels (not a multiple of 16
+// Depthwise convolutions through our channels-last kernels (TRTUTILS_CUDA_DEPTHWISE=force; the
+// row-tiled one for 3 / 5 / 7 columns, the per-pixel one for the dilated case), every epilogue,
+// strides, dilation and asymmetric padding; 10 channels (not a multiple of 16
 // bytes) stay on cuDNN.
 TEST(CudaConvFused, DepthwiseKernelMatchesCpu) {
   TRT_REQUIRE_CUDA();
@@ -228,6 +229,14 @@ TEST(CudaConvFused, DepthwiseKernelMatchesCpu) {
        {ais("pads", {2, 4, 3, 4}), ais("dilations", {2, 2})},
        5},
       {"3x3, 10 (cuDNN)", {2, 10, 9, 9}, {ais("pads", {1, 1, 1, 1})}, 3},
+      // The row-tiled kernel's edges: rows of 4 outputs with 1-3 left over, a tile wider than
+      // the row, stride 2 past the right edge, 7 columns (ConvNeXt), one 16-byte chunk of C.
+      {"5x5 stride 2, asymmetric pads, 16",
+       {2, 16, 15, 13},
+       {ais("pads", {2, 1, 2, 3}), ais("strides", {2, 2})},
+       5},
+      {"7x7 pad 3, 8", {1, 8, 10, 13}, {ais("pads", {3, 3, 3, 3})}, 7},
+      {"3x3 no pad, row of 3, 32", {2, 32, 6, 5}, {}, 3},
   };
   uint32_t seed = 7000;
   for (const auto& [dt, o, tol] :
