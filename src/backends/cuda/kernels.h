@@ -128,6 +128,20 @@ cudaError_t channel_affine_act(DataType dt, const void* x, void* y, const float*
                                const float* shift, int64_t n, int64_t channels, int64_t inner,
                                const AffineAct& p, cudaStream_t stream);
 
+// The inputs of a Concat on the channel axis: input k (data of the affine's dtype, laid out
+// [outer, begin[k + 1] - begin[k], inner]) holds channels begin[k] .. begin[k + 1] - 1.
+struct ConcatSources {
+  static constexpr int kMax = 64;
+  const void* ptr[kMax] = {};
+  int32_t begin[kMax + 1] = {};
+  int32_t count = 0;
+};
+// channel_affine_act over the concatenation of s's inputs ([outer, begin[count], inner]) without
+// writing it: y [outer, channels, inner] (DenseNet's Concat -> BN -> ReLU [-> Q]).
+cudaError_t concat_channel_affine_act(DataType dt, const ConcatSources& s, void* y,
+                                      const float* scale, const float* shift, int64_t outer,
+                                      int64_t inner, const AffineAct& p, cudaStream_t stream);
+
 // ---- data movement ----------------------------------------------------------------------------
 // rows x width bytes from src (row pitch spitch) to dst (row pitch dpitch): Concat and Split
 // (cudaMemcpy2DAsync reached ~1.6 TB/s on ViT-B/16's token Concat on the H200).

@@ -1,6 +1,7 @@
 // GPU ops of the elementwise family: unary math and activations, Clip, broadcasting binary ops
 // (arithmetic, comparisons, logic), variadic Sum/Max/Min/Mean, Where, Cast, Identity/Dropout
 // and BatchNormalization (inference, as a per-channel affine).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -369,10 +370,13 @@ class IdentityOp : public GpuOp {
 // BatchNormalization (inference), and com.trtutils.cuda::BatchNormAct (fusion/batchnorm_act.cpp):
 // the same inputs, then optionally y_scale and y_zero_point (a per-tensor QuantizeLinear), with
 // attributes activation ("" | Relu | Clip | LeakyRelu | Sigmoid | HardSwish) and
-// activation_params (Clip: lo, hi; LeakyRelu: alpha). One pass over x.
-class BatchNormOp : public SameLayoutOp {
+// activation_params (Clip: lo, hi; LeakyRelu: alpha). One pass over x. With attribute
+// concat_inputs = N > 1, x is the concatenation on the channel axis of the first N inputs (a
+// Concat absorbed by the fusion), read where they lie; the BN parameters follow them.
+class BatchNormOp : public GpuOp {
  public:
-  explicit BatchNormOp(const ir::Node& node) {
+  explicit BatchNormOp(const ir::Node& node)
+      : data_(static_cast<size_t>(std::max<int64_t>(1, node.attr_int("concat_inputs", 1)))) {
     const std::string act = node.attr_string("activation", "");
     const std::vector<float> prm = node.attr_floats("activation_params");
     auto param = [&](size_t i, float d) { return i < prm.size() ? prm[i] : d; };
@@ -393,31 +397,45 @@ class BatchNormOp : public SameLayoutOp {
       TRT_CHECK(act.empty(), ErrorCode::kNotSupported, "{}: activation '{}' is not supported",
                 node.describe(), act);
     }
-    post_.quantize = node.domain == kGpuDomain && node.inputs.size() >= 7;
-    if (post_.act != k::Act::kNone || post_.quantize) {
-      label_ = "CUDA kernel (BatchNormalization";
+    post_.quantize = node.domain == kGpuDomain && node.inputs.size() >= data_ + 6;
+    if (post_.act != k::Act::kNone || post_.quantize || data_ > 1) {
+      label_ = data_ > 1 ? "CUDA kernel (Concat + BatchNormalization"
+                         : "CUDA kernel (BatchNormalization";
       if (!act.empty()) label_ += " + " + act;
       label_ += post_.quantize ? " + QuantizeLinear)" : ")";
     }
   }
   std::string kernel() const override { return label_; }
+  // One input: its layout. A concatenation of 4-D inputs: channels-last when any of them is (the
+  // others converted), as ConcatOp does.
+  void want_layouts(const RunContext&, const std::vector<Value*>& in,
+                    std::vector<Layout>& want) const override {
+    bool nhwc = false;
+    for (size_t i = 0; i < data_ && i < in.size(); ++i)
+      nhwc = nhwc || (in[i] && in[i]->nhwc && in[i]->shape.size() == 4);
+    for (size_t i = 0; i < data_ && i < want.size(); ++i)
+      want[i] = !nhwc || !in[i] || in[i]->nhwc || layout_free(in[i]->shape) ? Layout::kAny
+                                                                            : Layout::kNhwc;
+  }
   void run(RunContext& ctx, const std::vector<Value*>& in,
            const std::vector<Value*>& out) override {
     const ir::Node& node = *ctx.node;
+    const Shape xs = data_shape(node, in);
     Value& x = *in.at(0);
-    require_float(node, x.dtype, "input X");
-    TRT_CHECK_ARG(x.shape.size() >= 2, "{}: input X {} must have rank >= 2", node.describe(),
-                  shape_str(x.shape));
-    const int64_t c = x.shape[1];
-    const int64_t nc = x.shape[0] * c;
-    const int64_t inner = x.nhwc ? 1 : (nc > 0 ? x.numel() / nc : 0);
+    const bool nhwc = concat_nhwc(in);
+    const int64_t c = xs[1];
+    const int64_t nc = xs[0] * c;
+    const int64_t numel = shape_numel(xs);
+    const int64_t inner = nhwc ? 1 : (nc > 0 ? numel / nc : 0);
     bool constant = true;
-    for (size_t i = 1; i < 5 && i < in.size(); ++i) constant = constant && in[i] && in[i]->constant;
+    for (size_t i = data_; i < data_ + 4 && i < in.size(); ++i)
+      constant = constant && in[i] && in[i]->constant;
     if (!scale_ || channels_ != c || !constant) {
       std::vector<double> prm[5];
       for (size_t i = 1; i <= 4; ++i) {
-        TRT_CHECK_ARG(i < in.size() && in[i], "{}: input {} is missing", node.describe(), i);
-        const Tensor& t = ctx.host(*in[i]);
+        const size_t at = data_ + i - 1;
+        TRT_CHECK_ARG(at < in.size() && in[at], "{}: input {} is missing", node.describe(), at);
+        const Tensor& t = ctx.host(*in[at]);
         TRT_CHECK(t.numel() == c, ErrorCode::kNotSupported,
                   "{}: parameter {} has shape {}; the CUDA kernel needs one value per channel "
                   "({})",
@@ -437,8 +455,8 @@ class BatchNormOp : public SameLayoutOp {
     }
     DataType yt = x.dtype;
     if (post_.quantize) {
-      const Tensor& ys = ctx.host(*in.at(5));
-      const Tensor& zp = ctx.host(*in.at(6));
+      const Tensor& ys = ctx.host(*in.at(data_ + 4));
+      const Tensor& zp = ctx.host(*in.at(data_ + 5));
       TRT_CHECK_ARG(ys.numel() == 1 && zp.numel() == 1,
                     "{}: y_scale and y_zero_point must be scalars", node.describe());
       yt = zp.dtype();
@@ -446,16 +464,63 @@ class BatchNormOp : public SameLayoutOp {
       post_.q_scale = static_cast<float>(ys.at_double(0));
       post_.q_zero = static_cast<float>(zp.at_double(0));
     }
-    const void* px = ctx.dev(x);
-    void* py = ctx.make(*out.at(0), yt, x.shape);
-    out[0]->nhwc = x.nhwc;
-    ctx.check(k::channel_affine_act(x.dtype, px, py, static_cast<const float*>(scale_.get()),
-                                    static_cast<const float*>(shift_.get()), x.numel(), c, inner,
-                                    post_, ctx.stream),
-              label_.c_str());
+    const auto* scale = static_cast<const float*>(scale_.get());
+    const auto* shift = static_cast<const float*>(shift_.get());
+    if (data_ == 1) {
+      const void* px = ctx.dev(x);
+      void* py = ctx.make(*out.at(0), yt, xs);
+      out[0]->nhwc = nhwc;
+      ctx.check(
+          k::channel_affine_act(x.dtype, px, py, scale, shift, numel, c, inner, post_, ctx.stream),
+          label_.c_str());
+      return;
+    }
+    k::ConcatSources src;
+    src.count = static_cast<int32_t>(data_);
+    for (size_t i = 0; i < data_; ++i) {
+      src.ptr[i] = ctx.dev(*in[i]);
+      src.begin[i + 1] = src.begin[i] + static_cast<int32_t>(in[i]->shape[1]);
+    }
+    void* py = ctx.make(*out.at(0), yt, xs);
+    out[0]->nhwc = nhwc;
+    ctx.check(
+        k::concat_channel_affine_act(x.dtype, src, py, scale, shift,
+                                     nc > 0 ? numel / (c * inner) : 0, inner, post_, ctx.stream),
+        label_.c_str());
   }
 
  private:
+  // The shape of x: input 0's, or with a concatenation the inputs' shape with their channels
+  // summed (one float dtype, equal dims but the channel axis).
+  Shape data_shape(const ir::Node& node, const std::vector<Value*>& in) const {
+    TRT_CHECK_ARG(in.size() >= data_ + 4, "{}: needs {} inputs", node.describe(), data_ + 4);
+    const Value& x = *in.at(0);
+    require_float(node, x.dtype, "input X");
+    TRT_CHECK_ARG(x.shape.size() >= 2, "{}: input X {} must have rank >= 2", node.describe(),
+                  shape_str(x.shape));
+    Shape xs = x.shape;
+    TRT_CHECK(data_ <= static_cast<size_t>(k::ConcatSources::kMax), ErrorCode::kNotSupported,
+              "{}: {} concatenated inputs (at most {})", node.describe(), data_,
+              k::ConcatSources::kMax);
+    for (size_t i = 1; i < data_; ++i) {
+      const Value* t = in[i];
+      bool ok = t && t->dtype == x.dtype && t->shape.size() == x.shape.size();
+      for (size_t d = 0; ok && d < xs.size(); ++d) ok = d == 1 || t->shape[d] == xs[d];
+      TRT_CHECK_ARG(ok, "{}: cannot concatenate {} and {} on axis 1", node.describe(),
+                    shape_str(x.shape), t ? shape_str(t->shape) : std::string("(missing)"));
+      xs[1] += t->shape[1];
+    }
+    return xs;
+  }
+  // x's layout: channels-last when any data input is (want_layouts made the others so or
+  // layout-free).
+  bool concat_nhwc(const std::vector<Value*>& in) const {
+    bool nhwc = false;
+    for (size_t i = 0; i < data_; ++i) nhwc = nhwc || in[i]->nhwc;
+    return nhwc;
+  }
+
+  size_t data_ = 1;  // data inputs in front: a Concat's when > 1
   k::AffineAct post_;
   std::string label_ = "CUDA kernel";
   std::shared_ptr<void> scale_, shift_;

@@ -1,8 +1,7 @@
 // BatchNormalization -> activation -> QuantizeLinear as one GPU pass (fusion/batchnorm_act.cpp,
-// com.trtutils.cuda::BatchNormAct) and the channels-last Concat feeding it (DenseNet's dense
-// block). GpuFusion.BatchNormAct* check the rewrite (no device); CudaBatchNormAct.* run the
-// graphs on the GPU against the CPU session: float results to float rounding, quantized bytes
-// within one step.
+// com.trtutils.cuda::BatchNormAct), with the Concat feeding it absorbed (DenseNet's dense block).
+// GpuFusion.BatchNormAct* check the rewrite (no device); CudaBatchNormAct.* run the graphs on the
+// GPU against the CPU session: float results to float rounding, quantized bytes within one step.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -19,7 +18,8 @@ using namespace cuda_testing;  // NOLINT
 struct Tail {
   std::string act;  // "" | Relu | Clip | LeakyRelu | Sigmoid | HardSwish
   DataType q;       // kUndefined: no QuantizeLinear
-  bool conv_first;  // two convolutions -> Concat feed the BatchNormalization (NHWC)
+  bool conv_first;  // two convolutions -> Concat feed the BatchNormalization
+  int64_t cb = 4;   // the second convolution's channels (the first has 8)
 };
 
 Tensor positive(const Shape& s, uint32_t seed) {
@@ -44,9 +44,9 @@ ir::Model bn_graph(DataType dt, const Shape& xs, const Tail& t) {
         {ir::attr_ints("pads", {1, 1, 1, 1})})[0];
     const std::string d = b.node(
         "Conv",
-        {v, b.initializer("wb", cast(random_tensor(DataType::kFloat32, {4, c, 1, 1}, 2)))})[0];
+        {v, b.initializer("wb", cast(random_tensor(DataType::kFloat32, {t.cb, c, 1, 1}, 2)))})[0];
     v = b.node("Concat", {a, d}, {ir::attr_int("axis", 1)})[0];
-    c = 12;
+    c = 8 + t.cb;
   }
   const std::string bn = b.node(
       "BatchNormalization", {v, b.initializer("s", cast(positive({c}, 3))),
@@ -104,6 +104,34 @@ TEST(GpuFusion, BatchNormActAbsorbsTheActivationAndTheQuantizer) {
   EXPECT_EQ(cuda::fuse_batchnorm_act(shared.graph, 19, nullptr), 0u);
 }
 
+// DenseNet's Concat -> BN -> ReLU -> Q: the Concat's inputs lead the fused node's.
+TEST(GpuFusion, BatchNormActAbsorbsTheConcatFeedingIt) {
+  ir::Model m = bn_graph(DataType::kFloat32, {2, 3, 4, 4}, {"Relu", DataType::kInt8, true});
+  EXPECT_EQ(cuda::fuse_batchnorm_act(m.graph, 19, nullptr), 1u);
+  EXPECT_EQ(count(m.graph, "Concat"), 0);
+  ASSERT_EQ(count(m.graph, "BatchNormAct"), 1);
+  const ir::Node* f = nullptr;
+  for (const auto& n : m.graph.nodes)
+    if (n.op_type == "BatchNormAct") f = &n;
+  EXPECT_EQ(f->attr_int("concat_inputs", 1), 2);
+  EXPECT_EQ(f->inputs.size(), 8u);  // 2 parts, 4 BN parameters, y_scale, y_zero_point
+
+  // A Concat alone before a BN: still one pass (the concatenation is not written).
+  ir::Model plain = bn_graph(DataType::kFloat32, {2, 3, 4, 4}, {"", DataType::kUndefined, true});
+  EXPECT_EQ(cuda::fuse_batchnorm_act(plain.graph, 19, nullptr), 1u);
+  EXPECT_EQ(count(plain.graph, "Concat"), 0);
+
+  // The concatenation read elsewhere too (a graph output): the Concat stays.
+  ir::Model shared = bn_graph(DataType::kFloat32, {2, 3, 4, 4}, {"Relu", DataType::kInt8, true});
+  for (const auto& n : shared.graph.nodes)
+    if (n.op_type == "Concat") {
+      shared.graph.outputs.push_back(shared.graph.outputs[0]);
+      shared.graph.outputs.back().name = n.outputs[0];
+    }
+  EXPECT_EQ(cuda::fuse_batchnorm_act(shared.graph, 19, nullptr), 1u);
+  EXPECT_EQ(count(shared.graph, "Concat"), 1);
+}
+
 void check_on_gpu(DataType dt, const Shape& xs, const Tail& t) {
   const ir::Model m = bn_graph(dt, xs, t);
   const Tensor x = random_tensor(dt, xs, 11, -2.0f, 2.0f);
@@ -121,10 +149,13 @@ void check_on_gpu(DataType dt, const Shape& xs, const Tail& t) {
     expect_within_steps(g, w, t.q == DataType::kFloat8E4M3FN ? 0.081 : 0.0201, what);
   else
     expect_close(g, w, dt == DataType::kFloat32 ? (t.conv_first ? kFp32 : kFp32Math) : kFp16, what);
-  bool fused = false;
-  for (const auto& k : gpu.node_kernels())
+  bool fused = false, concat = false;
+  for (const auto& k : gpu.node_kernels()) {
     fused = fused || k.find("BatchNormalization") != std::string::npos;
+    concat = concat || k.find("Concat + BatchNormalization") != std::string::npos;
+  }
   EXPECT_TRUE(fused || (t.act.empty() && t.q == DataType::kUndefined)) << what;
+  EXPECT_EQ(concat, t.conv_first) << what;
 }
 
 TEST(CudaBatchNormAct, MatchesTheCpuNodes) {
@@ -144,14 +175,18 @@ TEST(CudaBatchNormAct, MatchesTheCpuNodes) {
   EXPECT_EQ(cases, 42);
 }
 
-// Batch 32: the convolutions run channels-last, so the Concat and the fused BatchNormAct do too.
-TEST(CudaBatchNormAct, ChannelsLastConcatFeedsIt) {
+// The Concat read where its inputs lie (Concat + BatchNormAct): batch 32 runs the convolutions
+// channels-last (rows of channels), batch 2 NCHW (planes); 8 + 4 channels take four elements
+// per step, 8 + 3 one.
+TEST(CudaBatchNormAct, ConcatFeedsIt) {
   TRT_REQUIRE_CUDA();
   for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
-    for (const Tail& t :
-         {Tail{"Relu", DataType::kInt8, true}, Tail{"Relu", DataType::kUndefined, true},
-          Tail{"", DataType::kUndefined, true}})
-      check_on_gpu(dt, {32, 5, 6, 6}, t);
+    for (const Shape& xs : {Shape{32, 5, 6, 6}, Shape{2, 5, 6, 6}, Shape{2, 5, 5, 7}})
+      for (int64_t cb : {4, 3})
+        for (const Tail& t :
+             {Tail{"Relu", DataType::kInt8, true, cb}, Tail{"Relu", DataType::kUndefined, true, cb},
+              Tail{"", DataType::kUndefined, true, cb}})
+          check_on_gpu(dt, xs, t);
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 //   BatchNormalization (inference) [-> Relu | Clip | LeakyRelu | Sigmoid | HardSwish]
 //     [-> QuantizeLinear per tensor: scalar constant scale > 0, int8 / uint8 / float8 zero point]
 //                                   => com.trtutils.cuda::BatchNormAct (ops_elementwise.cpp)
-// with at least one of the two tails. Each value fused away has one reader and is no graph
-// output. One pass over the activations instead of up to three (the int8 bytes written directly).
+// with at least one of the two tails, and with the Concat on the channel axis that feeds the BN
+// when the BN is its only reader (DenseNet: every dense layer and transition starts with
+// Concat -> BN -> ReLU): its inputs lead the fused node's (attribute concat_inputs) and the
+// concatenation is never written. Each value fused away has one reader and is no graph output.
+// One pass over the activations instead of up to four (the int8 bytes written directly).
 #include <cmath>
 #include <map>
 #include <string>
@@ -14,6 +17,7 @@
 #include "backends/cuda/cuda_executor.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/fusion/fusion_graph.h"
+#include "backends/cuda/kernels.h"
 #include "ir/graph_builder.h"
 #include "passes/passes.h"
 #include "trtutils/logging.h"
@@ -48,6 +52,23 @@ bool fusable_quantizer(const ir::Graph& g, const ir::Node& q, const std::string&
   return t == DataType::kInt8 || t == DataType::kUInt8 || (fp8 && z->at_double(0) == 0.0);
 }
 
+// The Concat on axis 1 producing v, read by nothing else and no graph output, with at most
+// k::ConcatSources::kMax inputs (none omitted; one is a copy, as DenseNet's first dense layers
+// write): its index, else SIZE_MAX.
+size_t channel_concat_of(const fusion::FusionGraph& fg, const std::string& v) {
+  const auto p = fg.producer.find(v);
+  if (p == fg.producer.end() || fg.removed[p->second] || fg.only_reader(v) == SIZE_MAX ||
+      fg.graph_outputs.count(v))
+    return SIZE_MAX;
+  const ir::Node& c = fg.graph.nodes[p->second];
+  if (!passes::is_default_domain(c) || c.op_type != "Concat" || c.attr_int("axis", 0) != 1 ||
+      c.inputs.empty() || c.inputs.size() > static_cast<size_t>(k::ConcatSources::kMax))
+    return SIZE_MAX;
+  for (const std::string& in : c.inputs)
+    if (in.empty()) return SIZE_MAX;
+  return p->second;
+}
+
 }  // namespace
 
 size_t fuse_batchnorm_act(ir::Graph& g, int64_t opset, std::map<std::string, FusedInto>* absorbed) {
@@ -71,12 +92,20 @@ size_t fuse_batchnorm_act(ir::Graph& g, int64_t opset, std::map<std::string, Fus
     const size_t q = fg.only_reader(y);
     const bool quantize = q != SIZE_MAX && !removed[q] && fusable_quantizer(g, g.nodes[q], y);
     if (quantize) chain.push_back(q);
-    if (chain.size() == 1) continue;
+    const size_t cat = channel_concat_of(fg, g.nodes[i].inputs[0]);
+    if (chain.size() == 1 && cat == SIZE_MAX) continue;
     const ir::Node& bn = g.nodes[i];
     f.name = bn.name;
     f.op_type = "BatchNormAct";
     f.domain = kGpuDomain;
     f.inputs = bn.inputs;
+    if (cat != SIZE_MAX) {
+      const std::vector<std::string>& parts = g.nodes[cat].inputs;
+      f.inputs.erase(f.inputs.begin());
+      f.inputs.insert(f.inputs.begin(), parts.begin(), parts.end());
+      if (parts.size() > 1) fusion::set_int(f, "concat_inputs", static_cast<int64_t>(parts.size()));
+      chain.insert(chain.begin(), cat);
+    }
     if (quantize) f.inputs.insert(f.inputs.end(), {g.nodes[q].inputs[1], g.nodes[q].inputs[2]});
     f.outputs = g.nodes[chain.back()].outputs;
     f.attributes["epsilon"] = ir::attr_float("epsilon", bn.attr_float("epsilon", 1e-5f));
@@ -94,8 +123,9 @@ size_t fuse_batchnorm_act(ir::Graph& g, int64_t opset, std::map<std::string, Fus
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!removed[i]) kept.push_back(std::move(g.nodes[i]));
   g.nodes = std::move(kept);
-  TRT_LOG_VERBOSE("cuda fusion: {} BatchNormalization + activation / quantize chain(s) fused",
-                  fused);
+  TRT_LOG_VERBOSE(
+      "cuda fusion: {} [Concat +] BatchNormalization + activation / quantize chain(s) fused",
+      fused);
   return fused;
 }
 
