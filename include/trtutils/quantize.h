@@ -161,7 +161,8 @@ struct QuantizeResult {
   // (up to 64, spread). Held out (auto_selection_held_out, two selection batches or more):
   // cross-fitted in auto_selection_folds folds, each fold judged by thresholds fitted on the
   // calibration samples outside it; the written model's thresholds are the chosen method's on all
-  // of them. auto_selection_rule says how the scores chose: the best score (max on a tie).
+  // of them. auto_selection_rule says how the scores chose: max unless another candidate beats
+  // it sample for sample (a paired test on the per-batch scores), then the best score.
   std::string calibration_method_chosen;
   std::vector<std::pair<std::string, double>> calibration_method_scores;
   std::string auto_selection_rule;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -180,13 +181,31 @@ double CandidateScores::worst_batch_db() const {
   return batch_db.empty() ? pooled_db : *std::min_element(batch_db.begin(), batch_db.end());
 }
 
+namespace {
+
+// Whether c beats max (m) sample for sample (choose_candidate's paired test).
+bool beats_max(const CandidateScores& c, const CandidateScores& m) {
+  const size_t n = std::min(c.batch_db.size(), m.batch_db.size());
+  if (n < 2) return c.worst_batch_db() >= m.worst_batch_db() + kAutoMarginDb;
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < n; ++i) sum += c.batch_db[i] - m.batch_db[i];
+  const double mean = sum / static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double d = c.batch_db[i] - m.batch_db[i] - mean;
+    sq += d * d;
+  }
+  const double se = std::sqrt(sq / static_cast<double>(n - 1) / static_cast<double>(n));
+  return mean > 0 && mean > kAutoPairedZ * se;
+}
+
+}  // namespace
+
 size_t choose_candidate(const std::vector<CandidateScores>& scores) {
   size_t best = 0;
   for (size_t i = 1; i < scores.size(); ++i)
-    if (scores[i].worst_batch_db() > scores[best].worst_batch_db()) best = i;
-  // max (candidate 0) keeps its place unless the best beats it by the margin.
-  if (best != 0 && scores[best].worst_batch_db() < scores[0].worst_batch_db() + kAutoMarginDb)
-    return 0;
+    if (beats_max(scores[i], scores[0]) &&
+        (best == 0 || scores[i].worst_batch_db() > scores[best].worst_batch_db()))
+      best = i;
   return best;
 }
 
