@@ -52,8 +52,8 @@ float median_ms(const k::DepthwiseDesc& d, const void* x, const void* w, const v
   std::vector<float> ms;
   for (int i = 0; i < 23; ++i) {
     CK(cudaEventRecord(e0));
-    CK(k::conv_depthwise(trtutils::DataType::kFloat16, x, w, b, nullptr, y, d, k::Act::kRelu, 0,
-                         0, nullptr));
+    CK(k::conv_depthwise(trtutils::DataType::kFloat16, x, w, b, nullptr, y, d, k::Act::kRelu, 0, 0,
+                         nullptr));
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float t = 0;
@@ -70,8 +70,8 @@ float median_ms(const k::DepthwiseDesc& d, const void* x, const void* w, const v
 
 int main(int argc, char** argv) {
   const int batch = argc > 1 ? std::atoi(argv[1]) : 256;
-  std::printf("%-16s %5s %4s %2s %2s %9s %9s %7s %8s\n", "model", "C", "HW", "k", "s",
-              "pixel ms", "rows ms", "ratio", "rows GB/s");
+  std::printf("%-16s %5s %4s %2s %2s %9s %9s %7s %8s\n", "model", "C", "HW", "k", "s", "pixel ms",
+              "rows ms", "ratio", "rows GB/s");
   double sum_pixel = 0, sum_rows = 0;
   for (const Layer& l : kLayers) {
     k::DepthwiseDesc d;
@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
     d.sh = d.sw = l.stride;
     d.ph = d.pw = l.kernel / 2;
     d.oh = d.ow = (l.h + 2 * d.ph - l.kernel) / l.stride + 1;
-    const size_t xb = size_t(batch) * l.h * l.h * l.c * 2, yb = size_t(batch) * d.oh * d.ow * l.c * 2;
+    const size_t xb = size_t(batch) * l.h * l.h * l.c * 2,
+                 yb = size_t(batch) * d.oh * d.ow * l.c * 2;
     const size_t wb = size_t(l.kernel) * l.kernel * l.c * 2;
     void *x, *w, *b, *y;
     CK(cudaMalloc(&x, xb));
