@@ -10,7 +10,7 @@ Usage (on the GPU machine; dist/ from scripts/make_dist.sh unpacked, LD_LIBRARY_
 Per model, phase 1 (up to --workers models at once; CPU-heavy): export with random weights and
 BatchNorm statistics (tests/e2e/export_models.py), fixed batch; PyTorch FP32 outputs on the GPU
 (TF32 off) for one random input; `trtutils build --backend cuda --fp16`, and for int8 / fp8
-`trtutils quantize` (max, BATCH uniform random calibration samples, no report) then
+`trtutils quantize` (max, max(BATCH, 32) uniform random calibration samples, no report) then
 `build --strongly_typed` (fp8 only for the transformers). Phase 2 (one at a time, GPU quiet):
 `trtutils benchmark --no_data_transfers` (GPU compute median, as trtexec --noDataTransfers),
 PyTorch eager FP16 median of 20 runs, `trtutils run` on the same input and SQNR against the
@@ -103,8 +103,10 @@ def prepare(args, name):
     onnx_path = os.path.join(d, "model.onnx")
     x = np.random.default_rng(2).random((args.batch, c, h, w), dtype=np.float32)
     np.save(os.path.join(d, "x.npy"), x)
+    # Calibration: one batch, but at least 32 samples (batch 1: 32 batches of one).
+    n_cal = args.batch * max(1, -(-32 // args.batch))
     np.save(os.path.join(d, "calib.npy"),
-            np.random.default_rng(3).random((args.batch, c, h, w), dtype=np.float32))
+            np.random.default_rng(3).random((n_cal, c, h, w), dtype=np.float32))
     t0 = time.perf_counter()
     dev = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: a smoke test off the GPU machine
     model = make_torch(name)

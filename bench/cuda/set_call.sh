@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call for issue 31's set: unpack dist/, run the GPU unit tests named by GTEST (if
-# any) and the probes in dist/, then bench/cuda/model_set.py on MODELS with profiles; everything lands in $OUT.
+# any) and the probes in dist/, then bench/cuda/model_set.py on MODELS with profiles at batch
+# BATCH (default 256); everything lands in $OUT.
 #   GTEST='CudaQConvNhwc.*' MODELS="resnet50 swin_t" SET_TIMEOUT_S=440 BUDGET_S=230 \
-#       bash bench/cuda/set_call.sh
+#       [BATCH=256] bash bench/cuda/set_call.sh
+# (results: $OUT/model_set_b$BATCH.json, set.log, profiles_b$BATCH.tgz, gtest.log, *_probe.txt)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-$PWD/device-results}"
@@ -20,11 +22,12 @@ for probe in dist/*_probe; do  # micro benchmarks built beside the dist (bench/c
   [ -x "$probe" ] && timeout 60 "$probe" >"$out/$(basename "$probe").txt" 2>&1
 done
 if [ -n "${MODELS:-}" ]; then
+  b="${BATCH:-256}"
   # shellcheck disable=SC2086  # MODELS is a list of names
   timeout "${SET_TIMEOUT_S:-440}" python3 bench/cuda/model_set.py --trtutils dist/bin/trtutils \
-    --out /tmp/set --workers "${WORKERS:-4}" --profile --budget_s "${BUDGET_S:-230}" \
-    --prepare_timeout_s "${PREPARE_TIMEOUT_S:-300}" ${EXTRA:-} --json "$out/model_set.json" \
-    $MODELS >"$out/set.log" 2>&1
-  echo "model_set rc=$?" >>"$out/set.log"
-  (cd /tmp/set && tar czf "$out/profiles.tgz" profile_*.txt ./*/log.txt 2>/dev/null)
+    --out "/tmp/set_b$b" --batch "$b" --workers "${WORKERS:-4}" --profile \
+    --budget_s "${BUDGET_S:-230}" --prepare_timeout_s "${PREPARE_TIMEOUT_S:-300}" ${EXTRA:-} \
+    --json "$out/model_set_b$b.json" $MODELS >>"$out/set.log" 2>&1
+  echo "model_set batch $b rc=$?" >>"$out/set.log"
+  (cd "/tmp/set_b$b" && tar czf "$out/profiles_b$b.tgz" profile_*.txt ./*/log.txt 2>/dev/null)
 fi
