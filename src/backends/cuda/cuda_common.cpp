@@ -395,6 +395,8 @@ const OpTable& op_table() {
     register_elementwise_ops(*table);
     register_tensor_ops(*table);
     register_nn_ops(*table);
+    register_conv_ops(*table);
+    register_pool_ops(*table);
     register_gemm_ops(*table);
     register_quant_ops(*table);
     register_resize_ops(*table);

@@ -257,7 +257,9 @@ using OpTable = std::map<std::string, OpFactory>;
 const OpTable& op_table();
 void register_elementwise_ops(OpTable& t);
 void register_tensor_ops(OpTable& t);
-void register_nn_ops(OpTable& t);
+void register_nn_ops(OpTable& t);    // ops_nn.cpp: Softmax, LayerNormalization, reductions
+void register_conv_ops(OpTable& t);  // ops_conv.cpp: Conv, FusedConv, ConvQuantize, PatchEmbed
+void register_pool_ops(OpTable& t);  // ops_pool.cpp: the pools
 void register_gemm_ops(OpTable& t);
 void register_quant_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
