@@ -165,6 +165,14 @@ struct QuantizeResult {
   // it sample for sample (a paired test on the per-batch scores), then the best score.
   std::string calibration_method_chosen;
   std::vector<std::pair<std::string, double>> calibration_method_scores;
+  // calibration_method auto: each candidate's SQNR gain over max per selection batch (dB), the
+  // mean and its standard error over `batches` (the rule's paired test; max's own is 0).
+  struct MethodGain {
+    std::string name;
+    double mean_db = 0, se_db = 0;
+    int64_t batches = 0;
+  };
+  std::vector<MethodGain> calibration_method_gains;
   std::string auto_selection_rule;
   int64_t auto_selection_samples = 0;
   bool auto_selection_held_out = false;

@@ -5,6 +5,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "bindings.h"
 
 namespace py = pybind11;
@@ -86,6 +90,14 @@ void bind_result(py::module_& m) {
       .def_readonly("calibration_methods_used", &R::calibration_methods_used)
       .def_readonly("calibration_method_chosen", &R::calibration_method_chosen)
       .def_readonly("calibration_method_scores", &R::calibration_method_scores)
+      // [(name, mean_db, se_db, batches)]: each candidate's gain over max per selection batch.
+      .def_property_readonly("calibration_method_gains",
+                             [](const R& r) {
+                               std::vector<std::tuple<std::string, double, double, int64_t>> v;
+                               for (const auto& g : r.calibration_method_gains)
+                                 v.emplace_back(g.name, g.mean_db, g.se_db, g.batches);
+                               return v;
+                             })
       .def_readonly("auto_selection_samples", &R::auto_selection_samples)
       .def_readonly("auto_selection_held_out", &R::auto_selection_held_out)
       .def_readonly("auto_selection_folds", &R::auto_selection_folds)

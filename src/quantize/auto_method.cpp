@@ -162,7 +162,7 @@ MethodSelection select_calibration_method(
     }
     const CandidateScores& sc = same->second;
     all.push_back(sc);
-    sel.scores.push_back({name, sc.worst_batch_db(), sc});
+    sel.scores.push_back({name, sc.worst_batch_db(), sc, {}});
     TRT_LOG_VERBOSE(
         "calibration_method auto: {} worst batch {:.2f} dB, pooled {:.2f}, folds [{}], batches "
         "[{}]{}",
@@ -170,6 +170,7 @@ MethodSelection select_calibration_method(
         gpu ? " (GPU)" : "");
   }
   bar.update(total);
+  for (MethodScore& m : sel.scores) m.gain = paired_gain(m.detail, all.front());
   const size_t i = choose_candidate(all);
   sel.method = candidates[i].first;
   sel.name = candidates[i].second;
@@ -181,21 +182,30 @@ double CandidateScores::worst_batch_db() const {
   return batch_db.empty() ? pooled_db : *std::min_element(batch_db.begin(), batch_db.end());
 }
 
+PairedGain paired_gain(const CandidateScores& c, const CandidateScores& max) {
+  PairedGain g;
+  g.batches = std::min(c.batch_db.size(), max.batch_db.size());
+  if (g.batches == 0) return g;
+  const auto n = static_cast<double>(g.batches);
+  double sum = 0, sq = 0;
+  for (size_t i = 0; i < g.batches; ++i) sum += c.batch_db[i] - max.batch_db[i];
+  g.mean_db = sum / n;
+  if (g.batches < 2) return g;
+  for (size_t i = 0; i < g.batches; ++i) {
+    const double d = c.batch_db[i] - max.batch_db[i] - g.mean_db;
+    sq += d * d;
+  }
+  g.se_db = std::sqrt(sq / (n - 1) / n);
+  return g;
+}
+
 namespace {
 
 // Whether c beats max (m) sample for sample (choose_candidate's paired test).
 bool beats_max(const CandidateScores& c, const CandidateScores& m) {
-  const size_t n = std::min(c.batch_db.size(), m.batch_db.size());
-  if (n < 2) return c.worst_batch_db() >= m.worst_batch_db() + kAutoMarginDb;
-  double sum = 0, sq = 0;
-  for (size_t i = 0; i < n; ++i) sum += c.batch_db[i] - m.batch_db[i];
-  const double mean = sum / static_cast<double>(n);
-  for (size_t i = 0; i < n; ++i) {
-    const double d = c.batch_db[i] - m.batch_db[i] - mean;
-    sq += d * d;
-  }
-  const double se = std::sqrt(sq / static_cast<double>(n - 1) / static_cast<double>(n));
-  return mean > 0 && mean > kAutoPairedZ * se;
+  const PairedGain g = paired_gain(c, m);
+  if (g.batches < 2) return c.worst_batch_db() >= m.worst_batch_db() + kAutoMarginDb;
+  return g.mean_db > 0 && g.mean_db > kAutoPairedZ * g.se_db;
 }
 
 }  // namespace

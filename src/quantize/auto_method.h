@@ -57,6 +57,13 @@ struct CandidateScores {
 // With fewer than two batches (no spread to test) the worst batch must beat max's by
 // kAutoMarginDb. Returns the index of the chosen candidate.
 size_t choose_candidate(const std::vector<CandidateScores>& scores);
+// A candidate's per-batch SQNR gain over max (dB): the mean of the differences and its standard
+// error (0 with fewer than two batches), the paired test's figures (the report shows them).
+struct PairedGain {
+  double mean_db = 0, se_db = 0;
+  size_t batches = 0;
+};
+PairedGain paired_gain(const CandidateScores& c, const CandidateScores& max);
 // Standard errors by which a candidate's mean per-batch gain over max must exceed zero.
 inline constexpr double kAutoPairedZ = 2.0;
 // With fewer than two selection batches: how much better than max's (dB) another candidate's
@@ -72,6 +79,7 @@ struct MethodScore {
   std::string name;    // max | entropy | percentile | mse | per_tensor
   double sqnr_db = 0;  // its worst batch's SQNR: the score the rule ranks by
   CandidateScores detail;
+  PairedGain gain;  // over max, per batch (max's own: 0)
 };
 struct MethodSelection {
   CalibrationMethod method = CalibrationMethod::kMax;  // kAuto: the per-tensor table won

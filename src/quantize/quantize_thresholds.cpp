@@ -58,8 +58,11 @@ void record_selection(QuantizeRun& run, const MethodSelection& sel, int64_t samp
   std::string scores;
   for (const auto& sc : sel.scores) {
     run.result.calibration_method_scores.emplace_back(sc.name, sc.sqnr_db);
-    scores += fmt::format("{}{} {:.2f} (pooled {:.2f})", scores.empty() ? "" : ", ", sc.name,
-                          sc.sqnr_db, sc.detail.pooled_db);
+    run.result.calibration_method_gains.push_back(
+        {sc.name, sc.gain.mean_db, sc.gain.se_db, static_cast<int64_t>(sc.gain.batches)});
+    scores += fmt::format("{}{} {:.2f} (pooled {:.2f}, per batch {:+.2f} +/- {:.2f} vs max)",
+                          scores.empty() ? "" : ", ", sc.name, sc.sqnr_db, sc.detail.pooled_db,
+                          sc.gain.mean_db, sc.gain.se_db);
   }
   TRT_LOG_INFO(
       "calibration_method auto: {} (worst-batch output SQNR dB on {} calibration sample(s), {}: "

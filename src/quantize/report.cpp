@@ -219,6 +219,12 @@ std::string report_json(const QuantizeOptions& o, const QuantizeResult& r, const
   for (size_t i = 0; i < r.calibration_method_scores.size(); ++i)
     s += fmt::format("{}{}: {}", i ? ", " : "", js(r.calibration_method_scores[i].first),
                      jn(r.calibration_method_scores[i].second));
+  s += "},\n  \"calibration_method_gain_db\": {";
+  for (size_t i = 0; i < r.calibration_method_gains.size(); ++i) {
+    const auto& g = r.calibration_method_gains[i];
+    s += fmt::format("{}{}: {{\"mean\": {}, \"se\": {}, \"batches\": {}}}", i ? ", " : "",
+                     js(g.name), jn(g.mean_db), jn(g.se_db), g.batches);
+  }
   s += "},\n  \"fp8_range\": [";
   for (size_t i = 0; i < r.fp8_range.size(); ++i) {
     const auto& m = r.fp8_range[i];

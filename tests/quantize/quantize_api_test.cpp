@@ -478,6 +478,15 @@ TEST_F(QuantizeApiTest, AutoKeepsTheMethodWithTheBestOutputs) {
     for (const auto& [m, db] : r.calibration_method_scores)
       if (m == r.calibration_method_chosen) best_name = m;
     EXPECT_EQ(r.calibration_method_chosen, best_name) << mode;
+    // The paired test's figures: max's gain over itself is 0, and a chosen candidate other than
+    // max gained over 2 standard errors per batch.
+    ASSERT_EQ(r.calibration_method_gains.size(), r.calibration_method_scores.size()) << mode;
+    EXPECT_EQ(r.calibration_method_gains[0].mean_db, 0.0) << mode;
+    for (const auto& g : r.calibration_method_gains) {
+      if (g.name == r.calibration_method_chosen && g.name != "max") {
+        EXPECT_GT(g.mean_db, quantize::kAutoPairedZ * g.se_db) << mode << " " << g.name;
+      }
+    }
     EXPECT_EQ(r.auto_selection_rule, quantize::kAutoSelectionRule) << mode;
     EXPECT_EQ(r.calibration_method_scores[0].first, "max");
     EXPECT_EQ(r.auto_selection_samples, 40);  // the 5 calibration batches of 8, in 4 folds
@@ -486,6 +495,7 @@ TEST_F(QuantizeApiTest, AutoKeepsTheMethodWithTheBestOutputs) {
     const std::string json = read_file(r.report_path);
     EXPECT_NE(json.find("\"calibration_method_chosen\": \"" + best_name + "\""), std::string::npos);
     EXPECT_NE(json.find("\"calibration_method_scores\""), std::string::npos);
+    EXPECT_NE(json.find("\"calibration_method_gain_db\""), std::string::npos);
     EXPECT_NE(json.find("\"auto_selection_held_out\": true"), std::string::npos);
     // The written model's scales are the chosen method's: quantizing with it directly gives
     // the same output figures (per_tensor is "auto" per tensor, not a method of its own).

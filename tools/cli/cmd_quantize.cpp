@@ -100,8 +100,15 @@ void run(QuantizeCliOptions o, const CLI::App* sub) {
   print_eval_samples(r);
   if (!r.calibration_method_chosen.empty()) {
     std::string scores;
-    for (const auto& [m, db] : r.calibration_method_scores)
+    for (size_t i = 0; i < r.calibration_method_scores.size(); ++i) {
+      const auto& [m, db] = r.calibration_method_scores[i];
       scores += fmt::format("{}{} {}", scores.empty() ? "" : ", ", m, fmt_db(db));
+      if (i > 0 && i < r.calibration_method_gains.size() &&
+          r.calibration_method_gains[i].batches > 1)
+        scores +=
+            fmt::format(" ({:+.2f} +/- {:.2f} dB per batch vs max)",
+                        r.calibration_method_gains[i].mean_db, r.calibration_method_gains[i].se_db);
+    }
     fmt::print(
         "calibration_method auto: {} (worst-batch output SQNR dB on {} calibration sample(s), {}: "
         "{}; {})\n",
