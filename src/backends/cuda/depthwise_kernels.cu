@@ -11,15 +11,37 @@ namespace trtutils::cuda::k {
 
 namespace {
 
+// 16 bytes of channels: 8 float16 / bfloat16 or 4 float32 values.
+template <typename T>
+union Chunk {
+  static constexpr int kV = 16 / sizeof(T);
+  uint4 u;
+  T t[kV];
+};
+
+// The epilogue of one output chunk: acc + bias + residual, the activation, one 16-byte store to
+// y[o] (b: the chunk's bias, read when bias is set).
+template <typename T>
+__device__ __forceinline__ void finish_chunk(const float (&acc)[Chunk<T>::kV], const Chunk<T>& b,
+                                             bool bias, const uint4* residual, uint4* y, int64_t o,
+                                             Act act, float alpha, float beta) {
+  Chunk<T> res, out;
+  if (residual) res.u = residual[o];
+#pragma unroll
+  for (int k = 0; k < Chunk<T>::kV; ++k) {
+    float v = acc[k];
+    if (bias) v += to_float(b.t[k]);
+    if (residual) v += to_float(res.t[k]);
+    out.t[k] = from_float<T>(apply_act(act, v, alpha, beta));
+  }
+  y[o] = out.u;
+}
+
 template <typename T>
 __global__ void conv_depthwise_kernel(const uint4* x, const uint4* w, const uint4* bias,
                                       const uint4* residual, uint4* y, DepthwiseDesc d, Act act,
                                       float alpha, float beta, int32_t total) {
-  constexpr int kV = 16 / sizeof(T);
-  union Chunk {
-    uint4 u;
-    T t[kV];
-  };
+  constexpr int kV = Chunk<T>::kV;
   const int32_t cv = d.c / kV;
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
@@ -28,23 +50,15 @@ __global__ void conv_depthwise_kernel(const uint4* x, const uint4* w, const uint
 #pragma unroll
     for (int k = 0; k < kV; ++k) acc[k] = 0.0f;
     depthwise_taps(d, i / cv, [&](int32_t pixel, int32_t tap) {
-      Chunk xv, wv;
+      Chunk<T> xv, wv;
       xv.u = x[pixel * cv + c];
       wv.u = w[tap * cv + c];
 #pragma unroll
       for (int k = 0; k < kV; ++k) acc[k] += to_float(xv.t[k]) * to_float(wv.t[k]);
     });
-    Chunk b, res, out;
+    Chunk<T> b;
     if (bias) b.u = bias[c];
-    if (residual) res.u = residual[i];
-#pragma unroll
-    for (int k = 0; k < kV; ++k) {
-      float v = acc[k];
-      if (bias) v += to_float(b.t[k]);
-      if (residual) v += to_float(res.t[k]);
-      out.t[k] = from_float<T>(apply_act(act, v, alpha, beta));
-    }
-    y[i] = out.u;
+    finish_chunk<T>(acc, b, bias != nullptr, residual, y, i, act, alpha, beta);
   }
 }
 
@@ -62,12 +76,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     conv_depthwise_rows_kernel(const uint4* x, const uint4* w, const uint4* bias,
                                const uint4* residual, uint4* y, DepthwiseDesc d, Act act,
                                float alpha, float beta, int32_t tiles_w, int32_t total) {
-  constexpr int kV = 16 / sizeof(T);
+  constexpr int kV = Chunk<T>::kV;
   constexpr int kIn = (kTile - 1) * kSw + kKw;
-  union Chunk {
-    uint4 u;
-    T t[kV];
-  };
   const int32_t cv = d.c / kV;
   for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
        i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
@@ -87,7 +97,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int32_t ih = oy * d.sh - d.ph + r * d.dh;
       if (ih < 0 || ih >= d.h) continue;
       const uint4* xrow = x + (static_cast<int64_t>(n) * d.h + ih) * d.w * cv + c;
-      Chunk in[kIn];
+      Chunk<T> in[kIn];
 #pragma unroll
       for (int j = 0; j < kIn; ++j) {
         const int32_t iw = iw0 + j;
@@ -96,7 +106,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
 #pragma unroll
       for (int s = 0; s < kKw; ++s) {
-        Chunk wv;
+        Chunk<T> wv;
         wv.u = w[(r * kKw + s) * cv + c];
 #pragma unroll
         for (int k = 0; k < kV; ++k) {
@@ -106,22 +116,13 @@ __global__ void __launch_bounds__(kThreads, 2)
         }
       }
     }
-    Chunk b;
+    Chunk<T> b;
     if (bias) b.u = bias[c];
 #pragma unroll
     for (int t = 0; t < kTile; ++t) {
       if (ox0 + t >= d.ow) break;
       const int64_t o = ((static_cast<int64_t>(n) * d.oh + oy) * d.ow + ox0 + t) * cv + c;
-      Chunk res, out;
-      if (residual) res.u = residual[o];
-#pragma unroll
-      for (int k = 0; k < kV; ++k) {
-        float v = acc[t][k];
-        if (bias) v += to_float(b.t[k]);
-        if (residual) v += to_float(res.t[k]);
-        out.t[k] = from_float<T>(apply_act(act, v, alpha, beta));
-      }
-      y[o] = out.u;
+      finish_chunk<T>(acc[t], b, bias != nullptr, residual, y, o, act, alpha, beta);
     }
   }
 }
