@@ -7,7 +7,8 @@
 // the products). Also small shapes at the tile edges (partial tiles in M and N, a partial
 // reduction step, stride 2, padding, GELU), checked against a host reference.
 //   nvcc -std=c++17 -O2 -arch=sm_90a -DTRTUTILS_CUDA_SM90A -Isrc -Iinclude bench/cuda/pw_probe.cu \
-//     src/backends/cuda/qconv_igemm.cu src/backends/cuda/qconv_pointwise.cu -o dist/pw_probe
+//     src/backends/cuda/qconv_igemm.cu src/backends/cuda/qconv_pointwise.cu \
+//     src/backends/cuda/kernel_switches.cpp -o dist/pw_probe
 //   [SWITCH=...] [NEW=1] ./pw_probe [NAME]   (int8 and E4M3; NAME: only the layers whose name
 //   contains it, e.g. vit; NOTIME=1: one run each, for ncu)
 #include <cuda_runtime.h>
@@ -24,14 +25,7 @@
 using trtutils::DataType;
 namespace k = trtutils::cuda::k;
 
-#define CK(x)                                                                          \
-  do {                                                                                 \
-    cudaError_t err_ = (x);                                                            \
-    if (err_ != cudaSuccess) {                                                         \
-      std::printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
+#include "probe_check.h"
 
 struct Layer {
   const char* name;
