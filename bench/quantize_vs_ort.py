@@ -157,7 +157,12 @@ def our_quantize(binary, fp32, out, calib_npy, mode, method, threads, extra=()):
            *extra]
     r = subprocess.run(cmd, check=True, capture_output=True, text=True)
     m = re.search(r"calibration_method auto: (\w+)", r.stdout)
-    return m.group(1) if m else None
+    if not m:
+        return None
+    # auto's paired test, per candidate: mean per-batch SQNR gain over max and its standard error.
+    gains = {g.group(1): [float(g.group(2)), float(g.group(3))] for g in re.finditer(
+        r"(\w+) -?[\d.]+ \(([+-][\d.]+) \+/- ([\d.]+) dB per batch vs max\)", r.stdout)}
+    return {"chosen": m.group(1), "gains": gains}
 
 
 def quantized_op_inputs(path):
@@ -235,7 +240,8 @@ def measure_model(args, name, threads):
             for method in methods:
                 q = os.path.join(WORK, f"{name}_{dname}_{mode}_{method}_ours.onnx")
                 step(name, t0, f"{dname} {mode} {method}: quantize")
-                chosen = our_quantize(args.trtutils, fp32, q, calib_npy, mode, method, threads)
+                auto = our_quantize(args.trtutils, fp32, q, calib_npy, mode, method, threads)
+                chosen = auto["chosen"] if auto else None
                 ours = sqnr(ref, run_ort(q, held, threads))
                 theirs = None
                 if mode == "int8" and method in ORT and name not in args.only_auto:
@@ -248,6 +254,7 @@ def measure_model(args, name, threads):
                 cell = {"ours": ours, "ort": theirs}
                 if chosen:
                     cell["chosen"] = chosen
+                    cell["gains_vs_max"] = auto["gains"]
                 row.setdefault(dname, {}).setdefault(mode, {})[method] = cell
                 lines.append(f"{name:<30} {dname:<7} {mode:<5} {method:<11} {ours:8.2f} "
                              f"{'' if theirs is None else f'{theirs:8.2f}'}"
