@@ -483,10 +483,10 @@ class BatchNormOp : public GpuOp {
     }
     void* py = ctx.make(*out.at(0), yt, xs);
     out[0]->nhwc = nhwc;
-    ctx.check(
-        k::concat_channel_affine_act(x.dtype, src, py, scale, shift,
-                                     nc > 0 ? numel / (c * inner) : 0, inner, post_, ctx.stream),
-        label_.c_str());
+    ctx.check(k::concat_channel_affine_act(x.dtype, src, py, scale, shift,
+                                           nhwc ? (c > 0 ? numel / c : 0) : xs[0], inner, post_,
+                                           ctx.stream),
+              label_.c_str());
   }
 
  private:
